@@ -1,0 +1,85 @@
+/*
+ * sjgpu.h
+ *		The only door into simjoin's GPU engine.
+ *
+ * C99, no CUDA or PostgreSQL types: opaque handles, status codes (SjStatus
+ * from src/engine/sjengine.h) and flat arrays.  Every entry point catches
+ * everything and returns a status with a message in errmsg (SJ_ERRMSG_LEN
+ * bytes).  CUDA is initialised lazily by the first call that needs it, in the
+ * calling process.
+ *
+ * Device memory belongs to the join handle that allocated it and is released
+ * by the matching *_end, on every path, including after the caller's own
+ * error (the adapter calls *_end from a memory-context reset callback).
+ *
+ * Builds without the CUDA toolkit link cuda/sjgpu_none.c instead, whose
+ * every entry point reports SJ_ERR_NO_DEVICE.
+ */
+#ifndef SJGPU_H
+#define SJGPU_H
+
+#include "sjengine.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+typedef struct SjGpuDeviceInfo
+{
+	int			ordinal;
+	char		name[256];
+	uint64_t	total_memory;	/* bytes */
+	uint64_t	free_memory;	/* bytes */
+	int			cc_major;		/* compute capability */
+	int			cc_minor;
+} SjGpuDeviceInfo;
+
+/* 1 when this build contains the GPU engine, 0 for a CPU-only build. */
+extern int	sjgpu_compiled(void);
+
+/*
+ * Number of usable devices (0 with no driver or no device: that is SJ_OK).
+ * Initialises CUDA on first use.
+ */
+extern SjStatus sjgpu_device_count(int *count, char *errmsg);
+extern SjStatus sjgpu_device_info(int ordinal, SjGpuDeviceInfo *info,
+								  char *errmsg);
+
+/*
+ * eps_join on the device: the same contract as sj_eps_cpu_* (sjengine.h),
+ * the same pairs and bit-identical distances.  options->gpu_memory_limit
+ * bounds the device memory the join holds; work beyond it is batched, and
+ * SJ_ERR_DEVICE_NOMEM is returned only when even the smallest batch does
+ * not fit.
+ */
+typedef struct SjGpuEpsJoin SjGpuEpsJoin;
+
+extern SjStatus sjgpu_eps_begin(const SjVectors *left, const SjVectors *right,
+								double eps, const SjJoinOptions *options,
+								SjGpuEpsJoin **join, char *errmsg);
+extern SjStatus sjgpu_eps_next(SjGpuEpsJoin *join, SjPairBatch *batch,
+							   int *done, char *errmsg);
+extern void sjgpu_eps_timings(const SjGpuEpsJoin *join, SjTimings *timings);
+extern void sjgpu_eps_end(SjGpuEpsJoin *join);
+
+/* jaccard_join on the device: contract of sj_jaccard_cpu_* (sjengine.h). */
+typedef struct SjGpuJaccardJoin SjGpuJaccardJoin;
+
+extern SjStatus sjgpu_jaccard_begin(const SjSets *left, const SjSets *right,
+									double threshold,
+									const SjJoinOptions *options,
+									SjGpuJaccardJoin **join, char *errmsg);
+extern SjStatus sjgpu_jaccard_next(SjGpuJaccardJoin *join, SjPairBatch *batch,
+								   int *done, char *errmsg);
+extern void sjgpu_jaccard_timings(const SjGpuJaccardJoin *join,
+								  SjTimings *timings);
+extern void sjgpu_jaccard_end(SjGpuJaccardJoin *join);
+
+/* theta_join on the device: contract of sj_theta_cpu_* (sjtheta.h). */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* SJGPU_H */

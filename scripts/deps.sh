@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# deps.sh: install what simjoin needs to build and test on Debian 12, with
+# apt, where it is missing: PostgreSQL 15 server and contrib (cube, pg_trgm),
+# its server headers, a C compiler and make.  The CUDA toolkit is optional and
+# never installed here: when nvcc is found (PATH or /usr/local/cuda), the
+# GPU engine is built too.
+set -euo pipefail
+need=()
+for pkg in postgresql-15 postgresql-server-dev-15 postgresql-contrib gcc make; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if ((${#need[@]})); then
+    sudo=""
+    [[ $(id -u) == 0 ]] || sudo="sudo"
+    echo "deps: installing ${need[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi

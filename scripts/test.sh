@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# test.sh: simjoin's whole test suite on a fresh Debian 12 machine.
+#
+#     bash scripts/test.sh
+#
+# Installs what is missing (scripts/deps.sh), builds and installs the
+# extension, starts a throwaway cluster, and runs:
+#   1. the pg_regress suite (sql/, expected/) with simjoin.device as set in
+#      PGOPTIONS (default: auto, i.e. the GPU where one is usable);
+#   2. the engine tests (test/engine, no server);
+#   3. the differential tests (test/diff: GPU vs CPU where a GPU is usable,
+#      and both against plain-SQL oracles).
+# Ends with one line "N passed, N failed" over the three suites.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+bash scripts/deps.sh || exit 1
+export PATH=$(pg_config --bindir):$PATH
+
+make -s clean >/dev/null 2>&1
+make -s 2>&1 | grep -v '^$' || true
+[[ -f simjoin.so ]] || { echo "build failed"; exit 1; }
+if [[ $(id -u) == 0 ]]; then make -s install >/dev/null; else sudo make -s install >/dev/null; fi || exit 1
+
+source scripts/cluster.sh
+sj_cluster_start || exit 1
+trap sj_cluster_stop EXIT
+
+passed=0 failed=0
+suite() {   # suite NAME COMMAND...: run one suite, count it
+    local name=$1; shift
+    echo "== $name"
+    if "$@"; then passed=$((passed + 1)); echo "== $name: ok"
+    else failed=$((failed + 1)); echo "== $name: FAILED"; fi
+}
+regress() {
+    make -s installcheck || { [[ -f regression.diffs ]] && head -200 regression.diffs; return 1; }
+}
+suite "pg_regress" regress
+suite "engine tests" make -s engine-check
+suite "differential tests" bash test/diff/run.sh
+
+echo "$passed passed, $failed failed"
+((failed == 0))

@@ -1,0 +1,173 @@
+/*
+ * sjengine.h
+ *		The engine boundary of simjoin: plain C99 types shared by the CPU
+ *		engine (src/engine/) and the GPU engine (cuda/, behind cuda/sjgpu.h).
+ *
+ * Nothing here knows PostgreSQL or CUDA.  The adapter (the C files in src/) marshals
+ * relations into these flat, columnar inputs; an engine returns pairs of row
+ * indices into those inputs, in batches, through an iterator:
+ *
+ *		begin (build the index)  ->  next, next, ... (probe; one pair batch each)
+ *		->  end (free everything)
+ *
+ * Ownership: every input array belongs to the caller and must stay valid
+ * until end; every output array belongs to the engine handle and stays
+ * valid until the following next or end.  Engines never call exit(), never
+ * print, and never let a C++ exception or a longjmp cross this boundary:
+ * failures are returned as an SjStatus with a message in the handle.
+ *
+ * Row indices are uint32_t: one side of a join holds fewer than 2^32 rows
+ * that can join (NULL, NaN and infinite vectors are dropped before the
+ * engine sees them).
+ */
+#ifndef SJENGINE_H
+#define SJENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* Status codes: the one list that the adapter maps to SQLSTATEs. */
+typedef enum SjStatus
+{
+	SJ_OK = 0,
+	SJ_ERR_INVALID,				/* bad argument (a bug in the caller) */
+	SJ_ERR_NOMEM,				/* host memory exhausted */
+	SJ_ERR_DEVICE_NOMEM,		/* device memory exhausted even at the
+								 * smallest batch */
+	SJ_ERR_NO_DEVICE,			/* no usable GPU (no driver, no device,
+								 * CPU-only build) */
+	SJ_ERR_DEVICE,				/* a CUDA call failed */
+	SJ_ERR_TOO_LARGE,			/* input exceeds a hard engine limit */
+	SJ_ERR_INTERNAL				/* an invariant was violated */
+} SjStatus;
+
+#define SJ_ERRMSG_LEN 256
+
+/*
+ * Vectors in structure-of-arrays layout: coordinate k of row i is
+ * coords[(size_t) k * n + i].  Every coordinate is finite.
+ */
+typedef struct SjVectors
+{
+	uint32_t	n;				/* rows */
+	int			dim;			/* dimensions, >= 1 */
+	const double *coords;		/* dim * n doubles */
+} SjVectors;
+
+/*
+ * A batch of result pairs.  left[i] indexes the left (outer) input,
+ * right[i] the right (inner) input; for a self-join both index the one
+ * input and left[i] < right[i].  value[i] is the distance or similarity
+ * (NULL for joins without a value, and for count-only joins).  In a
+ * count-only join, left/right/value are NULL and only count is set.
+ */
+typedef struct SjPairBatch
+{
+	size_t		count;
+	const uint32_t *left;
+	const uint32_t *right;
+	const double *value;
+} SjPairBatch;
+
+/* Where time went, accumulated over a whole join (milliseconds). */
+typedef struct SjTimings
+{
+	double		build_ms;		/* index construction */
+	double		probe_ms;		/* probing / verification */
+	double		transfer_ms;	/* host <-> device copies (GPU only) */
+	uint64_t	batches;		/* pair batches produced */
+	uint64_t	reruns;			/* batches re-run after an overflow */
+	uint64_t	device_bytes;	/* peak device memory held (GPU only) */
+	char		strategy[64];	/* what the engine chose, for DEBUG/EXPLAIN */
+} SjTimings;
+
+/* Options common to every join. */
+typedef struct SjJoinOptions
+{
+	int			count_only;		/* count pairs, never materialise them */
+	int			cpu_threads;	/* CPU engine: worker threads, >= 1 */
+	size_t		max_batch_pairs;	/* upper bound on pairs in one batch */
+	size_t		gpu_memory_limit;	/* GPU engine: device bytes one join may
+									 * hold; 0 = engine's default */
+	int			gpu_device;		/* GPU engine: CUDA device ordinal */
+} SjJoinOptions;
+
+/* ---------------------------------------------------------------------
+ * eps_join: pairs with sqrt(sum_k (l_k - r_k)^2) <= eps.
+ *
+ * The distance is computed in double, the squares summed in dimension
+ * order 0..dim-1 without fused multiply-add, then sqrt; the pair joins
+ * when that value is <= eps.  Both engines follow exactly this order so
+ * that distances are bit-identical.  right == NULL means a self-join of
+ * left: each unordered pair of distinct rows once, left index < right.
+ * --------------------------------------------------------------------- */
+typedef struct SjEpsJoin SjEpsJoin;
+
+/*
+ * CPU engine entry points for eps_join (src/engine/eps_cpu.c).  The GPU
+ * engine's twins are in cuda/sjgpu.h.  errmsg points to SJ_ERRMSG_LEN bytes
+ * that receive a message whenever a call returns anything but SJ_OK.
+ * next() sets *done once the join is exhausted (the batch it returns with
+ * done set may still hold pairs).  end() accepts NULL and frees everything.
+ */
+extern SjStatus sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right,
+								 double eps, const SjJoinOptions *options,
+								 SjEpsJoin **join, char *errmsg);
+extern SjStatus sj_eps_cpu_next(SjEpsJoin *join, SjPairBatch *batch,
+								int *done, char *errmsg);
+extern void sj_eps_cpu_timings(const SjEpsJoin *join, SjTimings *timings);
+extern void sj_eps_cpu_end(SjEpsJoin *join);
+
+/* Parallel loop of the CPU engine (src/engine/sjthreads.c). */
+typedef void (*SjTaskFn) (void *arg, uint64_t task, int worker);
+extern SjStatus sj_parallel_for(int nthreads, uint64_t ntasks, SjTaskFn fn,
+								void *arg);
+
+/* Monotonic clock in milliseconds, for SjTimings. */
+extern double sj_now_ms(void);
+
+/* ---------------------------------------------------------------------
+ * jaccard_join: pairs with |A n B| / |A u B| >= threshold.
+ *
+ * Sets in CSR layout over dense token ids: the tokens of set i are
+ * tokens[offsets[i] .. offsets[i+1]), strictly ascending (the adapter
+ * dictionary-encodes and de-duplicates).  Every token is < universe, and
+ * both sides of a two-table join share one dictionary.  The similarity is
+ * (double) inter / (double) (|A| + |B| - inter), exactly this expression, in
+ * both engines; a pair joins when it is >= threshold.  An empty set joins
+ * nothing.  right == NULL means a self-join, as for eps_join.
+ * --------------------------------------------------------------------- */
+typedef struct SjSets
+{
+	uint32_t	n;				/* sets */
+	uint32_t	universe;		/* token ids are < universe */
+	const uint64_t *offsets;	/* n + 1 entries, offsets[0] == 0 */
+	const uint32_t *tokens;		/* offsets[n] token ids */
+} SjSets;
+
+typedef struct SjJaccardJoin SjJaccardJoin;
+
+extern SjStatus sj_jaccard_cpu_begin(const SjSets *left, const SjSets *right,
+									 double threshold,
+									 const SjJoinOptions *options,
+									 SjJaccardJoin **join, char *errmsg);
+extern SjStatus sj_jaccard_cpu_next(SjJaccardJoin *join, SjPairBatch *batch,
+									int *done, char *errmsg);
+extern void sj_jaccard_cpu_timings(const SjJaccardJoin *join,
+								   SjTimings *timings);
+extern void sj_jaccard_cpu_end(SjJaccardJoin *join);
+
+/* ---------------------------------------------------------------------
+ * theta_join: declared in sjtheta.h (condition programs and strategies).
+ * --------------------------------------------------------------------- */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* SJENGINE_H */

@@ -1,0 +1,257 @@
+/*
+ * marshal.c
+ *		Reading the join columns of a relation for the engines.
+ *
+ * A relation named by an operator is read under the statement's snapshot,
+ * with exactly the visibility the caller's own SELECT would have:
+ *
+ *	- SELECT privilege is checked on every column read, up front, before any
+ *	  row is touched;
+ *	- a plain table without row-level security or inheritance children is
+ *	  read by a direct table scan (the fast path);
+ *	- a relation with row-level security in force for this user, a
+ *	  partitioned table or inheritance parent, a view, a materialized view or
+ *	  a foreign table is read through the executor (an SPI cursor over
+ *	  "SELECT cols FROM rel"), so that policies, partitions and view
+ *	  definitions apply as in any query.  Identifiers are quoted; nothing the
+ *	  caller wrote is pasted into SQL.
+ *
+ * Rows are handed one at a time to a callback with the requested columns;
+ * the callback runs in a per-row memory context that is reset after every
+ * row, so it must copy what it keeps into memory it owns.
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+
+#include "simjoin.h"
+
+#define SJ_SPI_FETCH 10000
+
+/*
+ * Look up a column by its exact name and check that the current user may
+ * SELECT it.
+ */
+void
+SjResolveColumn(Oid relid, const char *name, SjColumn *col)
+{
+	AttrNumber	attnum;
+	Oid			collation;
+
+	attnum = get_attnum(relid, name);
+	if (attnum == InvalidAttrNumber || attnum < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						name, get_rel_name(relid)),
+				 errhint("Column names are matched exactly, without case folding.")));
+
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck(relid, attnum, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		aclcheck_error_col(ACLCHECK_NO_PRIV, get_relkind_objtype(get_rel_relkind(relid)),
+						   get_rel_name(relid), name);
+
+	col->name = name;
+	col->attnum = attnum;
+	get_atttypetypmodcoll(relid, attnum, &col->typid, &col->typmod, &collation);
+}
+
+/* A key column must be an integer. */
+void
+SjCheckKeyColumn(Oid relid, const SjColumn *col)
+{
+	if (col->typid != INT2OID && col->typid != INT4OID && col->typid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("key column \"%s\" of relation \"%s\" must be smallint, integer or bigint, not %s",
+						col->name, get_rel_name(relid), format_type_be(col->typid))));
+}
+
+/* The int64 value of a key datum. */
+int64
+SjKeyValue(Datum value, Oid typid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			return DatumGetInt16(value);
+		case INT4OID:
+			return DatumGetInt32(value);
+		default:
+			return DatumGetInt64(value);
+	}
+}
+
+/* A NULL key cannot identify its row in the result. */
+void
+SjErrorNullKey(Oid relid, const SjColumn *col)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("key column \"%s\" of relation \"%s\" contains NULL",
+					col->name, get_rel_name(relid)),
+			 errhint("Filter the rows through a view, or use a key column without NULLs.")));
+}
+
+/* Grow an array so that it holds at least "needed" elements. */
+void *
+SjGrow(void *ptr, size_t *capacity, size_t needed, size_t elem)
+{
+	size_t		newcap;
+
+	if (needed <= *capacity)
+		return ptr;
+	newcap = Max(*capacity * 2, Max(needed, (size_t) 1024));
+	ptr = repalloc_huge(ptr, newcap * elem);
+	*capacity = newcap;
+	return ptr;
+}
+
+/* Fast path: a table scan under the active snapshot. */
+static void
+SjScanTable(Relation rel, int ncols, const SjColumn *cols, SjRowFn fn,
+			void *arg, MemoryContext rowcxt)
+{
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+	AttrNumber	maxatt = 0;
+	Datum	   *values = palloc(sizeof(Datum) * ncols);
+	bool	   *isnull = palloc(sizeof(bool) * ncols);
+	uint64		nrows = 0;
+	int			i;
+
+	for (i = 0; i < ncols; i++)
+		maxatt = Max(maxatt, cols[i].attnum);
+
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	slot = table_slot_create(rel, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		MemoryContext old;
+
+		if ((++nrows & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+		slot_getsomeattrs(slot, maxatt);
+		for (i = 0; i < ncols; i++)
+		{
+			values[i] = slot->tts_values[cols[i].attnum - 1];
+			isnull[i] = slot->tts_isnull[cols[i].attnum - 1];
+		}
+		old = MemoryContextSwitchTo(rowcxt);
+		fn(arg, values, isnull);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(rowcxt);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	pfree(values);
+	pfree(isnull);
+}
+
+/* General path: the executor, through an SPI cursor. */
+static void
+SjScanQuery(Relation rel, int ncols, const SjColumn *cols, SjRowFn fn,
+			void *arg, MemoryContext rowcxt)
+{
+	StringInfoData sql;
+	SPIPlanPtr	plan;
+	Portal		portal;
+	Datum	   *values = palloc(sizeof(Datum) * ncols);
+	bool	   *isnull = palloc(sizeof(bool) * ncols);
+	int			i;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	for (i = 0; i < ncols; i++)
+		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(cols[i].name));
+	appendStringInfo(&sql, " FROM %s",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	plan = SPI_prepare(sql.data, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql.data,
+			 SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	for (;;)
+	{
+		uint64		r;
+
+		SPI_cursor_fetch(portal, true, SJ_SPI_FETCH);
+		if (SPI_processed == 0)
+			break;
+		for (r = 0; r < SPI_processed; r++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[r];
+			MemoryContext old = MemoryContextSwitchTo(rowcxt);
+
+			for (i = 0; i < ncols; i++)
+				values[i] = SPI_getbinval(tup, SPI_tuptable->tupdesc, i + 1, &isnull[i]);
+			fn(arg, values, isnull);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(rowcxt);
+		}
+		SPI_freetuptable(SPI_tuptable);
+		CHECK_FOR_INTERRUPTS();
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+	pfree(values);
+	pfree(isnull);
+	pfree(sql.data);
+}
+
+/*
+ * Call fn for every row of relid that the current user's SELECT would see,
+ * with the values of cols (already resolved and privilege-checked).
+ */
+void
+SjScanRelation(Oid relid, int ncols, const SjColumn *cols, SjRowFn fn, void *arg)
+{
+	Relation	rel;
+	MemoryContext rowcxt;
+	bool		fast;
+	char		relkind;
+
+	/* errors out, with a hint, where policies apply but row_security = off */
+	fast = check_enable_rls(relid, InvalidOid, false) != RLS_ENABLED;
+
+	rel = relation_open(relid, AccessShareLock);
+	relkind = rel->rd_rel->relkind;
+	/* inheritance children and matview population are the executor's job */
+	if (relkind != RELKIND_RELATION || rel->rd_rel->relhassubclass)
+		fast = false;
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW &&
+		relkind != RELKIND_PARTITIONED_TABLE && relkind != RELKIND_VIEW &&
+		relkind != RELKIND_FOREIGN_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table, view, materialized view or foreign table",
+						RelationGetRelationName(rel))));
+
+	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "simjoin row",
+								   ALLOCSET_DEFAULT_SIZES);
+	if (fast)
+		SjScanTable(rel, ncols, cols, fn, arg, rowcxt);
+	else
+		SjScanQuery(rel, ncols, cols, fn, arg, rowcxt);
+	MemoryContextDelete(rowcxt);
+	relation_close(rel, NoLock);
+}

@@ -1,0 +1,410 @@
+/*
+ * simjoin.c
+ *		Module entry: settings, devices, engine status mapping and the engine
+ *		run wrapper shared by every operator.
+ *
+ * CUDA is never touched here at load time: the first function that needs
+ * to know whether a GPU is usable asks the GPU engine, which initialises
+ * CUDA in this backend then.  The answer is cached for the backend's life.
+ *
+ * Every engine status reaches the user through SjReportStatus, the one
+ * mapping from SjStatus to SQLSTATE.
+ */
+#include "postgres.h"
+
+#include <math.h>
+#include <unistd.h>
+
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+
+#include "simjoin.h"
+#include "sjgpu.h"
+
+PG_MODULE_MAGIC;
+
+int			sj_device = SJ_DEVICE_AUTO;
+int			sj_gpu_memory_limit_mb = 0;
+int			sj_cpu_threads = 1;
+bool		sj_enable_customscan = true;
+
+SjStats		sj_last_stats;
+
+/* -1 unknown, 0 no usable GPU, 1 usable */
+static int	sj_gpu_state = -1;
+
+static const struct config_enum_entry sj_device_options[] = {
+	{"auto", SJ_DEVICE_AUTO, false},
+	{"gpu", SJ_DEVICE_GPU, false},
+	{"cpu", SJ_DEVICE_CPU, false},
+	{NULL, 0, false}
+};
+
+void		_PG_init(void);
+
+/* Define the settings. */
+void
+_PG_init(void)
+{
+	long		ncores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (ncores < 1)
+		ncores = 1;
+	if (ncores > 1024)
+		ncores = 1024;
+
+	DefineCustomEnumVariable("simjoin.device",
+							 "Where simjoin runs joins.",
+							 "auto: the GPU when one is usable, else the CPU; "
+							 "gpu: the GPU or an error; cpu: never the GPU.",
+							 &sj_device, SJ_DEVICE_AUTO, sj_device_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("simjoin.gpu_memory_limit",
+							"Device memory one join may hold.",
+							"0 means 80% of the device memory free when the "
+							"join starts. Larger work is split into batches.",
+							&sj_gpu_memory_limit_mb, 0, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("simjoin.cpu_threads",
+							"Threads the CPU engine may use for one join.",
+							NULL,
+							&sj_cpu_threads, (int) ncores, 1, 1024,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("simjoin.enable_customscan",
+							 "Lets the planner use Custom Scan (SimJoin) for "
+							 "joins simjoin understands.",
+							 NULL,
+							 &sj_enable_customscan, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("simjoin");
+}
+
+/*
+ * Report a failed engine call as an ERROR with a specific SQLSTATE.
+ * "what" names the operation ("eps_join on the GPU").
+ */
+void
+SjReportStatus(SjStatus status, const char *engmsg, const char *what)
+{
+	const char *msg = engmsg && engmsg[0] ? engmsg : "no detail";
+
+	switch (status)
+	{
+		case SJ_OK:
+			return;
+		case SJ_ERR_NOMEM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory in %s", what),
+					 errdetail("%s", msg)));
+			break;
+		case SJ_ERR_DEVICE_NOMEM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of GPU memory in %s", what),
+					 errdetail("%s", msg),
+					 errhint("Lower simjoin.gpu_memory_limit, free GPU memory, "
+							 "or set simjoin.device = auto to fall back to the CPU.")));
+			break;
+		case SJ_ERR_NO_DEVICE:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("no usable GPU for %s", what),
+					 errdetail("%s", msg),
+					 errhint("Set simjoin.device = auto or cpu to use the CPU engine.")));
+			break;
+		case SJ_ERR_DEVICE:
+			ereport(ERROR,
+					(errcode(ERRCODE_SYSTEM_ERROR),
+					 errmsg("GPU error in %s", what),
+					 errdetail("%s", msg)));
+			break;
+		case SJ_ERR_TOO_LARGE:
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("input too large for %s", what),
+					 errdetail("%s", msg)));
+			break;
+		case SJ_ERR_INVALID:
+		case SJ_ERR_INTERNAL:
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("internal error in %s", what),
+					 errdetail("%s (status %d)", msg, (int) status)));
+			break;
+	}
+}
+
+/* Is a GPU usable in this backend?  Initialises CUDA on first call. */
+bool
+SjGpuUsable(void)
+{
+	if (sj_gpu_state < 0)
+	{
+		char		engmsg[SJ_ERRMSG_LEN] = "";
+		int			n = 0;
+		SjStatus	status;
+
+		status = sjgpu_device_count(&n, engmsg);
+		if (status != SJ_OK)
+		{
+			/* a broken driver is worth a word, not a failure of auto */
+			elog(DEBUG1, "simjoin: GPU not usable: %s", engmsg);
+			n = 0;
+		}
+		sj_gpu_state = n > 0 ? 1 : 0;
+	}
+	return sj_gpu_state == 1;
+}
+
+/* Should this join run on the GPU?  Errors for device = gpu without one. */
+bool
+SjUseGpu(void)
+{
+	switch (sj_device)
+	{
+		case SJ_DEVICE_CPU:
+			return false;
+		case SJ_DEVICE_GPU:
+			if (!SjGpuUsable())
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("simjoin.device is \"gpu\" but no GPU is usable"),
+						 errdetail(sjgpu_compiled() ?
+								   "No CUDA device was found, or the NVIDIA driver is missing." :
+								   "simjoin was built without CUDA support."),
+						 errhint("Set simjoin.device = auto or cpu.")));
+			return true;
+		default:
+			return SjGpuUsable();
+	}
+}
+
+/* Engine options from the settings. */
+void
+SjJoinOptionsInit(SjJoinOptions *options, bool count_only)
+{
+	memset(options, 0, sizeof(*options));
+	options->count_only = count_only ? 1 : 0;
+	options->cpu_threads = sj_cpu_threads;
+	options->max_batch_pairs = 1024 * 1024;
+	options->gpu_memory_limit = (size_t) sj_gpu_memory_limit_mb * 1024 * 1024;
+	options->gpu_device = 0;
+}
+
+/* Reset callback: end an engine run that an ERROR left behind. */
+static void
+SjRunCallback(void *arg)
+{
+	SjRun	   *run = (SjRun *) arg;
+
+	if (run->handle)
+	{
+		void	   *h = run->handle;
+
+		run->handle = NULL;
+		run->end(h);
+	}
+}
+
+/* Tie the run's engine handle to CurrentMemoryContext's lifetime. */
+static void
+SjRunRegister(SjRun *run)
+{
+	run->cb.func = SjRunCallback;
+	run->cb.arg = run;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, &run->cb);
+}
+
+/* Collect the engine's timings into stats. */
+static void
+SjRunCollect(SjRun *run, SjStats *stats)
+{
+	SjTimings	t;
+
+	memset(&t, 0, sizeof(t));
+	run->timings(run->handle, &t);
+	stats->build_ms += t.build_ms;
+	stats->probe_ms += t.probe_ms;
+	stats->transfer_ms += t.transfer_ms;
+	stats->batches += (int64) t.batches;
+	stats->device_bytes = Max(stats->device_bytes, (int64) t.device_bytes);
+	strlcpy(stats->strategy, t.strategy, sizeof(stats->strategy));
+	strlcpy(stats->device, run->gpu ? "gpu" : "cpu", sizeof(stats->device));
+}
+
+/*
+ * Run one join to completion on the engine the settings choose: begin,
+ * then batch after batch (checking for interrupts between batches, handing
+ * each batch to spec->emit unless counting), then end.  Returns the number
+ * of pairs.  With simjoin.device = auto, a GPU that runs out of memory even
+ * at its smallest batch hands the join to the CPU engine with a NOTICE.
+ * Engine handles are tied to CurrentMemoryContext, so an ERROR anywhere
+ * (cancel included) still frees engine and device memory.
+ */
+int64
+SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats)
+{
+	bool		gpu = SjUseGpu();
+
+	for (;;)
+	{
+		SjRun	   *run = palloc0(sizeof(SjRun));
+		SjJoinOptions options;
+		char		engmsg[SJ_ERRMSG_LEN] = "";
+		SjStatus	status;
+		int64		pairs = 0;
+		int			done = 0;
+
+		SjJoinOptionsInit(&options, count_only);
+		run->gpu = gpu;
+		status = spec->begin(spec->arg, gpu, &options, run, engmsg);
+		if (status == SJ_OK)
+		{
+			SjRunRegister(run);
+			while (!done)
+			{
+				SjPairBatch batch;
+
+				CHECK_FOR_INTERRUPTS();
+				memset(&batch, 0, sizeof(batch));
+				status = run->next(run->handle, &batch, &done, engmsg);
+				if (status != SJ_OK)
+					break;
+				pairs += (int64) batch.count;
+				if (!count_only && batch.count > 0)
+				{
+					double		t0 = sj_now_ms();
+
+					spec->emit(spec->arg, &batch);
+					stats->emit_ms += sj_now_ms() - t0;
+				}
+			}
+			if (status == SJ_OK)
+			{
+				SjRunCollect(run, stats);
+				SjRunCallback(run);
+				stats->pairs = pairs;
+				return pairs;
+			}
+			SjRunCallback(run);
+		}
+		if (status == SJ_ERR_DEVICE_NOMEM && gpu && sj_device == SJ_DEVICE_AUTO)
+		{
+			ereport(NOTICE,
+					(errmsg("%s does not fit in GPU memory, using the CPU engine",
+							spec->name),
+					 errdetail("%s", engmsg),
+					 errhint("Raise simjoin.gpu_memory_limit or free GPU memory.")));
+			if (spec->reset)
+				spec->reset(spec->arg);
+			gpu = false;
+			continue;
+		}
+		SjReportStatus(status, engmsg, spec->name);
+	}
+}
+
+/* Start collecting statistics for one join. */
+void
+SjStatsStart(SjStats *stats, const char *operator_name)
+{
+	memset(stats, 0, sizeof(*stats));
+	strlcpy(stats->operator_name, operator_name, sizeof(stats->operator_name));
+}
+
+/* Finish and publish the statistics of one join. */
+void
+SjStatsFinish(SjStats *stats, double start_ms)
+{
+	stats->total_ms = sj_now_ms() - start_ms;
+	sj_last_stats = *stats;
+	elog(DEBUG1,
+		 "simjoin: %s on %s (%s): %lld x %lld rows, %lld pairs in %lld batches; "
+		 "scan %.1f ms, build %.1f ms, probe %.1f ms, transfer %.1f ms, "
+		 "emit %.1f ms, total %.1f ms",
+		 stats->operator_name, stats->device, stats->strategy,
+		 (long long) stats->left_rows, (long long) stats->right_rows,
+		 (long long) stats->pairs, (long long) stats->batches,
+		 stats->scan_ms, stats->build_ms, stats->probe_ms,
+		 stats->transfer_ms, stats->emit_ms, stats->total_ms);
+}
+
+PG_FUNCTION_INFO_V1(simjoin_devices);
+
+/* simjoin_devices(): one row per usable CUDA device. */
+Datum
+simjoin_devices(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			n = 0;
+	int			i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!SjGpuUsable())
+		PG_RETURN_NULL();
+
+	{
+		char		engmsg[SJ_ERRMSG_LEN] = "";
+		SjStatus	status = sjgpu_device_count(&n, engmsg);
+
+		SjReportStatus(status, engmsg, "simjoin_devices");
+	}
+	for (i = 0; i < n; i++)
+	{
+		SjGpuDeviceInfo info;
+		char		engmsg[SJ_ERRMSG_LEN] = "";
+		SjStatus	status;
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
+		char		cc[16];
+
+		status = sjgpu_device_info(i, &info, engmsg);
+		SjReportStatus(status, engmsg, "simjoin_devices");
+		snprintf(cc, sizeof(cc), "%d.%d", info.cc_major, info.cc_minor);
+		values[0] = Int32GetDatum(info.ordinal);
+		values[1] = CStringGetTextDatum(info.name);
+		values[2] = Int64GetDatum((int64) info.total_memory);
+		values[3] = Int64GetDatum((int64) info.free_memory);
+		values[4] = CStringGetTextDatum(cc);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PG_RETURN_NULL();
+}
+
+PG_FUNCTION_INFO_V1(simjoin_last_stats);
+
+/* simjoin_last_stats(): where the time of this backend's last join went. */
+Datum
+simjoin_last_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[14];
+	bool		nulls[14];
+	SjStats    *s = &sj_last_stats;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (s->operator_name[0] == '\0')
+		PG_RETURN_NULL();
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = CStringGetTextDatum(s->operator_name);
+	values[1] = CStringGetTextDatum(s->device);
+	values[2] = CStringGetTextDatum(s->strategy);
+	values[3] = Int64GetDatum(s->left_rows);
+	values[4] = Int64GetDatum(s->right_rows);
+	values[5] = Int64GetDatum(s->pairs);
+	values[6] = Int64GetDatum(s->batches);
+	values[7] = Float8GetDatum(s->scan_ms);
+	values[8] = Float8GetDatum(s->build_ms);
+	values[9] = Float8GetDatum(s->probe_ms);
+	values[10] = Float8GetDatum(s->transfer_ms);
+	values[11] = Float8GetDatum(s->emit_ms);
+	values[12] = Float8GetDatum(s->total_ms);
+	values[13] = Int64GetDatum(s->device_bytes);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+													  values, nulls)));
+}

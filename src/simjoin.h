@@ -1,0 +1,143 @@
+/*
+ * simjoin.h
+ *		Declarations shared by simjoin's PostgreSQL-side (adapter) files.
+ *
+ * The adapter scans relations, marshals join columns into the engines' flat
+ * inputs (sjengine.h), runs the CPU or GPU engine through one iterator
+ * (SjRun), and turns pair batches into tuples.  Engine handles are owned by
+ * an SjRun, which registers a memory-context reset callback so that engine
+ * memory, device memory included, is released even when an ERROR unwinds
+ * the query.
+ */
+#ifndef SIMJOIN_H
+#define SIMJOIN_H
+
+#include "postgres.h"
+
+#include "access/attnum.h"
+#include "fmgr.h"
+#include "utils/array.h"
+#include "utils/palloc.h"
+
+#include "sjengine.h"
+
+/* simjoin.device */
+typedef enum SjDeviceSetting
+{
+	SJ_DEVICE_AUTO,
+	SJ_DEVICE_GPU,
+	SJ_DEVICE_CPU
+} SjDeviceSetting;
+
+/* settings (simjoin.c) */
+extern int	sj_device;
+extern int	sj_gpu_memory_limit_mb;
+extern int	sj_cpu_threads;
+extern bool sj_enable_customscan;
+
+/* Which operator an SjRun runs. */
+typedef enum SjOperator
+{
+	SJ_OP_EPS,
+	SJ_OP_JACCARD,
+	SJ_OP_THETA
+} SjOperator;
+
+/*
+ * One engine run: the chosen engine's handle behind a small dispatch table.
+ * Created by SjRunBegin* in CurrentMemoryContext, ended by SjRunEnd or, after
+ * an ERROR, by that context's reset callback.
+ */
+typedef struct SjRun
+{
+	SjOperator	op;
+	bool		gpu;			/* running on the GPU engine */
+	void	   *handle;			/* engine handle, NULL once ended */
+	SjStatus	(*next) (void *handle, SjPairBatch *batch, int *done,
+						 char *errmsg);
+	void		(*timings) (const void *handle, SjTimings *timings);
+	void		(*end) (void *handle);
+	MemoryContextCallback cb;
+} SjRun;
+
+/*
+ * What an operator gives SjRunJoin: how to begin its engine on the CPU or
+ * the GPU (filling run's handle and dispatch table), how to emit a batch of
+ * pairs, and how to forget what was emitted when the join restarts on the
+ * CPU after the GPU ran out of memory.
+ */
+typedef struct SjRunSpec
+{
+	const char *name;			/* "eps_join", for messages */
+	void	   *arg;
+	SjStatus	(*begin) (void *arg, bool gpu, const SjJoinOptions *options,
+						  SjRun *run, char *errmsg);
+	void		(*emit) (void *arg, const SjPairBatch *batch);
+	void		(*reset) (void *arg);
+} SjRunSpec;
+
+/* Statistics of the last join run in this backend (simjoin_last_stats()). */
+typedef struct SjStats
+{
+	char		operator_name[32];
+	char		device[8];
+	char		strategy[64];
+	int64		left_rows;		/* rows handed to the engine */
+	int64		right_rows;
+	int64		pairs;
+	int64		batches;
+	double		scan_ms;		/* scan and marshal */
+	double		build_ms;
+	double		probe_ms;
+	double		transfer_ms;
+	double		emit_ms;
+	double		total_ms;
+	int64		device_bytes;
+} SjStats;
+
+extern SjStats sj_last_stats;
+
+/* simjoin.c */
+extern void SjReportStatus(SjStatus status, const char *errmsg,
+						   const char *what);
+extern bool SjGpuUsable(void);
+extern bool SjUseGpu(void);
+extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
+extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);
+extern void SjStatsStart(SjStats *stats, const char *operator_name);
+extern void SjStatsFinish(SjStats *stats, double start_ms);
+
+/* marshal.c: reading relations */
+typedef void (*SjRowFn) (void *arg, Datum *values, bool *isnull);
+
+typedef struct SjColumn
+{
+	const char *name;			/* as given by the caller */
+	AttrNumber	attnum;
+	Oid			typid;
+	int32		typmod;
+} SjColumn;
+
+extern void SjResolveColumn(Oid relid, const char *name, SjColumn *col);
+extern void SjCheckKeyColumn(Oid relid, const SjColumn *col);
+extern void SjScanRelation(Oid relid, int ncols, const SjColumn *cols,
+						   SjRowFn fn, void *arg);
+extern int64 SjKeyValue(Datum value, Oid typid);
+extern void SjErrorNullKey(Oid relid, const SjColumn *col);
+
+/* Growable arrays of the adapter, allocated huge in one context. */
+extern void *SjGrow(void *ptr, size_t *capacity, size_t needed, size_t elem);
+
+/* distance.c */
+extern int	SjVectorDim(ArrayType *a, const char *what);
+extern void SjErrorDims(int a, int b);
+
+/* eps_join.c: marshalled vectors of one relation */
+typedef struct SjVectorInput
+{
+	SjVectors	vectors;		/* SoA coordinates of the joining rows */
+	int64	   *keys;			/* key of each joining row */
+	int64		skipped;		/* NULL, NaN or infinite vectors */
+} SjVectorInput;
+
+#endif							/* SIMJOIN_H */

@@ -1,0 +1,43 @@
+-- simjoin: core functions (devices, statistics, vector distance)
+
+\echo Use "CREATE EXTENSION simjoin" to load this file. \quit
+
+CREATE FUNCTION simjoin_devices()
+RETURNS TABLE (device int, name text, total_memory bigint,
+               free_memory bigint, compute_capability text)
+AS 'MODULE_PATHNAME', 'simjoin_devices'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION simjoin_devices() IS
+'CUDA devices simjoin can use in this session (no rows where none is usable)';
+
+CREATE FUNCTION simjoin_last_stats(
+    OUT operator text, OUT device text, OUT strategy text,
+    OUT left_rows bigint, OUT right_rows bigint, OUT pairs bigint,
+    OUT batches bigint, OUT scan_ms float8, OUT build_ms float8,
+    OUT probe_ms float8, OUT transfer_ms float8, OUT emit_ms float8,
+    OUT total_ms float8, OUT device_memory bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'simjoin_last_stats'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION simjoin_last_stats() IS
+'where the time of the last simjoin join in this session went, by phase';
+
+CREATE FUNCTION l2_distance(float8[], float8[]) RETURNS float8
+AS 'MODULE_PATHNAME', 'l2_distance_float8'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION l2_distance(float4[], float4[]) RETURNS float8
+AS 'MODULE_PATHNAME', 'l2_distance_float4'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR <-> (
+    LEFTARG = float8[], RIGHTARG = float8[],
+    FUNCTION = l2_distance, COMMUTATOR = OPERATOR(<->)
+);
+
+CREATE OPERATOR <-> (
+    LEFTARG = float4[], RIGHTARG = float4[],
+    FUNCTION = l2_distance, COMMUTATOR = OPERATOR(<->)
+);

@@ -1,0 +1,41 @@
+/*
+ * sjtest.h
+ *		A tiny self-registering test harness for the engine tests.
+ *
+ * Each test file defines tests with SJ_TEST(name) { ... } and checks with
+ * SJ_CHECK(cond, fmt, ...); a failed check records the failure and returns
+ * from the test.  engine_test.c runs every registered test (or those whose
+ * names contain argv[1]) and ends with the line "N passed, N failed".
+ * Tests that need a GPU call sj_test_gpu_usable() and return early (counted
+ * as passed, with a "skipped" note) where none is usable.
+ */
+#ifndef SJTEST_H
+#define SJTEST_H
+
+#include <stdio.h>
+
+typedef void (*SjTestFn) (int *failed);
+
+extern void sj_test_register(const char *name, SjTestFn fn);
+extern int	sj_test_gpu_usable(void);
+extern void sj_test_skip(const char *why);
+extern unsigned long long sj_test_seed(void);
+
+#define SJ_TEST(name) \
+	static void name(int *sj_failed_); \
+	__attribute__((constructor)) static void name##_register_(void) \
+	{ sj_test_register(#name, name); } \
+	static void name(int *sj_failed_)
+
+#define SJ_CHECK(cond, ...) \
+	do { \
+		if (!(cond)) { \
+			fprintf(stderr, "  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__); \
+			fprintf(stderr, "\n"); \
+			*sj_failed_ = 1; \
+			return; \
+		} \
+	} while (0)
+
+#endif							/* SJTEST_H */

@@ -113,6 +113,7 @@ SjEpsPrepare(SjEpsScan *scan, Oid relid, text *key, text *vector)
 	memset(scan, 0, sizeof(*scan));
 	scan->relid = relid;
 	scan->dim = -1;
+	SjCheckRelation(relid);
 	SjResolveColumn(relid, text_to_cstring(key), &scan->cols[0]);
 	SjResolveColumn(relid, text_to_cstring(vector), &scan->cols[1]);
 	SjCheckKeyColumn(relid, &scan->cols[0]);

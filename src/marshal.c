@@ -42,6 +42,21 @@
 
 #define SJ_SPI_FETCH 10000
 
+/* The relation must be something a SELECT can read rows from. */
+void
+SjCheckRelation(Oid relid)
+{
+	char		relkind = get_rel_relkind(relid);
+
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW &&
+		relkind != RELKIND_PARTITIONED_TABLE && relkind != RELKIND_VIEW &&
+		relkind != RELKIND_FOREIGN_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table, view, materialized view or foreign table",
+						get_rel_name(relid))));
+}
+
 /*
  * Look up a column by its exact name and check that the current user may
  * SELECT it.
@@ -230,6 +245,7 @@ SjScanRelation(Oid relid, int ncols, const SjColumn *cols, SjRowFn fn, void *arg
 	bool		fast;
 	char		relkind;
 
+	SjCheckRelation(relid);
 	/* errors out, with a hint, where policies apply but row_security = off */
 	fast = check_enable_rls(relid, InvalidOid, false) != RLS_ENABLED;
 
@@ -238,13 +254,6 @@ SjScanRelation(Oid relid, int ncols, const SjColumn *cols, SjRowFn fn, void *arg
 	/* inheritance children and matview population are the executor's job */
 	if (relkind != RELKIND_RELATION || rel->rd_rel->relhassubclass)
 		fast = false;
-	if (relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW &&
-		relkind != RELKIND_PARTITIONED_TABLE && relkind != RELKIND_VIEW &&
-		relkind != RELKIND_FOREIGN_TABLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a table, view, materialized view or foreign table",
-						RelationGetRelationName(rel))));
 
 	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "simjoin row",
 								   ALLOCSET_DEFAULT_SIZES);

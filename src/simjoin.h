@@ -118,6 +118,7 @@ typedef struct SjColumn
 	int32		typmod;
 } SjColumn;
 
+extern void SjCheckRelation(Oid relid);
 extern void SjResolveColumn(Oid relid, const char *name, SjColumn *col);
 extern void SjCheckKeyColumn(Oid relid, const SjColumn *col);
 extern void SjScanRelation(Oid relid, int ncols, const SjColumn *cols,

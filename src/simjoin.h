@@ -133,6 +133,10 @@ extern void *SjGrow(void *ptr, size_t *capacity, size_t needed, size_t elem);
 extern int	SjVectorDim(ArrayType *a, const char *what);
 extern void SjErrorDims(int a, int b);
 
+/* jaccard.c */
+extern void SjCheckSetNulls(ArrayType *a, const char *what);
+extern double SjJaccardValue(int64 la, int64 lb, int64 inter);
+
 /* eps_join.c: marshalled vectors of one relation */
 typedef struct SjVectorInput
 {

@@ -1,0 +1,540 @@
+/*
+ * jaccard_join.c
+ *		jaccard_join and jaccard_join_count: pairs of rows whose sets have a
+ *		Jaccard similarity of at least a threshold.
+ *
+ * Each side is scanned once (marshal.c).  Set elements (int4, int8 or text)
+ * are dictionary-encoded into dense uint32 token ids through one dictionary
+ * shared by both sides of the join, then each set is sorted and
+ * de-duplicated into the engines' CSR layout (sjengine.h).  A NULL set and
+ * an empty set never join and are left out; a NULL element or a NULL key is
+ * an error.  int4[] and int8[] sets can be joined with each other (elements
+ * compare as integers); text[] only with text[] (elements compare by bytes).
+ *
+ * The similarity of a pair is computed by the engine with the expression of
+ * jaccard() (jaccard.c), so the two agree bit for bit.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+
+#include "simjoin.h"
+#include "sjgpu.h"
+
+/* Dictionary of integer elements. */
+typedef struct SjIntEntry
+{
+	int64		key;
+	uint32		id;
+	char		status;
+} SjIntEntry;
+
+#define SH_PREFIX sjintdict
+#define SH_ELEMENT_TYPE SjIntEntry
+#define SH_KEY_TYPE int64
+#define SH_KEY key
+#define SH_HASH_KEY(tb, k) ((uint32) hash_bytes_uint32((uint32) (k)) ^ murmurhash32((uint32) ((uint64) (k) >> 32)))
+#define SH_EQUAL(tb, a, b) ((a) == (b))
+#define SH_SCOPE static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
+
+/* Dictionary of text elements; keys point into the dictionary's arena. */
+typedef struct SjTextKey
+{
+	const char *p;
+	int			len;
+} SjTextKey;
+
+typedef struct SjTextEntry
+{
+	SjTextKey	key;
+	uint32		id;
+	uint32		hash;
+	char		status;
+} SjTextEntry;
+
+#define SH_PREFIX sjtextdict
+#define SH_ELEMENT_TYPE SjTextEntry
+#define SH_KEY_TYPE SjTextKey
+#define SH_KEY key
+#define SH_HASH_KEY(tb, k) hash_bytes((const unsigned char *) (k).p, (k).len)
+#define SH_EQUAL(tb, a, b) ((a).len == (b).len && memcmp((a).p, (b).p, (a).len) == 0)
+#define SH_STORE_HASH
+#define SH_GET_HASH(tb, a) ((a)->hash)
+#define SH_SCOPE static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
+
+/* The dictionary shared by both sides of one join. */
+typedef struct SjDict
+{
+	bool		is_text;
+	uint32		next_id;
+	sjintdict_hash *ints;
+	sjtextdict_hash *texts;
+	MemoryContext arena;		/* copies of text keys */
+} SjDict;
+
+/* State of one side's scan. */
+typedef struct SjSetScan
+{
+	Oid			relid;
+	SjColumn	cols[2];		/* key, set */
+	SjDict	   *dict;
+	uint32	   *rowbuf;			/* token ids of the current row */
+	size_t		cap_rowbuf;
+	uint64	   *offsets;
+	size_t		cap_offsets;
+	uint32	   *tokens;
+	size_t		cap_tokens;
+	uint64		ntokens;
+	int64	   *keys;
+	size_t		cap_keys;
+	size_t		n;
+	int64		skipped;
+	char		what[NAMEDATALEN * 2 + 32];
+} SjSetScan;
+
+/* What the engine begin callback and the emitter need. */
+typedef struct SjJaccardJob
+{
+	SjSets		left;
+	SjSets		right;
+	int64	   *left_keys;
+	int64	   *right_keys;
+	bool		self;
+	double		threshold;
+	Tuplestorestate *store;
+	TupleDesc	desc;
+} SjJaccardJob;
+
+static int
+cmp_uint32(const void *a, const void *b)
+{
+	uint32		x = *(const uint32 *) a;
+	uint32		y = *(const uint32 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The id of an integer element, added to the dictionary when new. */
+static uint32
+SjDictInt(SjDict *dict, int64 v)
+{
+	bool		found;
+	SjIntEntry *e = sjintdict_insert(dict->ints, v, &found);
+
+	if (!found)
+		e->id = dict->next_id++;
+	return e->id;
+}
+
+/* The id of a text element, added to the dictionary when new. */
+static uint32
+SjDictText(SjDict *dict, const char *p, int len)
+{
+	bool		found;
+	SjTextKey	k = {p, len};
+	SjTextEntry *e = sjtextdict_insert(dict->texts, k, &found);
+
+	if (!found)
+	{
+		char	   *copy = MemoryContextAlloc(dict->arena, Max(len, 1));
+
+		memcpy(copy, p, len);
+		e->key.p = copy;
+		e->id = dict->next_id++;
+	}
+	return e->id;
+}
+
+/* Row callback: encode one row's set. */
+static void
+SjSetRow(void *arg, Datum *values, bool *isnull)
+{
+	SjSetScan  *scan = (SjSetScan *) arg;
+	SjDict	   *dict = scan->dict;
+	ArrayType  *a;
+	int			nitems;
+	int			i,
+				m = 0;
+
+	if (isnull[0])
+		SjErrorNullKey(scan->relid, &scan->cols[0]);
+	if (isnull[1])
+	{
+		scan->skipped++;
+		return;
+	}
+	a = DatumGetArrayTypeP(values[1]);
+	SjCheckSetNulls(a, scan->what);
+	nitems = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+	if (nitems == 0)
+	{
+		scan->skipped++;
+		return;
+	}
+	scan->rowbuf = SjGrow(scan->rowbuf, &scan->cap_rowbuf, nitems, sizeof(uint32));
+	if (dict->is_text)
+	{
+		const char *ptr = ARR_DATA_PTR(a);
+
+		for (i = 0; i < nitems; i++)
+		{
+			scan->rowbuf[i] = SjDictText(dict, VARDATA_ANY(ptr), VARSIZE_ANY_EXHDR(ptr));
+			ptr = att_addlength_pointer(ptr, -1, ptr);
+			ptr = (const char *) att_align_nominal(ptr, TYPALIGN_INT);
+		}
+	}
+	else if (ARR_ELEMTYPE(a) == INT4OID)
+	{
+		const int32 *src = (const int32 *) ARR_DATA_PTR(a);
+
+		for (i = 0; i < nitems; i++)
+			scan->rowbuf[i] = SjDictInt(dict, src[i]);
+	}
+	else
+	{
+		const int64 *src = (const int64 *) ARR_DATA_PTR(a);
+
+		for (i = 0; i < nitems; i++)
+			scan->rowbuf[i] = SjDictInt(dict, src[i]);
+	}
+	if (nitems > 1)
+		qsort(scan->rowbuf, nitems, sizeof(uint32), cmp_uint32);
+
+	scan->tokens = SjGrow(scan->tokens, &scan->cap_tokens, scan->ntokens + nitems, sizeof(uint32));
+	for (i = 0; i < nitems; i++)
+		if (m == 0 || scan->rowbuf[i] != scan->tokens[scan->ntokens + m - 1])
+			scan->tokens[scan->ntokens + m++] = scan->rowbuf[i];
+	scan->ntokens += m;
+	scan->keys = SjGrow(scan->keys, &scan->cap_keys, scan->n + 1, sizeof(int64));
+	scan->offsets = SjGrow(scan->offsets, &scan->cap_offsets, scan->n + 2, sizeof(uint64));
+	scan->keys[scan->n] = SjKeyValue(values[0], scan->cols[0].typid);
+	scan->n++;
+	scan->offsets[scan->n] = scan->ntokens;
+}
+
+/* Resolve and check the key and set columns of one side. */
+static void
+SjSetPrepare(SjSetScan *scan, Oid relid, text *key, text *set, SjDict *dict)
+{
+	Oid			elem;
+
+	memset(scan, 0, sizeof(*scan));
+	scan->relid = relid;
+	scan->dict = dict;
+	SjCheckRelation(relid);
+	SjResolveColumn(relid, text_to_cstring(key), &scan->cols[0]);
+	SjResolveColumn(relid, text_to_cstring(set), &scan->cols[1]);
+	SjCheckKeyColumn(relid, &scan->cols[0]);
+	elem = get_element_type(scan->cols[1].typid);
+	if (elem != INT4OID && elem != INT8OID && elem != TEXTOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("set column \"%s\" of relation \"%s\" must be integer[], bigint[] or text[], not %s",
+						scan->cols[1].name, get_rel_name(relid),
+						format_type_be(scan->cols[1].typid))));
+	snprintf(scan->what, sizeof(scan->what), "set in column \"%s\" of relation \"%s\"",
+			 scan->cols[1].name, get_rel_name(relid));
+	scan->cap_rowbuf = scan->cap_offsets = scan->cap_tokens = scan->cap_keys = 1024;
+	scan->rowbuf = palloc_extended(1024 * sizeof(uint32), MCXT_ALLOC_HUGE);
+	scan->offsets = palloc_extended(1024 * sizeof(uint64), MCXT_ALLOC_HUGE);
+	scan->tokens = palloc_extended(1024 * sizeof(uint32), MCXT_ALLOC_HUGE);
+	scan->keys = palloc_extended(1024 * sizeof(int64), MCXT_ALLOC_HUGE);
+	scan->offsets[0] = 0;
+}
+
+/* A dictionary for sets of the given element type. */
+static SjDict *
+SjDictCreate(Oid elem)
+{
+	SjDict	   *dict = palloc0(sizeof(SjDict));
+
+	dict->is_text = (elem == TEXTOID);
+	dict->arena = AllocSetContextCreate(CurrentMemoryContext, "simjoin dictionary",
+										ALLOCSET_DEFAULT_SIZES);
+	if (dict->is_text)
+		dict->texts = sjtextdict_create(CurrentMemoryContext, 1024, NULL);
+	else
+		dict->ints = sjintdict_create(CurrentMemoryContext, 1024, NULL);
+	return dict;
+}
+
+/* Scan one side into the engine's layout. */
+static void
+SjSetMarshal(SjSetScan *scan, SjSets *out, int64 **keys)
+{
+	SjScanRelation(scan->relid, 2, scan->cols, SjSetRow, scan);
+	if (scan->n > (size_t) UINT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("relation \"%s\" has too many rows for jaccard_join",
+						get_rel_name(scan->relid))));
+	out->n = (uint32) scan->n;
+	out->offsets = scan->offsets;
+	out->tokens = scan->tokens;
+	*keys = scan->keys;
+}
+
+/* Validate the threshold. */
+static void
+SjThresholdCheck(double t)
+{
+	if (isnan(t) || t <= 0.0 || t > 1.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("threshold must be greater than 0 and at most 1, not %g", t)));
+}
+
+/* Engine dispatch: CPU */
+static SjStatus
+SjJacCpuNext(void *h, SjPairBatch *b, int *done, char *e)
+{
+	return sj_jaccard_cpu_next((SjJaccardJoin *) h, b, done, e);
+}
+static void
+SjJacCpuTimings(const void *h, SjTimings *t)
+{
+	sj_jaccard_cpu_timings((const SjJaccardJoin *) h, t);
+}
+static void
+SjJacCpuEnd(void *h)
+{
+	sj_jaccard_cpu_end((SjJaccardJoin *) h);
+}
+
+/* Engine dispatch: GPU */
+static SjStatus
+SjJacGpuNext(void *h, SjPairBatch *b, int *done, char *e)
+{
+	return sjgpu_jaccard_next((SjGpuJaccardJoin *) h, b, done, e);
+}
+static void
+SjJacGpuTimings(const void *h, SjTimings *t)
+{
+	sjgpu_jaccard_timings((const SjGpuJaccardJoin *) h, t);
+}
+static void
+SjJacGpuEnd(void *h)
+{
+	sjgpu_jaccard_end((SjGpuJaccardJoin *) h);
+}
+
+/* SjRunSpec.begin: start the CPU or GPU engine. */
+static SjStatus
+SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
+			   char *errmsg)
+{
+	SjJaccardJob *job = (SjJaccardJob *) arg;
+	const SjSets *right = job->self ? NULL : &job->right;
+
+	run->op = SJ_OP_JACCARD;
+	if (gpu)
+	{
+		SjGpuJaccardJoin *h = NULL;
+		SjStatus	s = sjgpu_jaccard_begin(&job->left, right, job->threshold,
+											options, &h, errmsg);
+
+		run->handle = h;
+		run->next = SjJacGpuNext;
+		run->timings = SjJacGpuTimings;
+		run->end = SjJacGpuEnd;
+		return s;
+	}
+	else
+	{
+		SjJaccardJoin *h = NULL;
+		SjStatus	s = sj_jaccard_cpu_begin(&job->left, right, job->threshold,
+											 options, &h, errmsg);
+
+		run->handle = h;
+		run->next = SjJacCpuNext;
+		run->timings = SjJacCpuTimings;
+		run->end = SjJacCpuEnd;
+		return s;
+	}
+}
+
+/* SjRunSpec.emit: one tuple per pair, keys in place of row indices. */
+static void
+SjJaccardEmit(void *arg, const SjPairBatch *batch)
+{
+	SjJaccardJob *job = (SjJaccardJob *) arg;
+	const int64 *lk = job->left_keys;
+	const int64 *rk = job->self ? job->left_keys : job->right_keys;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	size_t		i;
+
+	for (i = 0; i < batch->count; i++)
+	{
+		int64		a = lk[batch->left[i]];
+		int64		b = rk[batch->right[i]];
+
+		if (job->self && a > b)
+		{
+			int64		t = a;
+
+			a = b;
+			b = t;
+		}
+		values[0] = Int64GetDatum(a);
+		values[1] = Int64GetDatum(b);
+		values[2] = Float8GetDatum(batch->value[i]);
+		tuplestore_putvalues(job->store, job->desc, values, nulls);
+	}
+}
+
+/* SjRunSpec.reset: forget pairs before a restart on the CPU. */
+static void
+SjJaccardReset(void *arg)
+{
+	SjJaccardJob *job = (SjJaccardJob *) arg;
+
+	if (job->store)
+		tuplestore_clear(job->store);
+}
+
+/*
+ * The body shared by the four SQL functions.  right_relid == InvalidOid
+ * means the self-join form.  Returns the number of pairs.
+ */
+static int64
+SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
+				 Oid right_relid, text *right_key, text *right_set,
+				 double threshold, Tuplestorestate *store, TupleDesc desc)
+{
+	SjSetScan	lscan,
+				rscan;
+	SjJaccardJob job;
+	SjRunSpec	spec;
+	SjStats		stats;
+	SjDict	   *dict;
+	double		t0 = sj_now_ms();
+	int64		pairs;
+	Oid			lelem,
+				relem;
+
+	SjThresholdCheck(threshold);
+	SjStatsStart(&stats, store ? "jaccard_join" : "jaccard_join_count");
+	memset(&job, 0, sizeof(job));
+	job.self = !OidIsValid(right_relid);
+	job.threshold = threshold;
+	job.store = store;
+	job.desc = desc;
+
+	SjSetPrepare(&lscan, left_relid, left_key, left_set, NULL);
+	lelem = get_element_type(lscan.cols[1].typid);
+	dict = SjDictCreate(lelem);
+	lscan.dict = dict;
+	if (!job.self)
+	{
+		SjSetPrepare(&rscan, right_relid, right_key, right_set, dict);
+		relem = get_element_type(rscan.cols[1].typid);
+		if ((lelem == TEXTOID) != (relem == TEXTOID))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("cannot join sets of %s with sets of %s",
+							format_type_be(lscan.cols[1].typid),
+							format_type_be(rscan.cols[1].typid)),
+					 errhint("Cast one side in a view, or use the same element type on both sides.")));
+	}
+	SjSetMarshal(&lscan, &job.left, &job.left_keys);
+	if (!job.self)
+		SjSetMarshal(&rscan, &job.right, &job.right_keys);
+	job.left.universe = dict->next_id;
+	job.right.universe = dict->next_id;
+	stats.left_rows = job.left.n;
+	stats.right_rows = job.self ? job.left.n : job.right.n;
+	stats.scan_ms = sj_now_ms() - t0;
+
+	if (job.left.n == 0 || (!job.self && job.right.n == 0))
+	{
+		strlcpy(stats.device, "none", sizeof(stats.device));
+		strlcpy(stats.strategy, "empty input", sizeof(stats.strategy));
+		pairs = 0;
+	}
+	else
+	{
+		spec.name = store ? "jaccard_join" : "jaccard_join_count";
+		spec.arg = &job;
+		spec.begin = SjJaccardBegin;
+		spec.emit = SjJaccardEmit;
+		spec.reset = SjJaccardReset;
+		pairs = SjRunJoin(&spec, store == NULL, &stats);
+	}
+	SjStatsFinish(&stats, t0);
+	return pairs;
+}
+
+/* Set up the SRF's tuplestore and run. */
+static Datum
+SjJaccardJoinSrf(FunctionCallInfo fcinfo, bool self)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (self)
+		SjJaccardJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
+						 InvalidOid, NULL, NULL, PG_GETARG_FLOAT8(3),
+						 rsinfo->setResult, rsinfo->setDesc);
+	else
+		SjJaccardJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
+						 PG_GETARG_OID(3), PG_GETARG_TEXT_PP(4), PG_GETARG_TEXT_PP(5),
+						 PG_GETARG_FLOAT8(6), rsinfo->setResult, rsinfo->setDesc);
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(jaccard_join);
+
+/* jaccard_join(left_table, left_key, left_set, right_table, right_key, right_set, threshold) */
+Datum
+jaccard_join(PG_FUNCTION_ARGS)
+{
+	return SjJaccardJoinSrf(fcinfo, false);
+}
+
+PG_FUNCTION_INFO_V1(jaccard_join_self);
+
+/* jaccard_join(tbl, key, set, threshold) */
+Datum
+jaccard_join_self(PG_FUNCTION_ARGS)
+{
+	return SjJaccardJoinSrf(fcinfo, true);
+}
+
+PG_FUNCTION_INFO_V1(jaccard_join_count);
+
+/* jaccard_join_count(left_table, left_key, left_set, right_table, right_key, right_set, threshold) */
+Datum
+jaccard_join_count(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(SjJaccardJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1),
+									 PG_GETARG_TEXT_PP(2), PG_GETARG_OID(3),
+									 PG_GETARG_TEXT_PP(4), PG_GETARG_TEXT_PP(5),
+									 PG_GETARG_FLOAT8(6), NULL, NULL));
+}
+
+PG_FUNCTION_INFO_V1(jaccard_join_count_self);
+
+/* jaccard_join_count(tbl, key, set, threshold) */
+Datum
+jaccard_join_count_self(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(SjJaccardJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1),
+									 PG_GETARG_TEXT_PP(2), InvalidOid, NULL, NULL,
+									 PG_GETARG_FLOAT8(3), NULL, NULL));
+}

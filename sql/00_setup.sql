@@ -10,7 +10,7 @@ FROM pg_settings WHERE name LIKE 'simjoin.%' ORDER BY name;
 SELECT p.oid::regprocedure AS function
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simjoin'
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text COLLATE "C";
 
 -- error helper for the suite: SQLSTATE and message of a failing statement
 CREATE FUNCTION sj_err(q text) RETURNS text LANGUAGE plpgsql AS $$

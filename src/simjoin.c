@@ -127,6 +127,13 @@ SjReportStatus(SjStatus status, const char *engmsg, const char *what)
 					 errmsg("input too large for %s", what),
 					 errdetail("%s", msg)));
 			break;
+		case SJ_ERR_DATA:
+			/* the engines report PostgreSQL's own message for the condition */
+			ereport(ERROR,
+					(errcode(strstr(msg, "division by zero") ?
+							 ERRCODE_DIVISION_BY_ZERO : ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("%s", msg)));
+			break;
 		case SJ_ERR_INVALID:
 		case SJ_ERR_INTERNAL:
 		default:

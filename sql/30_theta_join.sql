@@ -1,0 +1,156 @@
+-- theta_join: every condition checked against PostgreSQL's own join
+CREATE TABLE tl (id int, i2 smallint, i4 int, i8 bigint, f4 real, f8 float8,
+                 n numeric, d date, ts timestamp, tz timestamptz, b bool, t text, v varchar(10));
+CREATE TABLE tr (LIKE tl);
+SELECT setseed(0.3);
+INSERT INTO tl SELECT i,
+    CASE WHEN i % 11 = 0 THEN NULL ELSE (i % 7)::smallint END,
+    CASE WHEN i % 13 = 0 THEN NULL ELSE i % 17 END,
+    CASE WHEN i % 17 = 0 THEN NULL ELSE (i * 7919) % 101 END,
+    CASE WHEN i % 19 = 0 THEN NULL WHEN i % 37 = 0 THEN 'NaN' ELSE (i % 9) / 2.0 END,
+    CASE WHEN i % 23 = 0 THEN NULL WHEN i % 41 = 0 THEN 'NaN' ELSE round((random() * 20)::numeric, 1) END,
+    CASE WHEN i % 29 = 0 THEN NULL ELSE round((random() * 10)::numeric, 2) END,
+    CASE WHEN i % 31 = 0 THEN NULL ELSE date '2024-01-01' + (i % 40) END,
+    timestamp '2024-01-01 00:00' + (i % 50) * interval '7 minutes',
+    timestamptz '2024-01-01 00:00+00' + (i % 45) * interval '11 minutes',
+    CASE WHEN i % 5 = 0 THEN NULL ELSE i % 2 = 0 END,
+    CASE WHEN i % 43 = 0 THEN NULL ELSE chr(97 + i % 6) || (i % 4) END,
+    chr(65 + i % 5)
+FROM generate_series(1, 300) i;
+INSERT INTO tr SELECT id + 1000, i4::smallint % 5, i8::int % 13, i2 * 9, f8::real, f4 * 3,
+    n * 2, d + 3, ts + interval '30 minutes', tz - interval '1 hour', NOT b, v || '1', t
+FROM tl WHERE id <= 250;
+
+-- theta_join equals the same join written in SQL, as multisets
+CREATE FUNCTION sj_theta_check(cond text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE n bigint; c bigint; d1 bigint; d2 bigint;
+BEGIN
+    EXECUTE format('CREATE TEMP TABLE th_o AS SELECT l.id::bigint AS left_id, r.id::bigint AS right_id FROM tl l JOIN tr r ON %s', cond);
+    CREATE TEMP TABLE th_j AS SELECT * FROM theta_join('tl', 'id', 'tr', 'id', cond);
+    SELECT count(*) INTO n FROM th_o;
+    c := theta_join_count('tl', 'id', 'tr', 'id', cond);
+    SELECT count(*) INTO d1 FROM (SELECT * FROM th_j EXCEPT ALL SELECT * FROM th_o) x;
+    SELECT count(*) INTO d2 FROM (SELECT * FROM th_o EXCEPT ALL SELECT * FROM th_j) x;
+    DROP TABLE th_o, th_j;
+    IF d1 = 0 AND d2 = 0 AND c = n THEN
+        RETURN 'ok: ' || n || ' pairs';
+    END IF;
+    RETURN format('MISMATCH: sql %s, theta extra %s, missing %s, count %s', n, d1, d2, c);
+END $$;
+
+-- equi joins (hash), with residuals, on each type
+SELECT sj_theta_check('l.i4 = r.i4');
+SELECT sj_theta_check('l.i2 = r.i2 AND l.f8 < r.f8');
+SELECT sj_theta_check('l.i8 = r.i8');
+SELECT sj_theta_check('l.i4 = r.i2');
+SELECT sj_theta_check('l.f8 = r.f4');
+SELECT sj_theta_check('l.d = r.d');
+SELECT sj_theta_check('l.b = r.b');
+SELECT sj_theta_check('l.t = r.v');
+SELECT sj_theta_check('l.n = r.n');
+SELECT sj_theta_check('l.i4 = r.i4 AND l.i2 = r.i2');
+-- band and inequality joins (range)
+SELECT sj_theta_check('r.i8 BETWEEN l.i8 - 5 AND l.i8 + 5');
+SELECT sj_theta_check('l.i4 < r.i8');
+SELECT sj_theta_check('l.f8 >= r.f8 + 1.5');
+SELECT sj_theta_check('l.ts BETWEEN r.ts - interval ''20 minutes'' AND r.ts + interval ''20 minutes''');
+SELECT sj_theta_check('l.tz > r.tz');
+SELECT sj_theta_check('l.d <= r.d - 2');
+SELECT sj_theta_check('l.n < r.n');
+SELECT sj_theta_check('l.t < r.t');
+SELECT sj_theta_check('l.i2 - r.i2 >= 2');
+SELECT sj_theta_check('l.f4 > r.f4 AND l.i4 <> r.i4');
+-- general conditions (nested loop)
+SELECT sj_theta_check('l.i4 = r.i4 OR l.f8 > r.f8 + 18');
+SELECT sj_theta_check('l.i4 <> r.i4 AND l.i2 <> r.i2');
+SELECT sj_theta_check('l.i4 * r.i2 > 40');
+SELECT sj_theta_check('l.f8 / 2 > r.f4 * 3');
+SELECT sj_theta_check('NOT (l.i8 < r.i8) AND l.b');
+SELECT sj_theta_check('l.b AND NOT r.b');
+SELECT sj_theta_check('l.i4 IS NULL AND r.i4 IS NOT NULL AND l.i2 = r.i2');
+SELECT sj_theta_check('(l.i4 > r.i4) IS NULL');
+SELECT sj_theta_check('l.i8 + r.i8 BETWEEN 100 AND 110');
+SELECT sj_theta_check('-l.i4 > -r.i4 + 10');
+SELECT sj_theta_check('l.d - r.d > 30');
+SELECT sj_theta_check('l.i4 % 3 = r.i4 % 3 AND l.i4 < r.i4');
+SELECT sj_theta_check('l.n > 5.5 AND r.n < 5.5 AND l.i4 = r.i4');
+SELECT sj_theta_check('l.t = ''a1'' AND r.t > ''c''');
+SELECT sj_theta_check('true');
+SELECT sj_theta_check('l.i4 > NULL');
+SELECT sj_theta_check('l.i4 = r.i4 OR NULL');
+
+-- NULL logic: a condition that is not true does not join
+SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 = NULL');
+SELECT theta_join_count('tl', 'id', 'tr', 'id', 'NOT (l.i4 = r.i4)')
+     + theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 = r.i4')
+     + theta_join_count('tl', 'id', 'tr', 'id', '(l.i4 = r.i4) IS NULL')
+     = (SELECT count(*) FROM tl) * (SELECT count(*) FROM tr) AS three_valued;
+
+-- the strategy follows the condition's shape
+SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 = r.i4 AND l.f8 < r.f8') > 0 AS ran;
+SELECT strategy LIKE '%hash%' AS hash FROM simjoin_last_stats();
+SELECT theta_join_count('tl', 'id', 'tr', 'id', 'r.i8 BETWEEN l.i8 - 5 AND l.i8 + 5') > 0 AS ran;
+SELECT strategy LIKE '%range%' AS range FROM simjoin_last_stats();
+SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 <> r.i4 OR l.b') > 0 AS ran;
+SELECT strategy LIKE '%nested%' AS nested_loop FROM simjoin_last_stats();
+
+-- arithmetic errors are PostgreSQL's own
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 / (r.i4 - r.i4) > 0')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i8 * 4611686018427387904 > r.i8')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i2 * 10000::smallint > r.i2')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.f8 * 1e308 * 10 > r.f8')$$);
+-- guarded by an AND that is false first: no error, as in PostgreSQL
+SELECT sj_theta_check('r.i4 <> 0 AND l.i4 / r.i4 > 1');
+
+-- refused constructs, each named
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 IN (1, 2)')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 = (SELECT 1)')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.t LIKE r.t')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'lower(l.t) = r.t')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'CASE WHEN l.b THEN 1 ELSE 0 END = r.i4')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'coalesce(l.i4, 0) = r.i4')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.n + 1 > r.n')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.ts > r.ts + interval ''1 month''')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.b IS TRUE')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 IS DISTINCT FROM r.i4')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l = r')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4::text = r.t')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.ts::date = r.d')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'count(*) > 1')$$);
+-- bad input
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 + 1')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.nope = r.i4')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'x.i4 = r.i4')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 = r.i4; DROP TABLE tl')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 = r.i4 FROM tl')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', '')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 't', 'tr', 'id', 'true')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'nosuch', 'id', 'true')$$);
+SELECT count(*) FROM theta_join('tl', 'id', 'tr', 'id', NULL);
+
+-- privileges: every column the condition reads needs SELECT
+CREATE ROLE regress_sj_theta;
+GRANT SELECT (id, i4) ON tl TO regress_sj_theta;
+GRANT SELECT (id, i4) ON tr TO regress_sj_theta;
+SET ROLE regress_sj_theta;
+SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 = r.i4') > 0 AS allowed;
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 = r.i4 AND l.f8 > 0')$$);
+RESET ROLE;
+-- row-level security on one side
+ALTER TABLE tr ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tr_small ON tr USING (id < 1050);
+GRANT SELECT ON tr TO regress_sj_theta;
+SET ROLE regress_sj_theta;
+SELECT count(DISTINCT right_id) <= 49 AS policy_holds, max(right_id) < 1050 AS only_visible
+FROM theta_join('tl', 'id', 'tr', 'id', 'l.i4 = r.i4');
+RESET ROLE;
+DROP POLICY tr_small ON tr;
+ALTER TABLE tr DISABLE ROW LEVEL SECURITY;
+REVOKE ALL ON tl, tr FROM regress_sj_theta;
+DROP ROLE regress_sj_theta;
+
+-- empty sides and all-equal keys
+CREATE TABLE te (id int, i4 int);
+SELECT theta_join_count('te', 'id', 'tr', 'id', 'l.i4 = r.i4'), theta_join_count('tl', 'id', 'te', 'id', 'true');
+CREATE TABLE tk AS SELECT i AS id, 1 AS k FROM generate_series(1, 2000) i;
+SELECT theta_join_count('tk', 'id', 'tk', 'id', 'l.k = r.k'), (SELECT count(*) FROM theta_join('tk', 'id', 'tk', 'id', 'l.k = r.k'));

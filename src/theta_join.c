@@ -1,0 +1,1147 @@
+/*
+ * theta_join.c
+ *		theta_join and theta_join_count: pairs of rows of two relations for
+ *		which a boolean condition over their columns is true.
+ *
+ * The condition text is parsed by PostgreSQL's own parser as a single
+ * expression and analysed against the two relations under the aliases "l"
+ * and "r", exactly as a join's ON clause would be: names resolve, operators
+ * and casts are chosen, and the columns it reads are marked for privilege
+ * checking, which ExecCheckRTPerms then enforces.  The text is never pasted
+ * into SQL.  Rows are read by marshal.c, so row-level security holds.
+ *
+ * The analysed tree is compiled into the engines' postfix program
+ * (sjtheta.h).  Only a whitelist of nodes and built-in functions is
+ * accepted (identified by function OID, never by name); anything else is
+ * refused with an error that names the construct.  Types map to the
+ * engines' two column types:
+ *
+ *	int2, int4, int8, date (days), timestamp, timestamptz (microseconds),
+ *	bool (0/1)						-> int64
+ *	float4, float8					-> double
+ *	text, numeric					-> int64 ranks: every value of the type
+ *									   read by the condition, on either side,
+ *									   and every constant of the type, sorted
+ *									   together (text under the comparison's
+ *									   collation), equal values sharing a rank;
+ *									   comparisons of ranks are exactly the
+ *									   comparisons of the values.
+ *
+ * Arithmetic is supported on integer, float, date and timestamp values
+ * (timestamp +/- interval constants without months, and without days for
+ * timestamptz, whose days depend on the time zone); text and numeric can
+ * only be compared.
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "parser/parse_expr.h"
+#include "parser/parse_node.h"
+#include "parser/parse_relation.h"
+#include "parser/parser.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+#include "utils/varlena.h"
+
+#include "simjoin.h"
+#include "sjgpu.h"
+
+/* How a column's values reach the engine. */
+typedef enum SjThetaKind
+{
+	SJ_KIND_I64,				/* int2/4/8, date, timestamp[tz], bool */
+	SJ_KIND_F64,				/* float4, float8 */
+	SJ_KIND_TEXT,				/* ranked */
+	SJ_KIND_NUMERIC				/* ranked */
+} SjThetaKind;
+
+/* A column the condition reads. */
+typedef struct SjThetaCol
+{
+	AttrNumber	attnum;
+	Oid			typid;
+	SjThetaKind kind;
+	int64	   *ivals;			/* SJ_KIND_I64 and ranked kinds */
+	double	   *fvals;			/* SJ_KIND_F64 */
+	Datum	   *dvals;			/* ranked kinds, before ranking */
+	uint8	   *nulls;
+	bool		any_null;
+} SjThetaCol;
+
+/* One side of the join. */
+typedef struct SjThetaSide
+{
+	Oid			relid;
+	SjColumn	key;
+	int			ncols;
+	SjThetaCol	cols[SJ_THETA_MAX_COLS];
+	/* scan state */
+	size_t		n;
+	size_t		cap;
+	int64	   *keys;
+} SjThetaSide;
+
+/* A text or numeric constant of the program, ranked with the data. */
+typedef struct SjRankConst
+{
+	int			instr;
+	SjThetaKind kind;
+	Datum		value;
+} SjRankConst;
+
+/* The compiler's state. */
+typedef struct SjThetaCompiler
+{
+	SjThetaSide *sides[2];		/* varno 1 = l, 2 = r */
+	SjThetaInstr instr[SJ_THETA_MAX_INSTR];
+	int			ninstr;
+	List	   *rank_consts;	/* SjRankConst * */
+	Oid			text_collation; /* collation of text comparisons */
+	bool		have_text_order;
+} SjThetaCompiler;
+
+/* What the engine begin callback and the emitter need. */
+typedef struct SjThetaJob
+{
+	SjThetaTable tables[2];
+	SjThetaColumn engine_cols[2][SJ_THETA_MAX_COLS];
+	SjThetaProgram program;
+	SjThetaSide *sides[2];
+	Tuplestorestate *store;
+	TupleDesc	desc;
+	SjThetaDataError data_error;
+} SjThetaJob;
+
+/* Result type of a compiled subexpression. */
+typedef enum SjValType
+{
+	SJ_V_INT,
+	SJ_V_FLOAT,
+	SJ_V_BOOL,					/* a genuine boolean (TBOOL) */
+	SJ_V_BOOLINT,				/* a bool column loaded as 0/1 */
+	SJ_V_RANK					/* ranked text or numeric */
+} SjValType;
+
+/* Built-in functions the compiler understands. */
+typedef struct SjFnMap
+{
+	Oid			fn;
+	int			op;				/* SjThetaOp, or 0 for identity casts */
+	int			arg;
+	char		cls;			/* 'a' arith, 'c' compare, 'u' unary,
+								 * 'k' cast, 'r' ranked compare, 'b' bool
+								 * compare, 't' temporal */
+} SjFnMap;
+
+#define SJ_ARITH(P, W) \
+	{F_##P##PL, SJ_OP_ADD_I, W, 'a'}, {F_##P##MI, SJ_OP_SUB_I, W, 'a'}, \
+	{F_##P##MUL, SJ_OP_MUL_I, W, 'a'}, {F_##P##DIV, SJ_OP_DIV_I, W, 'a'}
+#define SJ_FARITH(P, W) \
+	{F_##P##PL, SJ_OP_ADD_F, W, 'a'}, {F_##P##MI, SJ_OP_SUB_F, W, 'a'}, \
+	{F_##P##MUL, SJ_OP_MUL_F, W, 'a'}, {F_##P##DIV, SJ_OP_DIV_F, W, 'a'}
+#define SJ_CMPS(P, T, C) \
+	{F_##P##EQ, SJ_OP_EQ_##T, 0, C}, {F_##P##NE, SJ_OP_NE_##T, 0, C}, \
+	{F_##P##LT, SJ_OP_LT_##T, 0, C}, {F_##P##LE, SJ_OP_LE_##T, 0, C}, \
+	{F_##P##GT, SJ_OP_GT_##T, 0, C}, {F_##P##GE, SJ_OP_GE_##T, 0, C}
+
+static const SjFnMap sj_fn_map[] = {
+	SJ_ARITH(INT2, 16), SJ_ARITH(INT24, 32), SJ_ARITH(INT42, 32),
+	SJ_ARITH(INT4, 32), SJ_ARITH(INT48, 64), SJ_ARITH(INT84, 64),
+	SJ_ARITH(INT8, 64), SJ_ARITH(INT28, 64), SJ_ARITH(INT82, 64),
+	{F_INT2MOD, SJ_OP_MOD_I, 16, 'a'}, {F_INT4MOD, SJ_OP_MOD_I, 32, 'a'},
+	{F_INT8MOD, SJ_OP_MOD_I, 64, 'a'},
+	{F_INT2UM, SJ_OP_NEG_I, 16, 'u'}, {F_INT4UM, SJ_OP_NEG_I, 32, 'u'},
+	{F_INT8UM, SJ_OP_NEG_I, 64, 'u'},
+	SJ_FARITH(FLOAT4, 32), SJ_FARITH(FLOAT48, 64), SJ_FARITH(FLOAT84, 64),
+	SJ_FARITH(FLOAT8, 64),
+	{F_FLOAT4UM, SJ_OP_NEG_F, 32, 'u'}, {F_FLOAT8UM, SJ_OP_NEG_F, 64, 'u'},
+	SJ_CMPS(INT2, I, 'c'), SJ_CMPS(INT24, I, 'c'), SJ_CMPS(INT42, I, 'c'),
+	SJ_CMPS(INT4, I, 'c'), SJ_CMPS(INT48, I, 'c'), SJ_CMPS(INT84, I, 'c'),
+	SJ_CMPS(INT8, I, 'c'), SJ_CMPS(INT28, I, 'c'), SJ_CMPS(INT82, I, 'c'),
+	SJ_CMPS(FLOAT4, F, 'c'), SJ_CMPS(FLOAT48, F, 'c'), SJ_CMPS(FLOAT84, F, 'c'),
+	SJ_CMPS(FLOAT8, F, 'c'),
+	SJ_CMPS(DATE_, I, 'c'), SJ_CMPS(TIMESTAMP_, I, 'c'), SJ_CMPS(TIMESTAMPTZ_, I, 'c'),
+	{F_BOOLEQ, SJ_OP_EQ_I, 0, 'b'}, {F_BOOLNE, SJ_OP_NE_I, 0, 'b'},
+	{F_TEXTEQ, SJ_OP_EQ_I, 0, 'r'}, {F_TEXTNE, SJ_OP_NE_I, 0, 'r'},
+	{F_TEXT_LT, SJ_OP_LT_I, 0, 'r'}, {F_TEXT_LE, SJ_OP_LE_I, 0, 'r'},
+	{F_TEXT_GT, SJ_OP_GT_I, 0, 'r'}, {F_TEXT_GE, SJ_OP_GE_I, 0, 'r'},
+	SJ_CMPS(NUMERIC_, I, 'r'),
+	/* casts between the engine's representations */
+	{F_INT4_INT2, 0, 0, 'k'}, {F_INT8_INT2, 0, 0, 'k'}, {F_INT8_INT4, 0, 0, 'k'},
+	{F_FLOAT8_FLOAT4, 0, 0, 'k'},
+	{F_FLOAT8_INT2, SJ_OP_I2F, 64, 'k'}, {F_FLOAT8_INT4, SJ_OP_I2F, 64, 'k'},
+	{F_FLOAT8_INT8, SJ_OP_I2F, 64, 'k'}, {F_FLOAT4_INT2, SJ_OP_I2F, 32, 'k'},
+	{F_FLOAT4_INT4, SJ_OP_I2F, 32, 'k'}, {F_FLOAT4_INT8, SJ_OP_I2F, 32, 'k'},
+	/* dates and timestamps */
+	{F_DATE_PLI, SJ_OP_ADD_I, 64, 't'}, {F_DATE_MII, SJ_OP_SUB_I, 64, 't'},
+	{F_DATE_MI, SJ_OP_SUB_I, 32, 't'},
+	{F_TIMESTAMP_PL_INTERVAL, SJ_OP_ADD_I, 64, 't'},
+	{F_TIMESTAMP_MI_INTERVAL, SJ_OP_SUB_I, 64, 't'},
+	{F_TIMESTAMPTZ_PL_INTERVAL, SJ_OP_ADD_I, 64, 't'},
+	{F_TIMESTAMPTZ_MI_INTERVAL, SJ_OP_SUB_I, 64, 't'},
+	{F_TIMESTAMP_DATE, SJ_OP_MUL_I, 64, 't'},
+};
+
+/* Refuse a construct, naming it. */
+static void
+SjThetaRefuse(const char *construct)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("theta_join does not support %s in a condition", construct),
+			 errhint("Conditions may use comparisons, BETWEEN, AND, OR, NOT, IS [NOT] NULL, "
+					 "+ - * / and constants over integer, float, numeric, date, timestamp, "
+					 "bool and text columns of l and r.")));
+}
+
+/* Look a function up in sj_fn_map. */
+static const SjFnMap *
+SjFnLookup(Oid fn)
+{
+	int			i;
+
+	for (i = 0; i < lengthof(sj_fn_map); i++)
+		if (sj_fn_map[i].fn == fn)
+			return &sj_fn_map[i];
+	return NULL;
+}
+
+/* Append one instruction. */
+static int
+SjEmit(SjThetaCompiler *c, int op, int arg, int64 ival, double fval)
+{
+	SjThetaInstr *in;
+
+	if (c->ninstr >= SJ_THETA_MAX_INSTR)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("theta_join condition is too long"),
+				 errdetail("At most %d operations are supported.", SJ_THETA_MAX_INSTR)));
+	in = &c->instr[c->ninstr];
+	in->op = op;
+	in->arg = arg;
+	in->ival = ival;
+	in->fval = fval;
+	return c->ninstr++;
+}
+
+/* The engine kind of a column type, or refuse. */
+static SjThetaKind
+SjTypeKind(Oid typid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case DATEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case BOOLOID:
+			return SJ_KIND_I64;
+		case FLOAT4OID:
+		case FLOAT8OID:
+			return SJ_KIND_F64;
+		case TEXTOID:
+		case VARCHAROID:
+			return SJ_KIND_TEXT;
+		case NUMERICOID:
+			return SJ_KIND_NUMERIC;
+		default:
+			SjThetaRefuse(psprintf("values of type %s", format_type_be(typid)));
+			return SJ_KIND_I64;		/* not reached */
+	}
+}
+
+/* The value type a compiled load or constant of typid has. */
+static SjValType
+SjTypeVal(Oid typid)
+{
+	switch (SjTypeKind(typid))
+	{
+		case SJ_KIND_F64:
+			return SJ_V_FLOAT;
+		case SJ_KIND_TEXT:
+		case SJ_KIND_NUMERIC:
+			return SJ_V_RANK;
+		default:
+			return typid == BOOLOID ? SJ_V_BOOLINT : SJ_V_INT;
+	}
+}
+
+/* Index of a column in a side's registry, adding it when new. */
+static int
+SjSideColumn(SjThetaSide *side, AttrNumber attnum, Oid typid)
+{
+	int			i;
+
+	for (i = 0; i < side->ncols; i++)
+		if (side->cols[i].attnum == attnum)
+			return i;
+	if (side->ncols >= SJ_THETA_MAX_COLS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("theta_join condition reads too many columns"),
+				 errdetail("At most %d columns of each side are supported.", SJ_THETA_MAX_COLS)));
+	memset(&side->cols[side->ncols], 0, sizeof(SjThetaCol));
+	side->cols[side->ncols].attnum = attnum;
+	side->cols[side->ncols].typid = typid;
+	side->cols[side->ncols].kind = SjTypeKind(typid);
+	return side->ncols++;
+}
+
+static SjValType SjCompile(SjThetaCompiler *c, Node *node);
+
+/* Compile a node that must yield a boolean (TBOOL). */
+static void
+SjCompileBool(SjThetaCompiler *c, Node *node)
+{
+	SjValType	t = SjCompile(c, node);
+
+	if (t == SJ_V_BOOLINT)
+	{
+		SjEmit(c, SJ_OP_CONST_I, 0, 0, 0);
+		SjEmit(c, SJ_OP_NE_I, 0, 0, 0);
+	}
+	else if (t != SJ_V_BOOL)
+		SjThetaRefuse("a non-boolean expression where a boolean is needed");
+}
+
+/* Compile an operand that must be an integer-like or float value. */
+static SjValType
+SjCompileValue(SjThetaCompiler *c, Node *node)
+{
+	SjValType	t = SjCompile(c, node);
+
+	if (t == SJ_V_BOOL)
+		SjThetaRefuse("a comparison used as a value");
+	return t;
+}
+
+/* An operand of = or <> between booleans, as 0/1 (or NULL). */
+static void
+SjCompileBoolOperand(SjThetaCompiler *c, Node *node)
+{
+	if (IsA(node, Const))
+	{
+		Const	   *k = (Const *) node;
+
+		if (k->constisnull)
+			SjEmit(c, SJ_OP_CONST_NULL, SJ_TI64, 0, 0);
+		else
+			SjEmit(c, SJ_OP_CONST_I, 0, DatumGetBool(k->constvalue) ? 1 : 0, 0);
+		return;
+	}
+	if (SjCompile(c, node) != SJ_V_BOOLINT)
+		SjThetaRefuse("comparisons between boolean expressions");
+}
+
+/* An interval constant as microseconds, for timestamp arithmetic. */
+static int64
+SjIntervalMicros(Node *node, bool tz)
+{
+	Interval   *iv;
+
+	if (!IsA(node, Const) || ((Const *) node)->consttype != INTERVALOID)
+		SjThetaRefuse("interval arithmetic with a non-constant interval");
+	if (((Const *) node)->constisnull)
+		return 0;
+	iv = DatumGetIntervalP(((Const *) node)->constvalue);
+	if (iv->month != 0)
+		SjThetaRefuse("intervals with months or years");
+	if (tz && iv->day != 0)
+		SjThetaRefuse("intervals with days added to timestamp with time zone");
+	return iv->time + (int64) iv->day * USECS_PER_DAY;
+}
+
+/* Compile a call of a built-in function (operator or cast). */
+static SjValType
+SjCompileCall(SjThetaCompiler *c, Oid fn, List *args, Oid inputcollid,
+			  const char *what)
+{
+	const SjFnMap *m = SjFnLookup(fn);
+	SjValType	a,
+				b;
+
+	if (m == NULL)
+		SjThetaRefuse(what);
+	switch (m->cls)
+	{
+		case 'u':
+			a = SjCompileValue(c, linitial(args));
+			SjEmit(c, m->op, m->arg, 0, 0);
+			return a;
+		case 'k':
+			a = SjCompileValue(c, linitial(args));
+			if (m->op != 0)
+			{
+				SjEmit(c, m->op, m->arg, 0, 0);
+				return SJ_V_FLOAT;
+			}
+			return a;
+		case 'a':
+			a = SjCompileValue(c, linitial(args));
+			b = SjCompileValue(c, lsecond(args));
+			if (a == SJ_V_RANK || b == SJ_V_RANK || a == SJ_V_BOOLINT || b == SJ_V_BOOLINT)
+				SjThetaRefuse(what);
+			SjEmit(c, m->op, m->arg, 0, 0);
+			return a;
+		case 'b':
+			SjCompileBoolOperand(c, linitial(args));
+			SjCompileBoolOperand(c, lsecond(args));
+			SjEmit(c, m->op, 0, 0, 0);
+			return SJ_V_BOOL;
+		case 'c':
+			a = SjCompileValue(c, linitial(args));
+			b = SjCompileValue(c, lsecond(args));
+			if (a == SJ_V_RANK || b == SJ_V_RANK)
+				SjThetaRefuse(what);
+			SjEmit(c, m->op, 0, 0, 0);
+			return SJ_V_BOOL;
+		case 'r':
+			if (get_func_rettype(fn) == BOOLOID && OidIsValid(inputcollid) &&
+				(fn == F_TEXT_LT || fn == F_TEXT_LE || fn == F_TEXT_GT || fn == F_TEXT_GE ||
+				 fn == F_TEXTEQ || fn == F_TEXTNE))
+			{
+				if (c->have_text_order && c->text_collation != inputcollid)
+					SjThetaRefuse("text comparisons under different collations");
+				c->text_collation = inputcollid;
+				c->have_text_order = true;
+			}
+			a = SjCompileValue(c, linitial(args));
+			b = SjCompileValue(c, lsecond(args));
+			if (a != SJ_V_RANK || b != SJ_V_RANK)
+				SjThetaRefuse(what);
+			SjEmit(c, m->op, 0, 0, 0);
+			return SJ_V_BOOL;
+		case 't':
+			if (fn == F_TIMESTAMP_DATE)
+			{
+				SjCompileValue(c, linitial(args));
+				SjEmit(c, SJ_OP_CONST_I, 0, USECS_PER_DAY, 0);
+				SjEmit(c, SJ_OP_MUL_I, 64, 0, 0);
+				return SJ_V_INT;
+			}
+			SjCompileValue(c, linitial(args));
+			if (fn == F_DATE_PLI || fn == F_DATE_MII || fn == F_DATE_MI)
+				SjCompileValue(c, lsecond(args));
+			else
+			{
+				Node	   *iv = lsecond(args);
+
+				if (IsA(iv, Const) && ((Const *) iv)->constisnull)
+					SjEmit(c, SJ_OP_CONST_NULL, SJ_TI64, 0, 0);
+				else
+					SjEmit(c, SJ_OP_CONST_I, 0,
+						   SjIntervalMicros(iv, fn == F_TIMESTAMPTZ_PL_INTERVAL ||
+											fn == F_TIMESTAMPTZ_MI_INTERVAL), 0);
+			}
+			SjEmit(c, m->op, m->arg, 0, 0);
+			return SJ_V_INT;
+	}
+	SjThetaRefuse(what);
+	return SJ_V_BOOL;			/* not reached */
+}
+
+/* Compile a constant. */
+static SjValType
+SjCompileConst(SjThetaCompiler *c, Const *k)
+{
+	SjValType	t = SjTypeVal(k->consttype);
+
+	if (k->constisnull)
+	{
+		SjEmit(c, SJ_OP_CONST_NULL, t == SJ_V_FLOAT ? SJ_TF64 : SJ_TI64, 0, 0);
+		return t;
+	}
+	switch (k->consttype)
+	{
+		case INT2OID:
+			SjEmit(c, SJ_OP_CONST_I, 0, DatumGetInt16(k->constvalue), 0);
+			break;
+		case INT4OID:
+		case DATEOID:
+			SjEmit(c, SJ_OP_CONST_I, 0, DatumGetInt32(k->constvalue), 0);
+			break;
+		case INT8OID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			SjEmit(c, SJ_OP_CONST_I, 0, DatumGetInt64(k->constvalue), 0);
+			break;
+		case BOOLOID:
+			SjEmit(c, SJ_OP_CONST_B, 0, DatumGetBool(k->constvalue) ? 1 : 0, 0);
+			return SJ_V_BOOL;
+		case FLOAT4OID:
+			SjEmit(c, SJ_OP_CONST_F, 0, 0, (double) DatumGetFloat4(k->constvalue));
+			break;
+		case FLOAT8OID:
+			SjEmit(c, SJ_OP_CONST_F, 0, 0, DatumGetFloat8(k->constvalue));
+			break;
+		default:
+			{
+				/* text or numeric: ranked with the data later */
+				SjRankConst *rc = palloc(sizeof(SjRankConst));
+
+				rc->kind = SjTypeKind(k->consttype);
+				rc->value = datumCopy(k->constvalue, k->constbyval, k->constlen);
+				if (rc->kind == SJ_KIND_TEXT)
+					rc->value = PointerGetDatum(PG_DETOAST_DATUM_PACKED(rc->value));
+				rc->instr = SjEmit(c, SJ_OP_CONST_I, 0, 0, 0);
+				c->rank_consts = lappend(c->rank_consts, rc);
+			}
+			break;
+	}
+	return t;
+}
+
+/* Compile one node of the analysed condition; returns its value type. */
+static SjValType
+SjCompile(SjThetaCompiler *c, Node *node)
+{
+	check_stack_depth();
+	switch (nodeTag(node))
+	{
+		case T_Var:
+			{
+				Var		   *v = (Var *) node;
+				SjThetaSide *side;
+				int			col;
+
+				if (v->varlevelsup != 0 || v->varno < 1 || v->varno > 2 || v->varattno <= 0)
+					SjThetaRefuse("whole-row or system column references");
+				side = c->sides[v->varno - 1];
+				col = SjSideColumn(side, v->varattno, v->vartype);
+				SjEmit(c, v->varno == 1 ? SJ_OP_LOAD_L : SJ_OP_LOAD_R, col, 0, 0);
+				return SjTypeVal(v->vartype);
+			}
+		case T_Const:
+			return SjCompileConst(c, (Const *) node);
+		case T_RelabelType:
+			return SjCompile(c, (Node *) ((RelabelType *) node)->arg);
+		case T_OpExpr:
+			{
+				OpExpr	   *op = (OpExpr *) node;
+
+				set_opfuncid(op);	/* unset where the folding negated NOT */
+				return SjCompileCall(c, op->opfuncid, op->args, op->inputcollid,
+									 psprintf("the operator %s for %s",
+											  get_opname(op->opno),
+											  list_length(op->args) == 2 ?
+											  psprintf("%s and %s",
+													   format_type_be(exprType(linitial(op->args))),
+													   format_type_be(exprType(lsecond(op->args)))) :
+											  format_type_be(exprType(llast(op->args)))));
+			}
+		case T_FuncExpr:
+			{
+				FuncExpr   *f = (FuncExpr *) node;
+
+				return SjCompileCall(c, f->funcid, f->args, f->inputcollid,
+									 f->funcformat == COERCE_EXPLICIT_CALL ?
+									 psprintf("the function %s()", get_func_name(f->funcid)) :
+									 psprintf("a cast to %s", format_type_be(f->funcresulttype)));
+			}
+		case T_BoolExpr:
+			{
+				BoolExpr   *b = (BoolExpr *) node;
+				ListCell   *lc;
+				bool		first = true;
+
+				if (b->boolop == NOT_EXPR)
+				{
+					SjCompileBool(c, linitial(b->args));
+					SjEmit(c, SJ_OP_NOT, 0, 0, 0);
+					return SJ_V_BOOL;
+				}
+				foreach(lc, b->args)
+				{
+					SjCompileBool(c, lfirst(lc));
+					if (!first)
+						SjEmit(c, b->boolop == AND_EXPR ? SJ_OP_AND : SJ_OP_OR, 0, 0, 0);
+					first = false;
+				}
+				return SJ_V_BOOL;
+			}
+		case T_NullTest:
+			{
+				NullTest   *nt = (NullTest *) node;
+
+				if (nt->argisrow)
+					SjThetaRefuse("IS NULL on a row");
+				SjCompile(c, (Node *) nt->arg);
+				SjEmit(c, nt->nulltesttype == IS_NULL ? SJ_OP_IS_NULL : SJ_OP_IS_NOT_NULL, 0, 0, 0);
+				return SJ_V_BOOL;
+			}
+		case T_SubLink:
+			SjThetaRefuse("subqueries");
+			break;
+		case T_Aggref:
+			SjThetaRefuse("aggregate functions");
+			break;
+		case T_CaseExpr:
+			SjThetaRefuse("CASE expressions");
+			break;
+		case T_CoalesceExpr:
+			SjThetaRefuse("COALESCE");
+			break;
+		case T_ScalarArrayOpExpr:
+			SjThetaRefuse("IN lists and ANY/ALL");
+			break;
+		case T_BooleanTest:
+			SjThetaRefuse("IS [NOT] TRUE/FALSE/UNKNOWN");
+			break;
+		case T_DistinctExpr:
+			SjThetaRefuse("IS [NOT] DISTINCT FROM");
+			break;
+		case T_CoerceViaIO:
+			SjThetaRefuse(psprintf("a cast to %s", format_type_be(((CoerceViaIO *) node)->resulttype)));
+			break;
+		default:
+			break;
+	}
+	SjThetaRefuse(psprintf("this kind of expression (node %d)", (int) nodeTag(node)));
+	return SJ_V_BOOL;			/* not reached */
+}
+
+/* Error context: positions refer to the condition, not the calling query. */
+static void
+SjThetaErrorCallback(void *arg)
+{
+	const char *condition = (const char *) arg;
+	int			pos = geterrposition();
+
+	if (pos > 0)
+	{
+		errposition(0);
+		internalerrposition(pos);
+		internalerrquery(condition);
+	}
+	errcontext("theta_join condition");
+}
+
+/*
+ * Parse the condition as one expression and analyse it against l and r.
+ * Checks SELECT privilege on every column it reads.
+ */
+static Node *
+SjThetaAnalyze(Relation lrel, Relation rrel, const char *condition)
+{
+	List	   *raw;
+	RawStmt    *rs;
+	SelectStmt *sel;
+	ResTarget  *rt;
+	ParseState *pstate;
+	ParseNamespaceItem *lns,
+			   *rns;
+	Node	   *expr;
+	ErrorContextCallback errcb;
+
+	errcb.callback = SjThetaErrorCallback;
+	errcb.arg = (void *) condition;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	raw = raw_parser(condition, RAW_PARSE_PLPGSQL_EXPR);
+	if (list_length(raw) != 1)
+		SjThetaRefuse("more than one statement");
+	rs = linitial_node(RawStmt, raw);
+	sel = (SelectStmt *) rs->stmt;
+	if (!IsA(sel, SelectStmt) || list_length(sel->targetList) != 1 ||
+		sel->fromClause || sel->whereClause || sel->groupClause || sel->havingClause ||
+		sel->windowClause || sel->distinctClause || sel->sortClause ||
+		sel->limitCount || sel->limitOffset || sel->lockingClause ||
+		sel->withClause || sel->intoClause || sel->valuesLists || sel->op != SETOP_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("theta_join condition must be a single boolean expression"),
+				 errdetail("Condition: %s", condition)));
+	rt = linitial_node(ResTarget, sel->targetList);
+	if (rt->name != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("theta_join condition must be a single boolean expression"),
+				 errdetail("Condition: %s", condition)));
+
+	pstate = make_parsestate(NULL);
+	pstate->p_sourcetext = condition;
+	lns = addRangeTableEntryForRelation(pstate, lrel, AccessShareLock,
+										makeAlias("l", NIL), true, true);
+	rns = addRangeTableEntryForRelation(pstate, rrel, AccessShareLock,
+										makeAlias("r", NIL), true, true);
+	addNSItemToQuery(pstate, lns, false, true, true);
+	addNSItemToQuery(pstate, rns, false, true, true);
+
+	expr = transformExpr(pstate, rt->val, EXPR_KIND_JOIN_ON);
+	expr = coerce_to_boolean(pstate, expr, "theta_join condition");
+	assign_expr_collations(pstate, expr);
+	/* fold constant subexpressions (casts of literals), as the planner would */
+	expr = eval_const_expressions(NULL, expr);
+
+	error_context_stack = errcb.previous;
+
+	/* SELECT privilege on every column the condition reads */
+	ExecCheckRTPerms(pstate->p_rtable, true);
+	free_parsestate(pstate);
+	return expr;
+}
+
+/* Row callback: keep one row's key and condition columns. */
+static void
+SjThetaRow(void *arg, Datum *values, bool *isnull)
+{
+	SjThetaSide *side = (SjThetaSide *) arg;
+	size_t		i = side->n;
+	int			k;
+
+	if (isnull[0])
+		SjErrorNullKey(side->relid, &side->key);
+	if (i == side->cap)
+	{
+		size_t		cap = side->cap;
+
+		side->keys = SjGrow(side->keys, &cap, i + 1, sizeof(int64));
+		for (k = 0; k < side->ncols; k++)
+		{
+			SjThetaCol *col = &side->cols[k];
+			size_t		c2 = side->cap;
+
+			col->nulls = SjGrow(col->nulls, &c2, i + 1, sizeof(uint8));
+			c2 = side->cap;
+			if (col->kind == SJ_KIND_F64)
+				col->fvals = SjGrow(col->fvals, &c2, i + 1, sizeof(double));
+			else if (col->kind == SJ_KIND_I64)
+				col->ivals = SjGrow(col->ivals, &c2, i + 1, sizeof(int64));
+			else
+				col->dvals = SjGrow(col->dvals, &c2, i + 1, sizeof(Datum));
+		}
+		side->cap = cap;
+	}
+	side->keys[i] = SjKeyValue(values[0], side->key.typid);
+	for (k = 0; k < side->ncols; k++)
+	{
+		SjThetaCol *col = &side->cols[k];
+		Datum		d = values[k + 1];
+
+		col->nulls[i] = isnull[k + 1] ? 1 : 0;
+		if (isnull[k + 1])
+		{
+			col->any_null = true;
+			if (col->kind == SJ_KIND_F64)
+				col->fvals[i] = 0;
+			else if (col->kind == SJ_KIND_I64)
+				col->ivals[i] = 0;
+			else
+				col->dvals[i] = (Datum) 0;
+			continue;
+		}
+		switch (col->typid)
+		{
+			case INT2OID:
+				col->ivals[i] = DatumGetInt16(d);
+				break;
+			case INT4OID:
+			case DATEOID:
+				col->ivals[i] = DatumGetInt32(d);
+				break;
+			case BOOLOID:
+				col->ivals[i] = DatumGetBool(d) ? 1 : 0;
+				break;
+			case INT8OID:
+			case TIMESTAMPOID:
+			case TIMESTAMPTZOID:
+				col->ivals[i] = DatumGetInt64(d);
+				break;
+			case FLOAT4OID:
+				col->fvals[i] = (double) DatumGetFloat4(d);
+				break;
+			case FLOAT8OID:
+				col->fvals[i] = DatumGetFloat8(d);
+				break;
+			default:
+				{
+					/* text or numeric: a detoasted copy in the side's context */
+					MemoryContext rowcxt = MemoryContextSwitchTo(GetMemoryChunkContext(col->nulls));
+					struct varlena *v = PG_DETOAST_DATUM_COPY(d);
+
+					MemoryContextSwitchTo(rowcxt);
+					col->dvals[i] = PointerGetDatum(v);
+				}
+				break;
+		}
+	}
+	side->n++;
+}
+
+/* One value to rank: where it comes from and its datum. */
+typedef struct SjRankItem
+{
+	Datum		value;
+	int64	   *dest;
+} SjRankItem;
+
+static int
+SjRankCmp(const void *a, const void *b, void *arg)
+{
+	const SjRankItem *x = (const SjRankItem *) a;
+	const SjRankItem *y = (const SjRankItem *) b;
+	Oid			coll = *(Oid *) arg;
+
+	if (coll == InvalidOid)
+		return DatumGetInt32(DirectFunctionCall2(numeric_cmp, x->value, y->value));
+	return varstr_cmp(VARDATA_ANY(DatumGetPointer(x->value)),
+					  VARSIZE_ANY_EXHDR(DatumGetPointer(x->value)),
+					  VARDATA_ANY(DatumGetPointer(y->value)),
+					  VARSIZE_ANY_EXHDR(DatumGetPointer(y->value)), coll);
+}
+
+/*
+ * Replace every text (or numeric) value read by the condition, on both
+ * sides, and every such constant, by its rank in their joint order.
+ */
+static void
+SjRankAll(SjThetaCompiler *c, SjThetaKind kind)
+{
+	SjRankItem *items;
+	size_t		n = 0,
+				cap = 0,
+				i;
+	int			s,
+				k;
+	ListCell   *lc;
+	Oid			coll = kind == SJ_KIND_TEXT ?
+		(c->have_text_order ? c->text_collation : C_COLLATION_OID) : InvalidOid;
+	int64		rank = 0;
+
+	for (s = 0; s < 2; s++)
+		for (k = 0; k < c->sides[s]->ncols; k++)
+			if (c->sides[s]->cols[k].kind == kind)
+				cap += c->sides[s]->n;
+	cap += list_length(c->rank_consts);
+	if (cap == 0)
+		return;
+	items = palloc_extended(cap * sizeof(SjRankItem), MCXT_ALLOC_HUGE);
+	for (s = 0; s < 2; s++)
+	{
+		SjThetaSide *side = c->sides[s];
+
+		for (k = 0; k < side->ncols; k++)
+		{
+			SjThetaCol *col = &side->cols[k];
+
+			if (col->kind != kind)
+				continue;
+			col->ivals = palloc_extended(Max(side->n, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
+			for (i = 0; i < side->n; i++)
+			{
+				col->ivals[i] = 0;
+				if (col->nulls[i])
+					continue;
+				items[n].value = col->dvals[i];
+				items[n].dest = &col->ivals[i];
+				n++;
+			}
+		}
+	}
+	foreach(lc, c->rank_consts)
+	{
+		SjRankConst *rc = lfirst(lc);
+
+		if (rc->kind != kind)
+			continue;
+		items[n].value = rc->value;
+		items[n].dest = &c->instr[rc->instr].ival;
+		n++;
+	}
+	qsort_arg(items, n, sizeof(SjRankItem), SjRankCmp, &coll);
+	for (i = 0; i < n; i++)
+	{
+		if (i > 0 && SjRankCmp(&items[i - 1], &items[i], &coll) != 0)
+			rank++;
+		*items[i].dest = rank;
+	}
+	pfree(items);
+}
+
+/* Engine dispatch: CPU */
+static SjStatus
+SjThetaCpuNext(void *h, SjPairBatch *b, int *done, char *e)
+{
+	return sj_theta_cpu_next((SjThetaJoin *) h, b, done, e);
+}
+static void
+SjThetaCpuTimings(const void *h, SjTimings *t)
+{
+	sj_theta_cpu_timings((const SjThetaJoin *) h, t);
+}
+static void
+SjThetaCpuEnd(void *h)
+{
+	sj_theta_cpu_end((SjThetaJoin *) h);
+}
+
+/* Engine dispatch: GPU */
+static SjStatus
+SjThetaGpuNext(void *h, SjPairBatch *b, int *done, char *e)
+{
+	return sjgpu_theta_next((SjGpuThetaJoin *) h, b, done, e);
+}
+static void
+SjThetaGpuTimings(const void *h, SjTimings *t)
+{
+	sjgpu_theta_timings((const SjGpuThetaJoin *) h, t);
+}
+static void
+SjThetaGpuEnd(void *h)
+{
+	sjgpu_theta_end((SjGpuThetaJoin *) h);
+}
+
+/* SjRunSpec.begin: start the CPU or GPU engine. */
+static SjStatus
+SjThetaBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
+			 char *errmsg)
+{
+	SjThetaJob *job = (SjThetaJob *) arg;
+
+	run->op = SJ_OP_THETA;
+	if (gpu)
+	{
+		SjGpuThetaJoin *h = NULL;
+		SjStatus	s = sjgpu_theta_begin(&job->tables[0], &job->tables[1], &job->program,
+										  SJ_THETA_AUTO, options, &h, errmsg);
+
+		run->handle = h;
+		run->next = SjThetaGpuNext;
+		run->timings = SjThetaGpuTimings;
+		run->end = SjThetaGpuEnd;
+		return s;
+	}
+	else
+	{
+		SjThetaJoin *h = NULL;
+		SjStatus	s = sj_theta_cpu_begin(&job->tables[0], &job->tables[1], &job->program,
+										   SJ_THETA_AUTO, options, &h, errmsg);
+
+		run->handle = h;
+		run->next = SjThetaCpuNext;
+		run->timings = SjThetaCpuTimings;
+		run->end = SjThetaCpuEnd;
+		return s;
+	}
+}
+
+/* SjRunSpec.emit: one tuple per pair. */
+static void
+SjThetaEmit(void *arg, const SjPairBatch *batch)
+{
+	SjThetaJob *job = (SjThetaJob *) arg;
+	const int64 *lk = job->sides[0]->keys;
+	const int64 *rk = job->sides[1]->keys;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	size_t		i;
+
+	for (i = 0; i < batch->count; i++)
+	{
+		values[0] = Int64GetDatum(lk[batch->left[i]]);
+		values[1] = Int64GetDatum(rk[batch->right[i]]);
+		tuplestore_putvalues(job->store, job->desc, values, nulls);
+	}
+}
+
+/* SjRunSpec.reset: forget pairs before a restart on the CPU. */
+static void
+SjThetaReset(void *arg)
+{
+	SjThetaJob *job = (SjThetaJob *) arg;
+
+	if (job->store)
+		tuplestore_clear(job->store);
+}
+
+/* Scan one side: the key, then the condition's columns. */
+static void
+SjThetaMarshal(SjThetaSide *side)
+{
+	SjColumn	cols[SJ_THETA_MAX_COLS + 1];
+	int			k;
+
+	cols[0] = side->key;
+	for (k = 0; k < side->ncols; k++)
+	{
+		cols[k + 1].name = get_attname(side->relid, side->cols[k].attnum, false);
+		cols[k + 1].attnum = side->cols[k].attnum;
+		cols[k + 1].typid = side->cols[k].typid;
+		cols[k + 1].typmod = -1;
+	}
+	side->cap = 1024;
+	side->keys = palloc_extended(side->cap * sizeof(int64), MCXT_ALLOC_HUGE);
+	for (k = 0; k < side->ncols; k++)
+	{
+		SjThetaCol *col = &side->cols[k];
+
+		col->nulls = palloc_extended(side->cap, MCXT_ALLOC_HUGE);
+		if (col->kind == SJ_KIND_F64)
+			col->fvals = palloc_extended(side->cap * sizeof(double), MCXT_ALLOC_HUGE);
+		else if (col->kind == SJ_KIND_I64)
+			col->ivals = palloc_extended(side->cap * sizeof(int64), MCXT_ALLOC_HUGE);
+		else
+			col->dvals = palloc_extended(side->cap * sizeof(Datum), MCXT_ALLOC_HUGE);
+	}
+	SjScanRelation(side->relid, side->ncols + 1, cols, SjThetaRow, side);
+	if (side->n > (size_t) UINT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("relation \"%s\" has too many rows for theta_join",
+						get_rel_name(side->relid))));
+}
+
+/* The engine's view of one side. */
+static void
+SjThetaTableInit(SjThetaJob *job, int s)
+{
+	SjThetaSide *side = job->sides[s];
+	int			k;
+
+	for (k = 0; k < side->ncols; k++)
+	{
+		SjThetaCol *col = &side->cols[k];
+		SjThetaColumn *ec = &job->engine_cols[s][k];
+
+		ec->type = col->kind == SJ_KIND_F64 ? SJ_TF64 : SJ_TI64;
+		ec->values = col->kind == SJ_KIND_F64 ? (const void *) col->fvals : (const void *) col->ivals;
+		ec->nulls = col->any_null ? col->nulls : NULL;
+	}
+	job->tables[s].n = (uint32_t) side->n;
+	job->tables[s].ncols = side->ncols;
+	job->tables[s].cols = job->engine_cols[s];
+}
+
+/* The body shared by theta_join and theta_join_count. */
+static int64
+SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
+			   text *condition, Tuplestorestate *store, TupleDesc desc)
+{
+	SjThetaSide *sides[2];
+	SjThetaCompiler comp;
+	SjThetaJob	job;
+	SjRunSpec	spec;
+	SjStats		stats;
+	Relation	lrel,
+				rrel;
+	Node	   *expr;
+	double		t0 = sj_now_ms();
+	int64		pairs;
+	int			s;
+	char		errmsg[SJ_ERRMSG_LEN] = "";
+	SjThetaPlan plan;
+	SjStatus	status;
+
+	SjStatsStart(&stats, store ? "theta_join" : "theta_join_count");
+	for (s = 0; s < 2; s++)
+	{
+		Oid			relid = s == 0 ? left_relid : right_relid;
+
+		sides[s] = palloc0(sizeof(SjThetaSide));
+		sides[s]->relid = relid;
+		SjCheckRelation(relid);
+		SjResolveColumn(relid, text_to_cstring(s == 0 ? left_key : right_key), &sides[s]->key);
+		SjCheckKeyColumn(relid, &sides[s]->key);
+	}
+
+	/* analyse and compile the condition */
+	lrel = relation_open(left_relid, AccessShareLock);
+	rrel = relation_open(right_relid, AccessShareLock);
+	expr = SjThetaAnalyze(lrel, rrel, text_to_cstring(condition));
+	relation_close(lrel, NoLock);
+	relation_close(rrel, NoLock);
+	memset(&comp, 0, sizeof(comp));
+	comp.sides[0] = sides[0];
+	comp.sides[1] = sides[1];
+	SjCompileBool(&comp, expr);
+
+	/* read both sides; rank text and numeric values jointly */
+	for (s = 0; s < 2; s++)
+		SjThetaMarshal(sides[s]);
+	SjRankAll(&comp, SJ_KIND_TEXT);
+	SjRankAll(&comp, SJ_KIND_NUMERIC);
+
+	memset(&job, 0, sizeof(job));
+	job.sides[0] = sides[0];
+	job.sides[1] = sides[1];
+	job.store = store;
+	job.desc = desc;
+	job.program.ninstr = comp.ninstr;
+	job.program.instr = comp.instr;
+	SjThetaTableInit(&job, 0);
+	SjThetaTableInit(&job, 1);
+	status = sj_theta_plan(&job.program, &job.tables[0], &job.tables[1],
+						   SJ_THETA_AUTO, &plan, errmsg);
+	SjReportStatus(status, errmsg, "theta_join");
+	elog(DEBUG1, "simjoin: theta_join strategy %s (%d instructions)",
+		 plan.description, comp.ninstr);
+
+	stats.left_rows = sides[0]->n;
+	stats.right_rows = sides[1]->n;
+	stats.scan_ms = sj_now_ms() - t0;
+	if (sides[0]->n == 0 || sides[1]->n == 0)
+	{
+		strlcpy(stats.device, "none", sizeof(stats.device));
+		strlcpy(stats.strategy, "empty input", sizeof(stats.strategy));
+		pairs = 0;
+	}
+	else
+	{
+		spec.name = store ? "theta_join" : "theta_join_count";
+		spec.arg = &job;
+		spec.begin = SjThetaBegin;
+		spec.emit = SjThetaEmit;
+		spec.reset = SjThetaReset;
+		pairs = SjRunJoin(&spec, store == NULL, &stats);
+	}
+	SjStatsFinish(&stats, t0);
+	return pairs;
+}
+
+PG_FUNCTION_INFO_V1(theta_join);
+
+/* theta_join(left_table, left_key, right_table, right_key, condition) */
+Datum
+theta_join(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	SjThetaJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1), PG_GETARG_OID(2),
+				   PG_GETARG_TEXT_PP(3), PG_GETARG_TEXT_PP(4),
+				   rsinfo->setResult, rsinfo->setDesc);
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(theta_join_count);
+
+/* theta_join_count(left_table, left_key, right_table, right_key, condition) */
+Datum
+theta_join_count(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(SjThetaJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1),
+								   PG_GETARG_OID(2), PG_GETARG_TEXT_PP(3),
+								   PG_GETARG_TEXT_PP(4), NULL, NULL));
+}

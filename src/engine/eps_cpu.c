@@ -1,0 +1,1375 @@
+/*
+ * eps_cpu.c
+ *		The CPU engine of eps_join: a grid self-join and two-table join.
+ *
+ * The index is the grid of GPU-SJ (Gowanlock & Karsin): cells of width
+ * w >= eps over K <= 6 chosen dimensions, only non-empty cells stored, as a
+ * sorted list of linearised cell ids with the contiguous range of points of
+ * each (points sorted by cell, coordinates copied point-major).  A point's
+ * neighbours lie in the 3^K cells around its own; along the last grid
+ * dimension (stride 1) three adjacent cells are one contiguous range of
+ * points, so a probe cell costs 3^(K-1) binary searches.  The self-join
+ * compares each unordered pair of cells once (unidirectional comparison: the
+ * home cell against itself with j > i, and only neighbour offsets that are
+ * lexicographically positive).  A two-table join grids both sides the same
+ * way, builds on the right and probes with the left.
+ *
+ * Invariants:
+ * - The decision is exactly sqrt(sum) <= eps, sum accumulated in dimension
+ *   order without FMA (the GPU engine's order; which side is subtracted from
+ *   which does not matter, as fl(a - b) == -fl(b - a)).  The prefilter
+ *   sum > thr, thr the largest double whose sqrt is <= eps, rejects only
+ *   pairs that test rejects, since partial sums never decrease; it lets a
+ *   high-dimensional distance stop early.
+ * - Cell assignment is floor((x - lo) / w), clamped to the grid.  w exceeds
+ *   eps by a relative and an absolute margin covering the rounding of the
+ *   distance, the subtraction and the division, so two points that join are
+ *   never more than one cell apart in any grid dimension; clamping only
+ *   brings cells closer.
+ * - Work is a list of tasks (ranges of probe points in cell order), each
+ *   with a resumable cursor (probe cell, candidate range, candidate block,
+ *   probe point, candidate); blocks keep candidates in cache while every
+ *   probe point of the cell passes over them.  One call of next runs a window of unfinished tasks in parallel, each writing
+ *   into its own buffer capped so that the batch never exceeds
+ *   max_batch_pairs, and stops them at a deadline so that a call stays
+ *   short.  A stopped task resumes exactly where it stopped: nothing is
+ *   dropped or repeated.
+ *
+ * Memory is the engine's own (malloc); nothing here prints or exits.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sjengine.h"
+
+#define EPS_MAX_K			6		/* grid dimensions at most */
+#define EPS_MAX_RANGES		243		/* 3^(EPS_MAX_K - 1) candidate ranges */
+#define EPS_TASK_POINTS		1024	/* probe points per task */
+#define EPS_DEFAULT_BATCH	1048576 /* max_batch_pairs of 0 */
+#define EPS_CALL_MS			100.0	/* work one next() aims at */
+#define EPS_WORK_CHECK		32768	/* candidates between clock reads */
+#define EPS_BLOCK_BYTES		131072	/* candidate coordinates in one block */
+#define EPS_MAX_WINDOW		4096	/* tasks one next() runs at most */
+#define EPS_ROW_CHUNK		65536	/* rows per parallel build task */
+
+/* Grid geometry, shared by both sides of a two-table join. */
+typedef struct EpsGridSpec
+{
+	int			k;				/* grid dimensions, 1..EPS_MAX_K */
+	int			gdim[EPS_MAX_K];	/* source dimension; -1: one cell */
+	double		lo[EPS_MAX_K];	/* grid origin */
+	double		w[EPS_MAX_K];	/* cell width, > eps */
+	uint64_t	ncells[EPS_MAX_K];	/* cells along the dimension */
+	uint64_t	stride[EPS_MAX_K];	/* linearisation; last is 1 */
+} EpsGridSpec;
+
+/* One side, sorted by cell. */
+typedef struct EpsGrid
+{
+	uint32_t	n;				/* points */
+	uint32_t	ncell;			/* non-empty cells */
+	uint32_t   *perm;			/* sorted position -> input row */
+	double	   *pts;			/* n * dim, point-major, sorted */
+	uint64_t   *cellid;			/* ncell ascending linearised ids */
+	uint32_t   *cellstart;		/* ncell + 1 point offsets */
+} EpsGrid;
+
+/* Candidate points [lo, hi) of the build side for one probe cell. */
+typedef struct EpsRange
+{
+	uint32_t	lo;
+	uint32_t	hi;
+	int			after_probe;	/* self-join home row: start at probe + 1 */
+} EpsRange;
+
+/* Cursor states of a task. */
+#define EPS_TASK_FRESH	0		/* not started */
+#define EPS_TASK_EXACT	1		/* resume at (p0, r, b, p, q) */
+#define EPS_TASK_DONE	2
+
+/* A range of probe points and where its work stopped. */
+typedef struct EpsTask
+{
+	uint32_t	lo;				/* probe positions [lo, hi) */
+	uint32_t	hi;
+	uint32_t	p0;				/* first probe position of the cell */
+	uint32_t	r;				/* candidate range of that cell */
+	uint32_t	b;				/* candidate block start */
+	uint32_t	p;				/* probe position */
+	uint32_t	q;				/* candidate position */
+	int			state;
+} EpsTask;
+
+/* One task of the current window and its private output. */
+typedef struct EpsSlot
+{
+	size_t		task;
+	size_t		limit;			/* pairs it may emit in this call */
+	size_t		n;				/* pairs emitted (or counted) */
+	size_t		alloc;
+	uint32_t   *left;
+	uint32_t   *right;
+	double	   *value;
+	int			nomem;
+	int			late;			/* stopped at the deadline */
+} EpsSlot;
+
+struct SjEpsJoin
+{
+	int			dim;
+	int			self;
+	int			count_only;
+	int			threads;
+	double		eps;
+	double		thr;			/* largest sum whose sqrt is <= eps */
+	uint32_t	block;			/* candidates per cache block */
+	size_t		max_batch;
+	EpsGridSpec spec;
+	EpsGrid		build;			/* right side, or the one side */
+	EpsGrid		left;			/* two-table: the left side */
+	const EpsGrid *probe;		/* &left, or &build for a self-join */
+	EpsTask    *tasks;
+	size_t		ntasks;
+	size_t		first_open;		/* tasks before it are done */
+	EpsSlot    *slots;			/* EPS_MAX_WINDOW */
+	size_t		nslot;			/* slots in the current window */
+	size_t		window;			/* tasks per call, adapted */
+	double		deadline;
+	uint32_t   *out_left;
+	uint32_t   *out_right;
+	double	   *out_value;
+	size_t		out_alloc;
+	int			finished;		/* no work left */
+	int			said_done;		/* next has returned done */
+	SjTimings	timings;
+};
+
+static SjStatus eps_error(char *errmsg, SjStatus status, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/* Write a message and return the status. */
+static SjStatus
+eps_error(char *errmsg, SjStatus status, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (errmsg)
+	{
+		va_start(ap, fmt);
+		vsnprintf(errmsg, SJ_ERRMSG_LEN, fmt, ap);
+		va_end(ap);
+	}
+	return status;
+}
+
+/* Free one side's grid. */
+static void
+eps_grid_free(EpsGrid *g)
+{
+	free(g->perm);
+	free(g->pts);
+	free(g->cellid);
+	free(g->cellstart);
+	memset(g, 0, sizeof(*g));
+}
+
+/* ---------------------------------------------------------------------
+ * Grid geometry
+ * --------------------------------------------------------------------- */
+
+/* Per-dimension bounds over both inputs. */
+typedef struct EpsBounds
+{
+	const SjVectors *a;
+	const SjVectors *b;			/* NULL for a self-join */
+	double	   *mn;
+	double	   *mx;
+} EpsBounds;
+
+/* Parallel task: bounds of dimension k. */
+static void
+eps_bounds_task(void *arg, uint64_t k, int worker)
+{
+	EpsBounds  *eb = (EpsBounds *) arg;
+	double		mn = INFINITY,
+				mx = -INFINITY;
+	int			side;
+
+	for (side = 0; side < 2; side++)
+	{
+		const SjVectors *v = side == 0 ? eb->a : eb->b;
+		const double *x;
+		uint32_t	i;
+
+		if (v == NULL || v->n == 0)
+			continue;
+		x = v->coords + (size_t) k * v->n;
+		for (i = 0; i < v->n; i++)
+		{
+			if (x[i] < mn)
+				mn = x[i];
+			if (x[i] > mx)
+				mx = x[i];
+		}
+	}
+	eb->mn[k] = mn;
+	eb->mx[k] = mx;
+}
+
+/* The smallest cell width that is safe for eps along a dimension. */
+static double
+eps_safe_width(double eps, double mn, double mx)
+{
+	double		mag = fmax(fabs(mn), fabs(mx));
+
+	/*
+	 * A joining pair differs by at most eps (1 + 4u) + 2^-537 in any
+	 * coordinate (rounding and underflow of the squares, the sum and the
+	 * sqrt); the computed cell quotients of two points carry an error of at
+	 * most 8 u mag / w.  1e-6 relative, 64 u mag and 1e-150 absolute cover
+	 * both with a wide margin.
+	 */
+	return eps * (1.0 + 1e-6) + 64.0 * DBL_EPSILON * mag + 1e-150;
+}
+
+/* Cells per dimension that keep K dimensions' ids within 62 bits. */
+static double
+eps_cell_cap(int k)
+{
+	int			bits = 62 / k;
+
+	return ldexp(1.0, bits > 52 ? 52 : bits);
+}
+
+/*
+ * Choose the grid dimensions and geometry.  Dimensions are ranked by how
+ * many eps-cells they span; K (0..6) minimises a cost model under a uniform
+ * assumption: candidate distance tests plus cell lookups.  K = 0 (nothing
+ * worth gridding: eps huge or all points alike) is one cell.
+ */
+static void
+eps_choose_spec(SjEpsJoin *j, const double *mn, const double *mx,
+				double nprobe, double nbuild)
+{
+	EpsGridSpec *g = &j->spec;
+	int			order[EPS_MAX_K];
+	double		span[EPS_MAX_K];
+	int			nuse = 0,
+				best_k = 0,
+				k,
+				i;
+	double		best_cost = INFINITY;
+	double		dimcost = 1.0 + 0.5 * (j->dim < 8 ? j->dim : 8);
+
+	/* the EPS_MAX_K dimensions spanning the most cells, at least 3 each */
+	for (k = 0; k < j->dim; k++)
+	{
+		double		ext = mx[k] - mn[k];
+		double		w = eps_safe_width(j->eps, mn[k], mx[k]);
+		double		r;
+		int			pos;
+
+		if (!isfinite(ext) || !isfinite(w))
+			continue;
+		r = fmin(ext / w, 1e300);
+		if (r < 2.0)
+			continue;
+		if (nuse == EPS_MAX_K && r <= span[nuse - 1])
+			continue;
+		pos = nuse < EPS_MAX_K ? nuse++ : nuse - 1;
+		while (pos > 0 && span[pos - 1] < r)
+		{
+			span[pos] = span[pos - 1];
+			order[pos] = order[pos - 1];
+			pos--;
+		}
+		span[pos] = r;
+		order[pos] = k;
+	}
+
+	for (k = 0; k <= nuse; k++)
+	{
+		double		cap = k > 0 ? eps_cell_cap(k) : 1.0;
+		double		cells = 1.0,
+					frac = 1.0,
+					rows = 1.0,
+					occb,
+					occp,
+					cand,
+					cost;
+
+		for (i = 0; i < k; i++)
+		{
+			double		c = fmin(floor(span[i]) + 1.0, cap);
+
+			cells *= c;
+			frac *= fmin(1.0, 3.0 / c);
+		}
+		for (i = 1; i < k; i++)
+			rows *= 3.0;
+		if (j->self)
+			rows = (rows + 1.0) / 2.0;
+		occb = fmin(nbuild, cells);
+		occp = fmin(nprobe, cells);
+		cand = nprobe * nbuild * frac * (j->self ? 0.5 : 1.0);
+		cost = cand * dimcost + occp * rows * (log2(occb + 1.0) + 4.0) * 2.0;
+		if (cost < best_cost)
+		{
+			best_cost = cost;
+			best_k = k;
+		}
+	}
+
+	memset(g, 0, sizeof(*g));
+	if (best_k == 0)
+	{
+		g->k = 1;
+		g->gdim[0] = -1;
+		g->lo[0] = 0.0;
+		g->w[0] = 1.0;
+		g->ncells[0] = 1;
+		g->stride[0] = 1;
+		return;
+	}
+
+	/* keep the chosen dimensions in source order */
+	for (i = 1; i < best_k; i++)
+	{
+		int			d = order[i],
+					p = i;
+
+		while (p > 0 && order[p - 1] > d)
+		{
+			order[p] = order[p - 1];
+			p--;
+		}
+		order[p] = d;
+	}
+
+	g->k = best_k;
+	for (i = 0; i < best_k; i++)
+	{
+		int			d = order[i];
+		double		cap = eps_cell_cap(best_k);
+		double		ext = mx[d] - mn[d];
+		double		w = fmax(eps_safe_width(j->eps, mn[d], mx[d]), ext / cap);
+		double		c = floor(ext / w) + 1.0;
+
+		g->gdim[i] = d;
+		g->lo[i] = mn[d];
+		g->w[i] = w;
+		g->ncells[i] = c >= cap ? (uint64_t) cap : (uint64_t) c;
+	}
+	g->stride[best_k - 1] = 1;
+	for (i = best_k - 2; i >= 0; i--)
+		g->stride[i] = g->stride[i + 1] * g->ncells[i + 1];
+}
+
+/* Cell coordinate of value x along grid dimension i. */
+static inline uint64_t
+eps_cell_coord(const EpsGridSpec *g, int i, double x)
+{
+	double		q = (x - g->lo[i]) / g->w[i];
+	double		top = (double) (g->ncells[i] - 1);
+
+	if (!(q > 0.0))
+		return 0;
+	if (q >= top)
+		return g->ncells[i] - 1;
+	return (uint64_t) q;
+}
+
+/* The largest double whose sqrt is <= eps (+inf for eps = +inf). */
+static double
+eps_threshold(double eps)
+{
+	double		t;
+
+	if (isinf(eps))
+		return INFINITY;
+	t = eps * eps;
+	while (t > 0.0 && sqrt(t) > eps)
+		t = nextafter(t, 0.0);
+	while (t < DBL_MAX && sqrt(nextafter(t, INFINITY)) <= eps)
+		t = nextafter(t, INFINITY);
+	return t;
+}
+
+/* ---------------------------------------------------------------------
+ * Building one side
+ * --------------------------------------------------------------------- */
+
+/* Context of the parallel key and gather passes. */
+typedef struct EpsBuildCtx
+{
+	const EpsGridSpec *spec;
+	const SjVectors *v;
+	uint64_t   *key;
+	EpsGrid    *grid;
+} EpsBuildCtx;
+
+/* Parallel task: linearised cell ids of a chunk of rows. */
+static void
+eps_key_task(void *arg, uint64_t chunk, int worker)
+{
+	EpsBuildCtx *c = (EpsBuildCtx *) arg;
+	const EpsGridSpec *g = c->spec;
+	uint32_t	n = c->v->n;
+	uint64_t	start = chunk * EPS_ROW_CHUNK;
+	uint64_t	end = start + EPS_ROW_CHUNK < n ? start + EPS_ROW_CHUNK : n;
+	uint64_t	i;
+	int			d;
+
+	for (i = start; i < end; i++)
+		c->key[i] = 0;
+	for (d = 0; d < g->k; d++)
+	{
+		const double *x;
+
+		if (g->gdim[d] < 0)
+			continue;
+		x = c->v->coords + (size_t) g->gdim[d] * n;
+		for (i = start; i < end; i++)
+			c->key[i] += eps_cell_coord(g, d, x[i]) * g->stride[d];
+	}
+}
+
+/* Parallel task: copy a chunk of sorted points to point-major layout. */
+static void
+eps_gather_task(void *arg, uint64_t chunk, int worker)
+{
+	EpsBuildCtx *c = (EpsBuildCtx *) arg;
+	EpsGrid    *grid = c->grid;
+	uint32_t	n = c->v->n;
+	int			dim = c->v->dim;
+	uint64_t	start = chunk * EPS_ROW_CHUNK;
+	uint64_t	end = start + EPS_ROW_CHUNK < n ? start + EPS_ROW_CHUNK : n;
+	uint64_t	i;
+	int			d;
+
+	for (d = 0; d < dim; d++)
+	{
+		const double *x = c->v->coords + (size_t) d * n;
+
+		for (i = start; i < end; i++)
+			grid->pts[i * dim + d] = x[grid->perm[i]];
+	}
+}
+
+/*
+ * Stable LSD radix sort of (key, idx) by key, 11 bits a pass over the bits
+ * that keys can use.  Returns which buffers hold the result (0: key/idx).
+ */
+static int
+eps_radix_sort(uint64_t *key, uint32_t *idx, uint64_t *tkey, uint32_t *tidx,
+			   uint32_t n, int bits)
+{
+	static const int digit = 11;
+	size_t		count[1 << 11];
+	int			shift,
+				flip = 0;
+
+	for (shift = 0; shift < bits; shift += digit)
+	{
+		uint64_t   *sk = flip ? tkey : key,
+				   *dk = flip ? key : tkey;
+		uint32_t   *si = flip ? tidx : idx,
+				   *di = flip ? idx : tidx;
+		size_t		sum = 0;
+		uint32_t	i;
+		int			b;
+
+		memset(count, 0, sizeof(count));
+		for (i = 0; i < n; i++)
+			count[(sk[i] >> shift) & ((1 << digit) - 1)]++;
+		for (b = 0; b < (1 << digit); b++)
+		{
+			size_t		c = count[b];
+
+			count[b] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+		{
+			size_t		at = count[(sk[i] >> shift) & ((1 << digit) - 1)]++;
+
+			dk[at] = sk[i];
+			di[at] = si[i];
+		}
+		flip = !flip;
+	}
+	return flip;
+}
+
+/* Grid one side: sort its points by cell and list the non-empty cells. */
+static SjStatus
+eps_grid_build(SjEpsJoin *j, const SjVectors *v, EpsGrid *g, char *errmsg)
+{
+	EpsBuildCtx ctx;
+	uint32_t	n = v->n;
+	uint64_t	maxid = 0;
+	uint64_t	nchunk = ((uint64_t) n + EPS_ROW_CHUNK - 1) / EPS_ROW_CHUNK;
+	uint64_t   *key,
+			   *tkey,
+			   *skey;
+	uint32_t   *idx,
+			   *tidx,
+			   *sidx;
+	uint32_t	i,
+				c;
+	int			bits = 0,
+				d;
+	SjStatus	st;
+
+	memset(g, 0, sizeof(*g));
+	g->n = n;
+	key = malloc(sizeof(uint64_t) * (size_t) n);
+	tkey = malloc(sizeof(uint64_t) * (size_t) n);
+	idx = malloc(sizeof(uint32_t) * (size_t) n);
+	tidx = malloc(sizeof(uint32_t) * (size_t) n);
+	if (!key || !tkey || !idx || !tidx)
+	{
+		st = eps_error(errmsg, SJ_ERR_NOMEM,
+					   "out of memory sorting %u points into grid cells", n);
+		goto fail;
+	}
+
+	ctx.spec = &j->spec;
+	ctx.v = v;
+	ctx.key = key;
+	ctx.grid = g;
+	st = sj_parallel_for(j->threads, nchunk, eps_key_task, &ctx);
+	if (st != SJ_OK)
+	{
+		eps_error(errmsg, st, "could not start worker threads");
+		goto fail;
+	}
+	for (i = 0; i < n; i++)
+		idx[i] = i;
+	for (d = 0; d < j->spec.k; d++)
+		maxid += (j->spec.ncells[d] - 1) * j->spec.stride[d];
+	while (bits < 64 && (maxid >> bits) != 0)
+		bits++;
+	if (eps_radix_sort(key, idx, tkey, tidx, n, bits))
+	{
+		skey = tkey;
+		sidx = tidx;
+		free(key);
+		free(idx);
+	}
+	else
+	{
+		skey = key;
+		sidx = idx;
+		free(tkey);
+		free(tidx);
+	}
+	key = skey;
+	idx = NULL;
+	tkey = NULL;
+	tidx = NULL;
+	g->perm = sidx;
+
+	/* non-empty cells */
+	g->ncell = 0;
+	for (i = 0; i < n; i++)
+		if (i == 0 || skey[i] != skey[i - 1])
+			g->ncell++;
+	g->cellid = malloc(sizeof(uint64_t) * (size_t) g->ncell);
+	g->cellstart = malloc(sizeof(uint32_t) * ((size_t) g->ncell + 1));
+	g->pts = malloc(sizeof(double) * (size_t) n * v->dim);
+	if (!g->cellid || !g->cellstart || !g->pts)
+	{
+		st = eps_error(errmsg, SJ_ERR_NOMEM,
+					   "out of memory building a grid of %u points", n);
+		goto fail;
+	}
+	for (i = 0, c = 0; i < n; i++)
+		if (i == 0 || skey[i] != skey[i - 1])
+		{
+			g->cellid[c] = skey[i];
+			g->cellstart[c] = i;
+			c++;
+		}
+	g->cellstart[g->ncell] = n;
+	free(key);
+	key = NULL;
+
+	st = sj_parallel_for(j->threads, nchunk, eps_gather_task, &ctx);
+	if (st != SJ_OK)
+	{
+		eps_error(errmsg, st, "could not start worker threads");
+		goto fail;
+	}
+	return SJ_OK;
+
+fail:
+	free(key);
+	free(tkey);
+	free(idx);
+	free(tidx);
+	eps_grid_free(g);
+	return st;
+}
+
+/* ---------------------------------------------------------------------
+ * Probing
+ * --------------------------------------------------------------------- */
+
+/* First index in ids[from, n) whose id is >= key. */
+static inline uint32_t
+eps_lower_bound(const uint64_t *ids, uint32_t from, uint32_t n, uint64_t key)
+{
+	uint32_t	lo = from,
+				hi = n;
+
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+
+		if (ids[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The cell of the probe side that holds sorted position p. */
+static uint32_t
+eps_cell_of(const EpsGrid *g, uint32_t p)
+{
+	uint32_t	lo = 0,
+				hi = g->ncell;
+
+	/* the last cell whose start is <= p */
+	while (hi - lo > 1)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+
+		if (g->cellstart[mid] <= p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Candidate ranges of the build side for probe cell `cell': one contiguous
+ * range per row of 3 cells along the last grid dimension.  A self-join keeps
+ * the home row (home cell from probe + 1, and the next cell) and the rows
+ * whose offset is lexicographically positive.
+ */
+static uint32_t
+eps_cell_ranges(const SjEpsJoin *j, uint32_t cell, EpsRange *rg)
+{
+	const EpsGridSpec *g = &j->spec;
+	const EpsGrid *bg = &j->build;
+	uint64_t	id = j->probe->cellid[cell];
+	int64_t		c[EPS_MAX_K];
+	int			off[EPS_MAX_K];
+	int			last = g->k - 1,
+				i;
+	uint32_t	nr = 0;
+	int64_t		cl;
+
+	for (i = 0; i < g->k; i++)
+	{
+		c[i] = (int64_t) ((id / g->stride[i]) % g->ncells[i]);
+		off[i] = -1;
+	}
+	cl = c[last];
+
+	for (;;)
+	{
+		uint64_t	base = 0;
+		int			sign = 0,
+					inside = 1;
+
+		for (i = 0; i < last; i++)
+		{
+			int64_t		ci = c[i] + off[i];
+
+			if (sign == 0)
+				sign = off[i];
+			if (ci < 0 || (uint64_t) ci >= g->ncells[i])
+			{
+				inside = 0;
+				break;
+			}
+			base += (uint64_t) ci * g->stride[i];
+		}
+		if (inside && j->self && sign == 0)
+		{
+			uint32_t	end = cell + 1;
+
+			if ((uint64_t) cl + 1 < g->ncells[last] && end < bg->ncell &&
+				bg->cellid[end] == id + 1)
+				end++;
+			rg[nr].lo = bg->cellstart[cell];
+			rg[nr].hi = bg->cellstart[end];
+			rg[nr].after_probe = 1;
+			nr++;
+		}
+		else if (inside && !(j->self && sign < 0))
+		{
+			uint64_t	idlo = base + (uint64_t) (cl > 0 ? cl - 1 : cl);
+			uint64_t	idhi = base + (uint64_t) ((uint64_t) cl + 1 < g->ncells[last] ? cl + 1 : cl);
+			uint32_t	f = eps_lower_bound(bg->cellid, j->self ? cell + 1 : 0,
+											bg->ncell, idlo);
+			uint32_t	e = f;
+
+			while (e < bg->ncell && bg->cellid[e] <= idhi)
+				e++;
+			if (e > f)
+			{
+				rg[nr].lo = bg->cellstart[f];
+				rg[nr].hi = bg->cellstart[e];
+				rg[nr].after_probe = 0;
+				nr++;
+			}
+		}
+
+		/* next offset of the leading dimensions */
+		for (i = last - 1; i >= 0; i--)
+		{
+			if (off[i] < 1)
+			{
+				off[i]++;
+				break;
+			}
+			off[i] = -1;
+		}
+		if (i < 0)
+			break;
+	}
+	return nr;
+}
+
+/* Make room for one more pair in a slot's buffer; 0 when out of memory. */
+static int
+eps_slot_grow(EpsSlot *s)
+{
+	size_t		want = s->alloc ? s->alloc * 2 : 4096;
+	uint32_t   *l,
+			   *r;
+	double	   *v;
+
+	if (want > s->limit)
+		want = s->limit;
+	l = realloc(s->left, want * sizeof(uint32_t));
+	if (l)
+		s->left = l;
+	r = realloc(s->right, want * sizeof(uint32_t));
+	if (r)
+		s->right = r;
+	v = realloc(s->value, want * sizeof(double));
+	if (v)
+		s->value = v;
+	if (!l || !r || !v)
+		return 0;
+	s->alloc = want;
+	return 1;
+}
+
+/* First candidate of range r at or after block start b for probe p. */
+static inline uint32_t
+eps_first_candidate(const EpsRange *r, uint32_t b, uint32_t p)
+{
+	return r->after_probe && p + 1 > b ? p + 1 : b;
+}
+
+/*
+ * Squared distances of x to the four points from y, each summed in
+ * dimension order; stops early once all four exceed thr (partial sums
+ * never decrease, so such a pair cannot join).
+ */
+static inline __attribute__((always_inline)) void
+eps_sums4(const double *x, const double *y, int dim, double thr,
+		  double *sums)
+{
+	const double *y1 = y + dim,
+			   *y2 = y + 2 * dim,
+			   *y3 = y + 3 * dim;
+	double		s0 = 0.0,
+				s1 = 0.0,
+				s2 = 0.0,
+				s3 = 0.0;
+	int			k;
+
+	for (k = 0; k < dim;)
+	{
+		int			kend = k + 8 < dim ? k + 8 : dim;
+
+		for (; k < kend; k++)
+		{
+			double		d0 = x[k] - y[k];
+			double		d1 = x[k] - y1[k];
+			double		d2 = x[k] - y2[k];
+			double		d3 = x[k] - y3[k];
+
+			s0 = s0 + d0 * d0;
+			s1 = s1 + d1 * d1;
+			s2 = s2 + d2 * d2;
+			s3 = s3 + d3 * d3;
+		}
+		if (s0 > thr && s1 > thr && s2 > thr && s3 > thr)
+			break;
+	}
+	sums[0] = s0;
+	sums[1] = s1;
+	sums[2] = s2;
+	sums[3] = s3;
+}
+
+/*
+ * Emit (or count) the pair (p, q) with distance dist, or stop the task
+ * when its slot is full.  Used inside eps_task_run_impl only.
+ */
+#define EPS_EMIT() \
+	do { \
+		if (count_only) \
+		{ \
+			n++; \
+			break; \
+		} \
+		if (n >= s->limit) \
+			goto stop; \
+		if (n == s->alloc && !eps_slot_grow(s)) \
+		{ \
+			s->nomem = 1; \
+			goto stop; \
+		} \
+		if (self) \
+		{ \
+			uint32_t	a_ = pg->perm[p], \
+						c_ = bg->perm[q]; \
+\
+			s->left[n] = a_ < c_ ? a_ : c_; \
+			s->right[n] = a_ < c_ ? c_ : a_; \
+		} \
+		else \
+		{ \
+			s->left[n] = pg->perm[p]; \
+			s->right[n] = bg->perm[q]; \
+		} \
+		s->value[n] = dist; \
+		n++; \
+	} while (0)
+
+/*
+ * Run one task until it is done, its slot is full or the deadline passes.
+ * Loop order: probe cell, candidate range, block of candidates (sized to
+ * stay in cache), probe point of the cell, candidate.  dim, self and
+ * count_only are constants at every call site, so the compiler makes a
+ * tight loop of each combination.
+ */
+static inline __attribute__((always_inline)) void
+eps_task_run_impl(SjEpsJoin *j, EpsTask *t, EpsSlot *s, const int dim,
+				  const int self, const int count_only)
+{
+	const EpsGrid *pg = j->probe;
+	const EpsGrid *bg = &j->build;
+	const double *ppts = pg->pts;
+	const double *bpts = bg->pts;
+	const double eps = j->eps;
+	const double thr = j->thr;
+	const uint32_t blk = j->block;
+	EpsRange	rg[EPS_MAX_RANGES];
+	size_t		n = s->n;
+	uint64_t	work = 0;
+	uint32_t	p0,
+				r,
+				b,
+				p,
+				q,
+				nr,
+				cell;
+	int			resume = t->state == EPS_TASK_EXACT;
+
+	p0 = resume ? t->p0 : t->lo;
+	cell = eps_cell_of(pg, p0);
+	for (; p0 < t->hi; p0 = pg->cellstart[cell], resume = 0)
+	{
+		uint32_t	cend = pg->cellstart[cell + 1];
+
+		if (cend > t->hi)
+			cend = t->hi;
+		nr = eps_cell_ranges(j, cell, rg);
+		cell++;
+		if (resume)
+		{
+			r = t->r;
+			b = t->b;
+			p = t->p;
+			q = t->q;
+		}
+		else
+		{
+			r = 0;
+			b = nr > 0 ? rg[0].lo : 0;
+			p = p0;
+			q = nr > 0 ? eps_first_candidate(&rg[0], b, p) : 0;
+		}
+
+		while (r < nr)
+		{
+			uint32_t	hi = rg[r].hi;
+
+			while (b < hi)
+			{
+				uint32_t	bend = hi - b > blk ? b + blk : hi;
+
+				while (p < cend)
+				{
+					const double *x = ppts + (size_t) p * dim;
+
+					work += 4;
+					if (q < bend)
+						work += bend - q;
+					for (; q < bend; q++)
+					{
+						const double *y = bpts + (size_t) q * dim;
+						double		sum = 0.0;
+						double		dist;
+						int			k;
+
+						/* four candidates at a time, each in its own order */
+						if (dim > 8 && bend - q >= 4)
+						{
+							double		sums[4];
+							int			i;
+
+							eps_sums4(x, y, dim, thr, sums);
+							for (i = 0; i < 4; i++, q++)
+							{
+								if (!(sums[i] <= thr))
+									continue;
+								dist = sqrt(sums[i]);
+								if (!(dist <= eps))
+									continue;
+								EPS_EMIT();
+							}
+							q--;
+							continue;
+						}
+
+						if (dim <= 8)
+						{
+							for (k = 0; k < dim; k++)
+							{
+								double		dd = x[k] - y[k];
+
+								sum = sum + dd * dd;
+							}
+						}
+						else
+						{
+							for (k = 0; k < dim;)
+							{
+								int			kend = k + 8 < dim ? k + 8 : dim;
+
+								for (; k < kend; k++)
+								{
+									double		dd = x[k] - y[k];
+
+									sum = sum + dd * dd;
+								}
+								if (sum > thr)
+									break;
+							}
+						}
+						if (!(sum <= thr))
+							continue;
+						dist = sqrt(sum);
+						if (!(dist <= eps))
+							continue;
+						EPS_EMIT();
+					}
+					p++;
+					q = eps_first_candidate(&rg[r], b, p);
+					if (work >= EPS_WORK_CHECK)
+					{
+						work = 0;
+						if (sj_now_ms() > j->deadline)
+						{
+							s->late = 1;
+							goto stop;
+						}
+					}
+				}
+				b = bend;
+				p = p0;
+				q = eps_first_candidate(&rg[r], b, p);
+			}
+			r++;
+			if (r < nr)
+			{
+				b = rg[r].lo;
+				q = eps_first_candidate(&rg[r], b, p);
+			}
+		}
+	}
+	t->state = EPS_TASK_DONE;
+	s->n = n;
+	return;
+
+stop:
+	t->p0 = p0;
+	t->r = r;
+	t->b = b;
+	t->p = p;
+	t->q = q;
+	t->state = EPS_TASK_EXACT;
+	s->n = n;
+}
+
+/* Dispatch to a specialised loop for small dimensions. */
+#define EPS_RUN_DIMS(SELF, COUNT) \
+	do { \
+		switch (j->dim) \
+		{ \
+			case 1: eps_task_run_impl(j, t, s, 1, SELF, COUNT); break; \
+			case 2: eps_task_run_impl(j, t, s, 2, SELF, COUNT); break; \
+			case 3: eps_task_run_impl(j, t, s, 3, SELF, COUNT); break; \
+			case 4: eps_task_run_impl(j, t, s, 4, SELF, COUNT); break; \
+			default: eps_task_run_impl(j, t, s, j->dim, SELF, COUNT); break; \
+		} \
+	} while (0)
+
+/* Parallel task: run the task of window slot `slot'. */
+static void
+eps_slot_task(void *arg, uint64_t slot, int worker)
+{
+	SjEpsJoin  *j = (SjEpsJoin *) arg;
+	EpsSlot    *s = &j->slots[slot];
+	EpsTask    *t = &j->tasks[s->task];
+
+	/* the first slot always moves, so every call makes progress */
+	if (slot > 0 && sj_now_ms() > j->deadline)
+	{
+		s->late = 1;
+		return;
+	}
+	if (j->count_only)
+	{
+		if (j->self)
+			EPS_RUN_DIMS(1, 1);
+		else
+			EPS_RUN_DIMS(0, 1);
+	}
+	else
+	{
+		if (j->self)
+			EPS_RUN_DIMS(1, 0);
+		else
+			EPS_RUN_DIMS(0, 0);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Entry points
+ * --------------------------------------------------------------------- */
+
+/* Validate the inputs, grid them and plan the probe tasks. */
+SjStatus
+sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
+				 const SjJoinOptions *options, SjEpsJoin **join, char *errmsg)
+{
+	SjEpsJoin  *j;
+	const SjVectors *probe;
+	EpsBounds	eb;
+	double		t0 = sj_now_ms();
+	size_t		i;
+	SjStatus	st;
+
+	if (join == NULL)
+		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: no handle pointer");
+	*join = NULL;
+	if (left == NULL || options == NULL)
+		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: missing input or options");
+	if (left->dim < 1)
+		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: dimension %d is not positive",
+						 left->dim);
+	if (right != NULL && right->dim != left->dim)
+		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: different dimensions %d and %d",
+						 left->dim, right->dim);
+	if ((left->n > 0 && left->coords == NULL) ||
+		(right != NULL && right->n > 0 && right->coords == NULL))
+		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: missing coordinates");
+	if (!(eps >= 0.0))
+		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: eps %g is negative or NaN", eps);
+
+	j = calloc(1, sizeof(SjEpsJoin));
+	if (j == NULL)
+		return eps_error(errmsg, SJ_ERR_NOMEM, "out of memory starting eps_join");
+	j->dim = left->dim;
+	j->self = right == NULL;
+	j->count_only = options->count_only != 0;
+	j->threads = options->cpu_threads >= 1 ? options->cpu_threads : 1;
+	j->eps = eps;
+	j->thr = eps_threshold(eps);
+	j->block = EPS_BLOCK_BYTES / (8 * (uint32_t) j->dim);
+	if (j->block < 32)
+		j->block = 32;
+	j->max_batch = options->max_batch_pairs ? options->max_batch_pairs : EPS_DEFAULT_BATCH;
+	j->window = 4 * (size_t) j->threads;
+	j->probe = j->self ? &j->build : &j->left;
+	probe = left;
+
+	if (left->n == 0 || (right != NULL && right->n == 0) ||
+		(j->self && left->n < 2))
+	{
+		j->finished = 1;
+		snprintf(j->timings.strategy, sizeof(j->timings.strategy), "grid (empty)");
+		*join = j;
+		return SJ_OK;
+	}
+
+	eb.a = left;
+	eb.b = right;
+	eb.mn = malloc(sizeof(double) * j->dim);
+	eb.mx = malloc(sizeof(double) * j->dim);
+	j->slots = calloc(EPS_MAX_WINDOW, sizeof(EpsSlot));
+	if (!eb.mn || !eb.mx || !j->slots)
+	{
+		free(eb.mn);
+		free(eb.mx);
+		sj_eps_cpu_end(j);
+		return eps_error(errmsg, SJ_ERR_NOMEM, "out of memory starting eps_join");
+	}
+	st = sj_parallel_for(j->threads, (uint64_t) j->dim, eps_bounds_task, &eb);
+	if (st == SJ_OK)
+		eps_choose_spec(j, eb.mn, eb.mx, (double) probe->n,
+						(double) (right ? right->n : left->n));
+	free(eb.mn);
+	free(eb.mx);
+	if (st != SJ_OK)
+	{
+		sj_eps_cpu_end(j);
+		return eps_error(errmsg, st, "could not start worker threads");
+	}
+
+	st = eps_grid_build(j, right ? right : left, &j->build, errmsg);
+	if (st == SJ_OK && !j->self)
+		st = eps_grid_build(j, left, &j->left, errmsg);
+	if (st != SJ_OK)
+	{
+		sj_eps_cpu_end(j);
+		return st;
+	}
+
+	j->ntasks = ((size_t) probe->n + EPS_TASK_POINTS - 1) / EPS_TASK_POINTS;
+	j->tasks = calloc(j->ntasks, sizeof(EpsTask));
+	if (j->tasks == NULL)
+	{
+		sj_eps_cpu_end(j);
+		return eps_error(errmsg, SJ_ERR_NOMEM, "out of memory planning eps_join");
+	}
+	for (i = 0; i < j->ntasks; i++)
+	{
+		j->tasks[i].lo = (uint32_t) (i * EPS_TASK_POINTS);
+		j->tasks[i].hi = (uint32_t) ((i + 1) * EPS_TASK_POINTS < probe->n ?
+									 (i + 1) * EPS_TASK_POINTS : probe->n);
+	}
+
+	j->timings.build_ms = sj_now_ms() - t0;
+	snprintf(j->timings.strategy, sizeof(j->timings.strategy),
+			 "grid K=%d cells=%u%s", j->spec.gdim[0] < 0 ? 0 : j->spec.k,
+			 j->build.ncell, j->self ? " unidirectional" : "");
+	*join = j;
+	return SJ_OK;
+}
+
+/* Gather the slots' pairs into the handle's batch arrays. */
+static SjStatus
+eps_collect(SjEpsJoin *j, size_t total, char *errmsg)
+{
+	size_t		at = 0,
+				i;
+
+	if (total > j->out_alloc)
+	{
+		uint32_t   *l = realloc(j->out_left, total * sizeof(uint32_t));
+		uint32_t   *r;
+		double	   *v;
+
+		if (l)
+			j->out_left = l;
+		r = realloc(j->out_right, total * sizeof(uint32_t));
+		if (r)
+			j->out_right = r;
+		v = realloc(j->out_value, total * sizeof(double));
+		if (v)
+			j->out_value = v;
+		if (!l || !r || !v)
+			return eps_error(errmsg, SJ_ERR_NOMEM,
+							 "out of memory for a batch of %zu pairs", total);
+		j->out_alloc = total;
+	}
+	for (i = 0; i < j->nslot; i++)
+	{
+		EpsSlot    *s = &j->slots[i];
+
+		if (s->n == 0)
+			continue;
+		memcpy(j->out_left + at, s->left, s->n * sizeof(uint32_t));
+		memcpy(j->out_right + at, s->right, s->n * sizeof(uint32_t));
+		memcpy(j->out_value + at, s->value, s->n * sizeof(double));
+		at += s->n;
+	}
+	return SJ_OK;
+}
+
+/* Run the next window of tasks and return its pairs. */
+SjStatus
+sj_eps_cpu_next(SjEpsJoin *j, SjPairBatch *batch, int *done, char *errmsg)
+{
+	double		t0 = sj_now_ms();
+	size_t		want,
+				limit,
+				total = 0,
+				t,
+				i;
+	int			late = 0;
+	SjStatus	st;
+
+	if (j == NULL || batch == NULL || done == NULL)
+		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: missing argument to next");
+	memset(batch, 0, sizeof(*batch));
+	*done = 0;
+	if (j->finished)
+	{
+		/* an empty join still returns one (empty) batch */
+		*done = 1;
+		if (!j->said_done)
+			j->timings.batches++;
+		j->said_done = 1;
+		return SJ_OK;
+	}
+
+	/* the window: the first unfinished tasks, each with an equal share */
+	if (j->count_only)
+		want = EPS_MAX_WINDOW;
+	else
+		want = j->window < j->max_batch ? j->window : j->max_batch;
+	j->nslot = 0;
+	for (t = j->first_open; t < j->ntasks && j->nslot < want; t++)
+	{
+		if (j->tasks[t].state == EPS_TASK_DONE)
+			continue;
+		j->slots[j->nslot++].task = t;
+	}
+	limit = j->count_only ? SIZE_MAX : j->max_batch / j->nslot;
+	for (i = 0; i < j->nslot; i++)
+	{
+		EpsSlot    *s = &j->slots[i];
+
+		s->n = 0;
+		s->nomem = 0;
+		s->late = 0;
+		s->limit = limit;
+		if (s->alloc > 2 * limit)
+		{
+			free(s->left);
+			free(s->right);
+			free(s->value);
+			s->left = s->right = NULL;
+			s->value = NULL;
+			s->alloc = 0;
+		}
+	}
+
+	j->deadline = t0 + EPS_CALL_MS;
+	st = sj_parallel_for(j->threads, j->nslot, eps_slot_task, j);
+	if (st != SJ_OK)
+		return eps_error(errmsg, st, "could not start worker threads");
+	for (i = 0; i < j->nslot; i++)
+	{
+		if (j->slots[i].nomem)
+			return eps_error(errmsg, SJ_ERR_NOMEM,
+							 "out of memory buffering eps_join pairs");
+		total += j->slots[i].n;
+		late |= j->slots[i].late;
+	}
+
+	if (j->count_only)
+		batch->count = total;
+	else
+	{
+		st = eps_collect(j, total, errmsg);
+		if (st != SJ_OK)
+			return st;
+		batch->count = total;
+		if (total > 0)
+		{
+			batch->left = j->out_left;
+			batch->right = j->out_right;
+			batch->value = j->out_value;
+		}
+		/* grow the window while batches come out small and calls short */
+		if (late)
+			j->window = j->window > 1 ? j->window / 2 : 1;
+		else if (total < j->max_batch / 4 && j->nslot == want &&
+				 j->window < EPS_MAX_WINDOW)
+			j->window *= 2;
+	}
+
+	while (j->first_open < j->ntasks &&
+		   j->tasks[j->first_open].state == EPS_TASK_DONE)
+		j->first_open++;
+	if (j->first_open == j->ntasks)
+	{
+		j->finished = 1;
+		j->said_done = 1;
+		*done = 1;
+	}
+	j->timings.batches++;
+	j->timings.probe_ms += sj_now_ms() - t0;
+	return SJ_OK;
+}
+
+/* Report where the time went. */
+void
+sj_eps_cpu_timings(const SjEpsJoin *j, SjTimings *timings)
+{
+	if (j == NULL)
+	{
+		memset(timings, 0, sizeof(*timings));
+		return;
+	}
+	*timings = j->timings;
+}
+
+/* Free everything the join holds; NULL is a no-op. */
+void
+sj_eps_cpu_end(SjEpsJoin *j)
+{
+	size_t		i;
+
+	if (j == NULL)
+		return;
+	eps_grid_free(&j->build);
+	eps_grid_free(&j->left);
+	if (j->slots)
+	{
+		for (i = 0; i < EPS_MAX_WINDOW; i++)
+		{
+			free(j->slots[i].left);
+			free(j->slots[i].right);
+			free(j->slots[i].value);
+		}
+		free(j->slots);
+	}
+	free(j->tasks);
+	free(j->out_left);
+	free(j->out_right);
+	free(j->out_value);
+	free(j);
+}

@@ -1,0 +1,86 @@
+-- theta_diff.sql: theta_join, CPU vs PostgreSQL's own join and GPU vs CPU,
+-- on fresh random data
+
+-- A side of n rows: skewed, uniform and all-equal keys, NULLs in every
+-- column, NaN in floats.
+CREATE OR REPLACE FUNCTION sjd_theta_side(tbl text, n int, nkeys int) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('DROP TABLE IF EXISTS %I', tbl);
+    EXECUTE format($q$
+        CREATE TABLE %I AS
+        SELECT i AS id,
+               CASE WHEN random() < 0.05 THEN NULL ELSE floor(random() * %s)::int END AS k,
+               CASE WHEN random() < 0.05 THEN NULL ELSE floor(exp(random() * ln(%s)))::bigint END AS z,
+               1 AS one,
+               CASE WHEN random() < 0.05 THEN NULL WHEN random() < 0.02 THEN 'NaN'::float8
+                    ELSE random() * 100 END AS f,
+               CASE WHEN random() < 0.05 THEN NULL ELSE floor(random() * 1000)::int END AS a,
+               CASE WHEN random() < 0.05 THEN NULL ELSE timestamp '2025-01-01' + random() * interval '10 days' END AS ts,
+               CASE WHEN random() < 0.05 THEN NULL ELSE chr(97 + floor(random() * 8)::int) END AS t,
+               CASE WHEN random() < 0.1 THEN NULL ELSE random() < 0.5 END AS b
+        FROM generate_series(1, %s) i $q$, tbl, nkeys, nkeys, n);
+END $$;
+
+CREATE OR REPLACE FUNCTION sjd_theta_case(label text, l text, r text, cond text,
+                                          oracle boolean, mem text DEFAULT '0')
+RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE q text; qc text; n bigint; c bigint; p text;
+BEGIN
+    q := format('SELECT * FROM theta_join(%L, %L, %L, %L, %L)', l, 'id', r, 'id', cond);
+    qc := format('SELECT theta_join_count(%L, %L, %L, %L, %L)', l, 'id', r, 'id', cond);
+    PERFORM sjd_capture('sjd_cpu', 'cpu', q);
+    SELECT count(*) INTO n FROM sjd_cpu;
+    c := sjd_scalar('cpu', qc);
+    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+    IF oracle THEN
+        DROP TABLE IF EXISTS sjd_oracle;
+        EXECUTE format('CREATE TEMP TABLE sjd_oracle AS SELECT l.id::bigint AS left_id, r.id::bigint AS right_id FROM %I l JOIN %I r ON %s', l, r, cond);
+        RETURN NEXT sjd_report(label || ': cpu = PostgreSQL join', sjd_same('sjd_cpu', 'sjd_oracle'));
+    END IF;
+    IF sjd_gpu() THEN
+        PERFORM sjd_capture('sjd_gpu', 'gpu', q, mem);
+        p := sjd_same('sjd_gpu', 'sjd_cpu');
+        c := sjd_scalar('gpu', qc, mem);
+        IF p IS NULL AND c <> n THEN
+            p := format('gpu count %s, cpu rows %s', c, n);
+        END IF;
+        RETURN NEXT sjd_report(label || ': gpu = cpu', p,
+                               CASE WHEN mem <> '0' THEN 'gpu_memory_limit ' || mem ELSE '' END);
+    END IF;
+END $$;
+
+SELECT sjd_theta_side('t_a', 3000, 50);
+SELECT sjd_theta_side('t_b', 2000, 50);
+SELECT sjd_theta_side('t_one', 1, 5);
+SELECT sjd_theta_side('t_none', 0, 5);
+SELECT sjd_theta_side('t_big', 400000, 1000000);
+SELECT sjd_theta_side('t_big2', 300000, 1000000);
+
+SELECT sjd_theta_case(c, 't_a', 't_b', c, true) FROM unnest(ARRAY[
+    'l.k = r.k',
+    'l.z = r.z',
+    'l.k = r.k AND l.f < r.f',
+    'l.one = r.one AND l.a < 5 AND r.a < 5',
+    'l.t = r.t AND l.b = r.b',
+    'r.a BETWEEN l.a - 3 AND l.a + 3',
+    'l.a < r.a AND l.k > 45',
+    'l.f > r.f + 99',
+    'l.ts BETWEEN r.ts - interval ''1 hour'' AND r.ts',
+    'l.t < r.t AND l.k = 7',
+    'l.k = r.k OR l.a = r.a',
+    'l.k <> r.k AND l.a = 3',
+    'l.a + r.a = 1000',
+    'l.f * r.f < 1 AND l.k IS NULL',
+    'NOT (l.a > r.a) AND r.k = 1',
+    'l.b AND r.b AND l.k = r.k',
+    '(l.k = r.k) IS NULL AND l.a < 20']) c;
+SELECT sjd_theta_case('one row x 2000', 't_one', 't_b', 'l.k <= r.k', true);
+SELECT sjd_theta_case('empty left', 't_none', 't_b', 'l.k = r.k', true);
+SELECT sjd_theta_case('empty right', 't_a', 't_none', 'l.a < r.a', true);
+-- large: skewed keys, outputs across many batches, tight device memory
+SELECT sjd_theta_case('400k x 300k equi', 't_big', 't_big2', 'l.k = r.k', false);
+SELECT sjd_theta_case('400k x 300k equi on skewed keys, residual', 't_big', 't_big2', 'l.z = r.z AND l.a < 3 AND r.a < 30', false, '16MB');
+SELECT sjd_theta_case('400k x 300k band', 't_big', 't_big2', 'r.a BETWEEN l.a AND l.a + 0 AND l.k = r.k', false, '16MB');
+SELECT sjd_theta_case('3000 x 2000 all-equal keys (6M pairs)', 't_a', 't_b', 'l.one = r.one', false, '16MB');
+SELECT sjd_theta_case('3000 x 2000 inequality', 't_a', 't_b', 'l.a > r.a', false);

@@ -10,9 +10,10 @@ CREATE TABLE IF NOT EXISTS sjb_results (
 
 -- Run q (returning one bigint) reps times on one engine after one warm-up
 -- run; record the median wall time and the phases of the median run.
+-- scale multiplies the time (a native plan timed on a sample of the input).
 -- engine: 'gpu' or 'cpu' (simjoin.device), or 'native' (simjoin not used).
 CREATE OR REPLACE FUNCTION sjb_time(workload text, form text, engine text,
-                                    q text, reps int DEFAULT 3)
+                                    q text, reps int DEFAULT 3, scale float8 DEFAULT 1)
 RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE
     t0 timestamptz; res bigint; st record; i int; med int;
@@ -28,8 +29,18 @@ BEGIN
     END IF;
     FOR i IN 1..reps LOOP
         t0 := clock_timestamp();
-        EXECUTE q INTO res;
-        ms := ms || (extract(epoch FROM clock_timestamp() - t0) * 1000)::float8;
+        BEGIN
+            EXECUTE q INTO res;
+        EXCEPTION WHEN query_canceled THEN
+            -- statement_timeout: record the limit, as a lower bound
+            INSERT INTO sjb_results(workload, form, engine, ms, result, strategy, runs)
+            VALUES (workload, form, engine,
+                    extract(epoch FROM clock_timestamp() - t0) * 1000, NULL, 'timed out', 1);
+            RAISE NOTICE '% | % | % | timed out after % ms', workload, form, engine,
+                round((extract(epoch FROM clock_timestamp() - t0) * 1000)::numeric);
+            RETURN NULL;
+        END;
+        ms := ms || (extract(epoch FROM clock_timestamp() - t0) * 1000 * scale)::float8;
         SELECT * INTO st FROM simjoin_last_stats();
         sc := sc || st.scan_ms; bu := bu || st.build_ms; pr := pr || st.probe_ms;
         tr := tr || st.transfer_ms; em := em || st.emit_ms; strat := strat || st.strategy;

@@ -1,0 +1,2084 @@
+/*
+ * eps_gpu.cu
+ *		eps_join on the GPU: a grid index built on the device (GPU-SJ of
+ *		Gowanlock & Karsin), and a tiled brute-force kernel where a grid
+ *		would not prune (high dimensions, tiny inputs).
+ *
+ * Grid.  For a build chunk the engine picks up to 6 indexed dimensions (a
+ * cost model over their extents), a cell width w_k >= w per dimension where
+ * w is strictly larger than eps plus every rounding error of the cell
+ * computation floor((x - lo) / w_k), so two points within eps always lie
+ * in adjacent cells.  Each point gets a 64-bit row-major cell id; CUB sorts
+ * (id, index) pairs, run-length-encodes the non-empty cells and scans their
+ * sizes into point ranges; the coordinates are then gathered into cell order
+ * (structure of arrays) so that the probe reads them coalesced.  One thread
+ * per probe point (probes also in cell order) walks the rows of its 3^K
+ * neighbourhood: a row of three adjacent cells along the last indexed
+ * dimension is one contiguous range of sorted points, found with one
+ * binary search.  Self-joins visit only the rows that are lexicographically
+ * >= the point's own row, and within their own row only later points
+ * (each unordered pair once, the unidirectional comparison of GPU-SJ).
+ *
+ * Exactness.  A candidate's distance is computed as the CPU engine does
+ * (double, dimensions in order, no fused multiply-add, correctly rounded
+ * sqrt); the decision is dist <= eps.  A prefilter sum <= thr, with thr a
+ * little above eps^2, only skips the sqrt of pairs that cannot join.
+ *
+ * Batching.  Memory: inputs larger than the device budget are cut into
+ * chunks and joined chunk against chunk (block nested loop of grid joins).
+ * Time: each chunk pair's probe range is cut into segments of bounded
+ * estimated work (a cheap pass counts candidates per probe point).  Result
+ * size: a count pass gives every probe point its exact number of pairs; an
+ * inclusive scan gives each point its place in the segment's pair sequence,
+ * and a batch is the slice [s, s + cap) of that sequence, written without
+ * atomics.  The write pass re-checks each point's count against the count
+ * pass on the device; a mismatch is an internal error, never a silent
+ * truncation.  Because counts are exact no batch ever overflows, so
+ * SjTimings.reruns stays 0.
+ *
+ * Pipelining.  Two result slots (device buffer + pinned host buffer): while
+ * the caller consumes batch k from one slot, batch k+1 is written on the
+ * compute stream and copied back on the copy stream into the other.
+ *
+ * Ownership.  Everything on the device belongs to the SjGpuEpsJoin handle
+ * through owning wrappers charged to its Budget; sjgpu_eps_end frees it on
+ * every path.
+ */
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cfloat>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "sjgpu_internal.cuh"
+
+namespace
+{
+
+using sjgpu::Budget;
+using sjgpu::DeviceBuffer;
+using sjgpu::DeviceMemory;
+using sjgpu::Error;
+using sjgpu::Event;
+using sjgpu::EventTimer;
+using sjgpu::PinnedBuffer;
+using sjgpu::Stream;
+using sjgpu::div_up;
+
+constexpr int kMaxIndexed = 6;			/* indexed dimensions at most */
+constexpr int kGridMaxDim = 32;			/* above this: brute force */
+constexpr int kBlock = 256;				/* threads of the grid kernels */
+constexpr int kBfThreads = 128;			/* brute force: probes per block */
+constexpr int kBfTile = 32;				/* brute force: build points a tile */
+constexpr int kBfDimChunk = 32;			/* brute force: dimensions a tile */
+constexpr int kMinmaxBlocks = 64;
+constexpr uint64_t kDefaultBatch = 1048576;
+constexpr uint32_t kMaxChunk = 1u << 30;
+constexpr double kRowCost = 64.0;		/* work units of one binary search */
+
+/*
+ * Work of one segment, in candidate-dimension units (a grid row search
+ * counts kRowCost).  A segment is one count pass (and at most one more pass
+ * of writes); next() does at most about two segments' work.  Measured on an
+ * H200: about 2e12 units/s for the grid, 2e12 for brute force, so a
+ * segment is roughly 50 ms (grid) or 100 ms (brute force).
+ */
+constexpr double kSegmentWorkGrid = 1.0e11;
+constexpr double kSegmentWorkBf = 2.0e11;
+
+/* Test hooks: strategy (0 automatic, 1 grid wherever possible, 2 brute
+ * force) and a segment size (work units; 0 = the defaults above). */
+int			forced_strategy = 0;
+double		forced_segment_work = 0.0;
+
+inline double
+segment_work(bool grid)
+{
+	if (forced_segment_work > 0.0)
+		return forced_segment_work;
+	return grid ? kSegmentWorkGrid : kSegmentWorkBf;
+}
+
+enum PassMode
+{
+	kModeWork,					/* candidates per probe point (grid) */
+	kModeCount,					/* pairs per probe point */
+	kModeTotal,					/* pairs in all, for count_only */
+	kModeWrite					/* write a slice of the pair sequence */
+};
+
+/* The grid of one build chunk (passed by value to kernels). */
+struct GridParams
+{
+	int			k;				/* indexed dimensions; 0 = brute force */
+	int			dims[kMaxIndexed];	/* which coordinate each one is */
+	double		lo[kMaxIndexed];
+	double		w[kMaxIndexed];
+	long long	nc[kMaxIndexed];	/* cells along each */
+	unsigned long long stride[kMaxIndexed]; /* row-major cell id */
+	unsigned long long pstride[kMaxIndexed];	/* probe sort key, over nc+2 */
+	int			rows;			/* 3^(k-1) */
+};
+
+/* Everything a probe kernel reads. */
+struct JoinArgs
+{
+	GridParams	grid;
+	const double *bcoords;		/* dim x nb, stride nb, cell order */
+	const uint32_t *borig;		/* global row of each build position */
+	const unsigned long long *cell_ids;
+	const uint32_t *cell_start; /* ncells + 1 */
+	uint32_t	nb;
+	uint32_t	ncells;
+	const double *pcoords;		/* dim x np, stride np */
+	const uint32_t *porig;
+	uint32_t	np;
+	int			dim;
+	double		eps;
+	double		thr;			/* prefilter: sum > thr cannot join */
+};
+
+/* What one pass over probe positions reads and writes. */
+struct PassArgs
+{
+	uint32_t	p0;
+	uint32_t	p1;
+	unsigned long long *per_point;	/* work or pair count per position */
+	const unsigned long long *incl; /* inclusive scan of per_point */
+	unsigned long long *total;	/* kModeTotal accumulator */
+	const uint32_t *bounds;		/* kModeWrite: positions [lo, hi) */
+	unsigned long long s;		/* kModeWrite: slice [s, e) */
+	unsigned long long e;
+	uint32_t   *out_left;
+	uint32_t   *out_right;
+	double	   *out_value;
+	int		   *error_flag;
+};
+
+/* Small device scalars of a join. */
+struct DeviceScalars
+{
+	unsigned long long total[2];	/* count_only, per slot */
+	int			error[2];		/* write consistency, per slot */
+	uint32_t	bounds[2];
+	uint32_t	num_runs;
+	uint32_t	max_cell;
+	unsigned long long seg_total;
+};
+
+/* ------------------------------------------------------------------------
+ * Device code
+ * ------------------------------------------------------------------------ */
+
+/* Cell coordinate of a build point, clamped into [0, nc). */
+__device__ __forceinline__ long long
+build_cell(double x, double lo, double w, long long nc)
+{
+	double		q = floor(__ddiv_rn(__dsub_rn(x, lo), w));
+
+	if (!(q >= 0.0))
+		return 0;
+	if (q >= (double) (nc - 1))
+		return nc - 1;
+	return (long long) q;
+}
+
+/* Cell coordinate of a probe point, clamped into [-1, nc]. */
+__device__ __forceinline__ long long
+probe_cell(double x, double lo, double w, long long nc)
+{
+	double		q = floor(__ddiv_rn(__dsub_rn(x, lo), w));
+
+	if (!(q >= -1.0))
+		return -1;
+	if (q >= (double) nc)
+		return nc;
+	return (long long) q;
+}
+
+/* First index in ids[0, n) whose id is >= key. */
+__device__ __forceinline__ uint32_t
+lower_bound_u64(const unsigned long long *ids, uint32_t n, unsigned long long key)
+{
+	uint32_t	lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + ((hi - lo) >> 1);
+
+		if (__ldg(ids + mid) < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A probe point's coordinates: registers for small fixed DIM. */
+template <int DIM>
+struct ProbePoint
+{
+	double		q[DIM > 0 ? DIM : 1];
+	const double *col;
+	uint32_t	stride;
+
+	__device__ __forceinline__ void
+	load(const double *coords, uint32_t n, uint32_t pos)
+	{
+		col = coords + pos;
+		stride = n;
+#pragma unroll
+		for (int k = 0; k < DIM; k++)
+			q[k] = col[(size_t) k * n];
+	}
+};
+
+/*
+ * Squared distance, summed in dimension order exactly like the CPU engine.
+ * With a run-time dimension it may stop early once the partial sum exceeds
+ * thr: partial sums never decrease, so such a pair cannot join.
+ */
+template <int DIM>
+__device__ __forceinline__ double
+squared_distance(const ProbePoint<DIM> &p, const double *bc, uint32_t nb,
+				 uint32_t j, int dim, double thr)
+{
+	double		sum = 0.0;
+
+	if (DIM > 0)
+	{
+#pragma unroll
+		for (int k = 0; k < DIM; k++)
+		{
+			double		d = __dsub_rn(p.q[k], __ldg(bc + (size_t) k * nb + j));
+
+			sum = __dadd_rn(sum, __dmul_rn(d, d));
+		}
+	}
+	else
+	{
+		for (int k = 0; k < dim; k++)
+		{
+			double		d = __dsub_rn(p.col[(size_t) k * p.stride],
+									  __ldg(bc + (size_t) k * nb + j));
+
+			sum = __dadd_rn(sum, __dmul_rn(d, d));
+			if ((k & 7) == 7 && sum > thr)
+				break;
+		}
+	}
+	return sum;
+}
+
+/*
+ * Visit the candidate ranges of probe position pos: fn(j0, j1) for each
+ * row of the neighbourhood, in a fixed order.  SELF: probe == build, only
+ * rows >= the own row and, in the own row, positions after pos.
+ */
+template <bool SELF, class F>
+__device__ __forceinline__ void
+for_each_row(const JoinArgs &a, uint32_t pos, F &&fn)
+{
+	const GridParams &g = a.grid;
+	long long	c[kMaxIndexed];
+	const int	last = g.k - 1;
+
+	for (int i = 0; i < g.k; i++)
+	{
+		double		x = a.pcoords[(size_t) g.dims[i] * a.np + pos];
+
+		c[i] = SELF ? build_cell(x, g.lo[i], g.w[i], g.nc[i])
+			: probe_cell(x, g.lo[i], g.w[i], g.nc[i]);
+	}
+
+	long long	lo_last = c[last] > 0 ? c[last] - 1 : 0;
+	long long	hi_last = c[last] + 1 < g.nc[last] ? c[last] + 1 : g.nc[last] - 1;
+
+	if (lo_last > hi_last)
+		return;
+
+	const int	r0 = SELF ? (g.rows - 1) / 2 : 0;
+
+	for (int r = r0; r < g.rows; r++)
+	{
+		unsigned long long base = 0;
+		int			rem = r;
+		bool		inside = true;
+
+		for (int i = last - 1; i >= 0; i--)
+		{
+			long long	ci = c[i] + (rem % 3) - 1;
+
+			rem /= 3;
+			if (ci < 0 || ci >= g.nc[i])
+			{
+				inside = false;
+				break;
+			}
+			base += (unsigned long long) ci * g.stride[i];
+		}
+		if (!inside)
+			continue;
+
+		const bool	own = SELF && r == r0;
+		unsigned long long id_lo = base + (unsigned long long) (own ? c[last] : lo_last);
+		unsigned long long id_hi = base + (unsigned long long) hi_last;
+		uint32_t	cb = lower_bound_u64(a.cell_ids, a.ncells, id_lo);
+		uint32_t	ce = cb;
+
+		while (ce < a.ncells && __ldg(a.cell_ids + ce) <= id_hi)
+			ce++;
+		if (ce == cb)
+			continue;
+		fn(own ? pos + 1 : __ldg(a.cell_start + cb), __ldg(a.cell_start + ce));
+	}
+}
+
+/* Sum over the warp, added to *total by lane 0 (all lanes must call). */
+__device__ __forceinline__ void
+warp_add_total(unsigned long long v, unsigned long long *total)
+{
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_down_sync(0xffffffffu, v, off);
+	if ((threadIdx.x & 31) == 0 && v)
+		atomicAdd(total, v);
+}
+
+/*
+ * Grid probe, one thread per probe position.  kModeWork counts candidates,
+ * kModeCount / kModeTotal count pairs, kModeWrite walks the positions of
+ * the current slice (grid-stride) and writes its pairs.
+ */
+template <int DIM, bool SELF, int MODE>
+__global__ void __launch_bounds__(kBlock)
+grid_probe_kernel(JoinArgs a, PassArgs pa)
+{
+	uint32_t	lo = pa.p0,
+				hi = pa.p1;
+
+	if (MODE == kModeWrite)
+	{
+		lo = pa.bounds[0];
+		hi = pa.bounds[1];
+	}
+
+	const uint64_t step = (MODE == kModeWrite) ? (uint64_t) gridDim.x * blockDim.x : 0;
+	uint64_t	start = (uint64_t) lo + (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	for (uint64_t p = start;; p += step)
+	{
+		const bool	active = p < hi;
+		const uint32_t pos = (uint32_t) p;
+		unsigned long long n = 0;
+
+		if (MODE == kModeWrite && !active)
+			break;
+		if (active)
+		{
+			if (MODE == kModeWork)
+			{
+				double		work = 0.0;
+
+				for_each_row<SELF>(a, pos, [&](uint32_t j0, uint32_t j1) {
+					work += kRowCost + (double) (j1 - j0) * (a.dim + 1);
+				});
+				pa.per_point[pos] = (unsigned long long) work + 1;
+			}
+			else
+			{
+				ProbePoint<DIM> q;
+				unsigned long long first = 0;
+				bool		stopped = false;
+
+				q.load(a.pcoords, a.np, pos);
+				if (MODE == kModeWrite)
+					first = pa.incl[pos] - pa.per_point[pos];
+				for_each_row<SELF>(a, pos, [&](uint32_t j0, uint32_t j1) {
+					for (uint32_t j = j0; j < j1 && !stopped; j++)
+					{
+						double		sum = squared_distance<DIM>(q, a.bcoords, a.nb,
+																j, a.dim, a.thr);
+
+						if (!(sum <= a.thr))
+							continue;
+
+						double		dist = __dsqrt_rn(sum);
+
+						if (!(dist <= a.eps))
+							continue;
+						if (MODE == kModeWrite)
+						{
+							unsigned long long g = first + n;
+
+							if (g >= pa.e)
+							{
+								stopped = true;
+								break;
+							}
+							if (g >= pa.s)
+							{
+								uint32_t	l = a.porig[pos],
+											r = a.borig[j];
+								size_t		o = (size_t) (g - pa.s);
+
+								if (SELF && l > r)
+								{
+									uint32_t	t = l;
+
+									l = r;
+									r = t;
+								}
+								pa.out_left[o] = l;
+								pa.out_right[o] = r;
+								pa.out_value[o] = dist;
+							}
+						}
+						n++;
+					}
+				});
+				if (MODE == kModeCount)
+					pa.per_point[pos] = n;
+				if (MODE == kModeWrite && !stopped && n != pa.per_point[pos])
+					atomicOr(pa.error_flag, 1);
+			}
+		}
+		if (MODE == kModeTotal)
+			warp_add_total(n, pa.total);
+		if (MODE != kModeWrite)
+			break;
+	}
+}
+
+/*
+ * Brute force, tiled (after Böhm et al.'s NLJ and Crystal's tiles): each
+ * thread holds one probe point, the block stages kBfTile build points by
+ * kBfDimChunk dimensions in shared memory, and every thread keeps kBfTile
+ * partial sums in registers, so each pair is still summed in dimension
+ * order.  A tile is abandoned once no partial sum of the block can join.
+ */
+template <bool SELF, int MODE>
+__global__ void __launch_bounds__(kBfThreads)
+brute_force_kernel(JoinArgs a, PassArgs pa)
+{
+	__shared__ __align__(16) double tile[kBfDimChunk][kBfTile];
+	uint32_t	lo = pa.p0,
+				hi = pa.p1;
+
+	if (MODE == kModeWrite)
+	{
+		lo = pa.bounds[0];
+		hi = pa.bounds[1];
+	}
+
+	for (uint64_t base = (uint64_t) lo + (uint64_t) blockIdx.x * kBfThreads;
+		 base < hi; base += (uint64_t) gridDim.x * kBfThreads)
+	{
+		const uint64_t p = base + threadIdx.x;
+		const bool	active = p < hi;
+		const uint32_t pos = (uint32_t) (active ? p : base);
+		unsigned long long n = 0;
+		unsigned long long first = 0;
+		bool		stopped = false;
+		uint32_t	jstart = SELF ? (uint32_t) ((base + 1) / kBfTile * kBfTile) : 0;
+
+		if (MODE == kModeWrite && active)
+			first = pa.incl[pos] - pa.per_point[pos];
+
+		for (uint32_t j0 = jstart; j0 < a.nb; j0 += kBfTile)
+		{
+			double		acc[kBfTile];
+
+#pragma unroll
+			for (int t = 0; t < kBfTile; t++)
+				acc[t] = 0.0;
+
+			for (int k0 = 0; k0 < a.dim; k0 += kBfDimChunk)
+			{
+				const int	kn = min(kBfDimChunk, a.dim - k0);
+
+				__syncthreads();
+				for (int idx = threadIdx.x; idx < kBfDimChunk * kBfTile; idx += kBfThreads)
+				{
+					int			kk = idx / kBfTile,
+								t = idx % kBfTile;
+					uint32_t	j = j0 + t;
+
+					tile[kk][t] = (kk < kn && j < a.nb)
+						? a.bcoords[(size_t) (k0 + kk) * a.nb + j] : 0.0;
+				}
+				__syncthreads();
+				if (active && !stopped)
+				{
+					for (int kk = 0; kk < kn; kk++)
+					{
+						double		qk = a.pcoords[(size_t) (k0 + kk) * a.np + pos];
+
+						const double2 *row = reinterpret_cast<const double2 *>(tile[kk]);
+
+#pragma unroll
+						for (int t = 0; t < kBfTile; t += 2)
+						{
+							double2		b = row[t / 2];
+							double		d0 = __dsub_rn(qk, b.x);
+							double		d1 = __dsub_rn(qk, b.y);
+
+							acc[t] = __dadd_rn(acc[t], __dmul_rn(d0, d0));
+							acc[t + 1] = __dadd_rn(acc[t + 1], __dmul_rn(d1, d1));
+						}
+					}
+				}
+				if (k0 + kBfDimChunk < a.dim)
+				{
+					int			alive = 0;
+
+					if (active && !stopped)
+					{
+#pragma unroll
+						for (int t = 0; t < kBfTile; t++)
+							alive |= acc[t] <= a.thr;
+					}
+					if (!__syncthreads_or(alive))
+						break;
+				}
+			}
+
+			if (active && !stopped)
+			{
+#pragma unroll
+				for (int t = 0; t < kBfTile; t++)
+				{
+					uint32_t	j = j0 + t;
+
+					if (stopped || j >= a.nb || (SELF && j <= pos) || !(acc[t] <= a.thr))
+						continue;
+
+					double		dist = __dsqrt_rn(acc[t]);
+
+					if (!(dist <= a.eps))
+						continue;
+					if (MODE == kModeWrite)
+					{
+						unsigned long long g = first + n;
+
+						if (g >= pa.e)
+						{
+							stopped = true;
+							continue;
+						}
+						if (g >= pa.s)
+						{
+							uint32_t	l = a.porig[pos],
+										r = a.borig[j];
+							size_t		o = (size_t) (g - pa.s);
+
+							if (SELF && l > r)
+							{
+								uint32_t	tmp = l;
+
+								l = r;
+								r = tmp;
+							}
+							pa.out_left[o] = l;
+							pa.out_right[o] = r;
+							pa.out_value[o] = dist;
+						}
+					}
+					n++;
+				}
+			}
+			if (MODE == kModeWrite && __syncthreads_and(stopped || !active))
+				break;
+		}
+
+		if (MODE == kModeCount && active)
+			pa.per_point[pos] = n;
+		if (MODE == kModeWrite && active && !stopped && n != pa.per_point[pos])
+			atomicOr(pa.error_flag, 1);
+		if (MODE == kModeTotal)
+			warp_add_total(active ? n : 0, pa.total);
+	}
+}
+
+/* Reduction operators for minmax_kernel. */
+struct MinOp
+{
+	__device__ double operator() (double x, double y) const { return fmin(x, y); }
+};
+
+struct MaxOp
+{
+	__device__ double operator() (double x, double y) const { return fmax(x, y); }
+};
+
+/* Per-dimension min and max, one partial per block (blockIdx.y = dim). */
+__global__ void
+minmax_kernel(const double *coords, uint32_t n, double *partial)
+{
+	using BlockReduce = cub::BlockReduce<double, kBlock>;
+	__shared__ typename BlockReduce::TempStorage tmp_lo;
+	__shared__ typename BlockReduce::TempStorage tmp_hi;
+	const double *col = coords + (size_t) blockIdx.y * n;
+	double		lo = INFINITY,
+				hi = -INFINITY;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		double		x = col[i];
+
+		lo = fmin(lo, x);
+		hi = fmax(hi, x);
+	}
+
+	lo = BlockReduce(tmp_lo).Reduce(lo, MinOp());
+	hi = BlockReduce(tmp_hi).Reduce(hi, MaxOp());
+	if (threadIdx.x == 0)
+	{
+		size_t		o = ((size_t) blockIdx.y * gridDim.x + blockIdx.x) * 2;
+
+		partial[o] = lo;
+		partial[o + 1] = hi;
+	}
+}
+
+/* Build keys: row-major cell id of each build point, and its index. */
+__global__ void
+build_keys_kernel(const double *coords, uint32_t n, GridParams g,
+				  unsigned long long *keys, uint32_t *vals)
+{
+	uint64_t	i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= n)
+		return;
+
+	unsigned long long id = 0;
+
+	for (int d = 0; d < g.k; d++)
+		id += (unsigned long long) build_cell(coords[(size_t) g.dims[d] * n + i],
+											  g.lo[d], g.w[d], g.nc[d]) * g.stride[d];
+	keys[i] = id;
+	vals[i] = (uint32_t) i;
+}
+
+/* Probe keys: cell order over the clamped range [-1, nc] of every dim. */
+__global__ void
+probe_keys_kernel(const double *coords, uint32_t n, GridParams g,
+				  unsigned long long *keys, uint32_t *vals)
+{
+	uint64_t	i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= n)
+		return;
+
+	unsigned long long id = 0;
+
+	for (int d = 0; d < g.k; d++)
+		id += (unsigned long long) (probe_cell(coords[(size_t) g.dims[d] * n + i],
+											   g.lo[d], g.w[d], g.nc[d]) + 1) * g.pstride[d];
+	keys[i] = id;
+	vals[i] = (uint32_t) i;
+}
+
+/* out[i] = in[perm[i]] */
+__global__ void
+gather_kernel(const double *in, const uint32_t *perm, uint32_t n, double *out)
+{
+	uint64_t	i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		out[i] = in[perm[i]];
+}
+
+/* orig[i] = base + (perm ? perm[i] : i) */
+__global__ void
+orig_kernel(const uint32_t *perm, uint32_t n, uint32_t base, uint32_t *orig)
+{
+	uint64_t	i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		orig[i] = base + (perm ? perm[i] : (uint32_t) i);
+}
+
+/*
+ * Positions [lo, hi) whose pairs meet the slice [s, e) of the segment
+ * [p0, p1): lo is the first with incl > s, hi the first whose first pair
+ * (incl - count) is >= e.  One thread.
+ */
+__global__ void
+slice_bounds_kernel(const unsigned long long *count, const unsigned long long *incl,
+					uint32_t p0, uint32_t p1, unsigned long long s,
+					unsigned long long e, uint32_t *bounds)
+{
+	uint32_t	a = p0,
+				b = p1;
+
+	while (a < b)
+	{
+		uint32_t	m = a + ((b - a) >> 1);
+
+		if (incl[m] <= s)
+			a = m + 1;
+		else
+			b = m;
+	}
+	bounds[0] = a;
+	b = p1;
+	while (a < b)
+	{
+		uint32_t	m = a + ((b - a) >> 1);
+
+		if (incl[m] - count[m] < e)
+			a = m + 1;
+		else
+			b = m;
+	}
+	bounds[1] = a;
+}
+
+/* Segment cuts: out[t] = first position in [p0, p1) with incl >= target t. */
+__global__ void
+segment_cuts_kernel(const unsigned long long *incl, uint32_t p0, uint32_t p1,
+					unsigned long long total, uint32_t nseg, uint32_t *out)
+{
+	uint32_t	t = blockIdx.x * blockDim.x + threadIdx.x + 1;
+
+	if (t >= nseg)
+		return;
+
+	unsigned long long target = (unsigned long long) ((double) total * t / nseg);
+	uint32_t	a = p0,
+				b = p1;
+
+	while (a < b)
+	{
+		uint32_t	m = a + ((b - a) >> 1);
+
+		if (incl[m] < target)
+			a = m + 1;
+		else
+			b = m;
+	}
+	out[t - 1] = a;
+}
+
+/* ------------------------------------------------------------------------
+ * Host side
+ * ------------------------------------------------------------------------ */
+
+/* Grid blocks for n threads of kBlock. */
+inline unsigned int
+blocks_for(uint64_t n)
+{
+	return (unsigned int) std::max<uint64_t>(1, div_up<uint64_t>(n, kBlock));
+}
+
+/* Significant bits of keys < limit. */
+inline int
+key_bits(unsigned long long limit)
+{
+	if (limit <= 1)
+		return 1;
+	return 64 - __builtin_clzll(limit - 1);
+}
+
+/* The prefilter bound: no pair with a squared sum above it can join. */
+inline double
+prefilter_bound(double eps)
+{
+	return eps * eps * (1.0 + 1e-6) + 1e-300;
+}
+
+/* One unit of work: join a probe chunk against a build chunk. */
+struct Task
+{
+	uint32_t	build;			/* chunk of the build side */
+	uint32_t	probe;			/* chunk of the probe side */
+	bool		self;			/* probe chunk == build chunk of a self-join */
+};
+
+/* A result slot: device buffer, pinned host buffer, events. */
+struct Slot
+{
+	DeviceMemory dev;
+	uint64_t	dev_cap = 0;
+	PinnedBuffer<unsigned char> host;
+	uint64_t	host_cap = 0;
+	Event		done;
+	Event		probe_start;
+	Event		probe_stop;
+	Event		xfer_start;
+	Event		xfer_stop;
+	uint64_t	count = 0;		/* pairs (or counted pairs) in the batch */
+	bool		pending = false;	/* device work in flight for it */
+	bool		has_copy = false;
+	bool		final = false;	/* the join's last batch */
+};
+
+/* Per-slot host mirror of the device scalars. */
+struct SlotHost
+{
+	unsigned long long total;
+	int			error;
+};
+
+}								/* namespace */
+
+/* The join handle (opaque to C). */
+struct SjGpuEpsJoin
+{
+	/* inputs */
+	SjVectors	left;
+	SjVectors	right;			/* == left for a self-join */
+	bool		self = false;
+	double		eps = 0.0;
+	int			dim = 0;
+	bool		count_only = false;
+	int			device = 0;
+
+	/* plan */
+	Budget		budget;
+	uint32_t	chunk = 0;
+	uint32_t	nbuild_chunks = 0;
+	uint32_t	nprobe_chunks = 0;
+	uint64_t	cap = 0;		/* pairs per batch */
+	bool		grid_capable = false;
+	bool		separate_probe = false;
+	size_t		temp_bytes = 0;
+
+	/* device memory */
+	Stream		compute;
+	Stream		copy;
+	DeviceBuffer<double> bcoords;
+	DeviceBuffer<uint32_t> borig;
+	DeviceBuffer<unsigned long long> cell_ids;
+	DeviceBuffer<uint32_t> cell_start;
+	DeviceBuffer<double> pcoords;
+	DeviceBuffer<uint32_t> porig;
+	DeviceBuffer<unsigned long long> a; /* per-point counts / sort keys */
+	DeviceBuffer<unsigned long long> b; /* scans / sort keys */
+	DeviceBuffer<uint32_t> v0;	/* sort values, run lengths, cuts */
+	DeviceBuffer<uint32_t> v1;
+	DeviceBuffer<unsigned char> temp;	/* CUB temporary storage */
+	DeviceBuffer<double> partials;
+	DeviceBuffer<DeviceScalars> scalars;
+	PinnedBuffer<unsigned long long> host_scalars;
+	PinnedBuffer<SlotHost> slot_host;
+	EventTimer	timer;
+	Slot		slots[2];
+	int			cur_slot = 0;
+
+	/* the current build chunk, probe chunk and segment */
+	std::vector<Task> tasks;
+	size_t		task = 0;
+	long long	loaded_build = -1;
+	long long	loaded_probe = -1;	/* probe chunk sorted for loaded_build */
+	GridParams	grid;
+	uint32_t	nb = 0;
+	uint32_t	ncells = 0;
+	uint32_t	max_cell = 0;
+	uint32_t	np = 0;
+	std::vector<uint32_t> cuts; /* segment boundaries in probe positions */
+	size_t		seg = 0;		/* current segment: [cuts[seg], cuts[seg+1]) */
+	bool		seg_counted = false;
+	uint64_t	seg_total = 0;	/* pairs of the current segment */
+	uint64_t	seg_pos = 0;	/* next pair to write */
+	bool		exhausted = false;	/* all tasks planned and consumed */
+	bool		finished = false;	/* the final batch was returned */
+	SjStatus	failed = SJ_OK;	/* a call failed: later calls repeat it */
+	char		failure[SJ_ERRMSG_LEN] = "";
+
+	SjTimings	timings;
+
+	SjGpuEpsJoin()
+	{
+		memset(&timings, 0, sizeof(timings));
+		memset(&grid, 0, sizeof(grid));
+	}
+};
+
+namespace
+{
+
+/* Rows [first, first + count) of one side, as a chunk. */
+inline uint32_t
+chunk_first(const SjGpuEpsJoin *j, uint32_t c)
+{
+	return c * j->chunk;
+}
+
+inline uint32_t
+chunk_rows(const SjGpuEpsJoin *j, uint32_t n, uint32_t c)
+{
+	uint64_t	first = (uint64_t) c * j->chunk;
+
+	return (uint32_t) std::min<uint64_t>(j->chunk, n - first);
+}
+
+/* CUB temporary bytes for chunks of c points (the largest of all uses). */
+size_t
+cub_temp_bytes(uint32_t c, bool grid)
+{
+	size_t		need = 0,
+				bytes = 0;
+	int			nitems = (int) c;
+
+	SJGPU_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes,
+											  (unsigned long long *) nullptr,
+											  (unsigned long long *) nullptr, nitems));
+	need = std::max(need, bytes);
+	if (grid)
+	{
+		cub::DoubleBuffer<unsigned long long> keys(nullptr, nullptr);
+		cub::DoubleBuffer<uint32_t> vals(nullptr, nullptr);
+
+		bytes = 0;
+		SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, vals, nitems,
+													0, 64));
+		need = std::max(need, bytes);
+		bytes = 0;
+		SJGPU_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, bytes,
+													   (unsigned long long *) nullptr,
+													   (unsigned long long *) nullptr,
+													   (uint32_t *) nullptr,
+													   (uint32_t *) nullptr, nitems));
+		need = std::max(need, bytes);
+		bytes = 0;
+		SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, (uint32_t *) nullptr,
+												  (uint32_t *) nullptr, nitems + 1));
+		need = std::max(need, bytes);
+		bytes = 0;
+		SJGPU_CHECK(cub::DeviceReduce::Max(nullptr, bytes, (uint32_t *) nullptr,
+										   (uint32_t *) nullptr, nitems));
+		need = std::max(need, bytes);
+	}
+	return need + 256;
+}
+
+/* Device bytes a chunk size needs, results excluded. */
+size_t
+chunk_bytes(const SjGpuEpsJoin *j, uint32_t c, bool separate, size_t *temp)
+{
+	size_t		cc = c;
+	size_t		coords = cc * j->dim * sizeof(double);
+	size_t		need = 0;
+
+	*temp = cub_temp_bytes(c, j->grid_capable);
+	need += coords + cc * 4;	/* build coords, orig */
+	need += 2 * cc * 8;			/* a, b */
+	need += (cc + 1) * 4;		/* v0 */
+	if (j->grid_capable)
+	{
+		need += cc * 8 + (cc + 1) * 4;	/* cell ids, cell starts */
+		need += (cc + 1) * 4;	/* v1 */
+		need += (size_t) kGridMaxDim * kMinmaxBlocks * 2 * sizeof(double);
+	}
+	if (separate)
+		need += coords + cc * 4;
+	need += sizeof(DeviceScalars) + *temp;
+	return need;
+}
+
+/* Choose the batch capacity and the chunk size within the budget. */
+void
+plan_memory(SjGpuEpsJoin *j, size_t max_batch)
+{
+	size_t		limit = j->budget.limit();
+	uint32_t	nmax = j->self ? j->left.n : std::max(j->left.n, j->right.n);
+	size_t		results = 0,
+				avail,
+				temp = 0;
+
+	if (!j->count_only)
+	{
+		uint64_t	cap = max_batch ? max_batch : kDefaultBatch;
+
+		cap = std::min<uint64_t>(cap, std::max<uint64_t>(1, limit / 4 / 32));
+		j->cap = cap;
+		results = 2 * (size_t) cap * 16;
+	}
+	if (results >= limit)
+		throw Error(SJ_ERR_DEVICE_NOMEM,
+					"device memory limit of %zu bytes is too small for eps_join",
+					limit);
+	avail = limit - results;
+
+	nmax = std::min(nmax, kMaxChunk);
+	j->chunk = nmax;
+	j->separate_probe = !j->self;
+	if (chunk_bytes(j, nmax, j->separate_probe, &temp) > avail)
+	{
+		uint32_t	lo = 1,
+					hi = nmax;	/* largest fitting chunk is in [lo - 1, hi) */
+
+		j->separate_probe = true;
+		if (chunk_bytes(j, 1, true, &temp) > avail)
+			throw Error(SJ_ERR_DEVICE_NOMEM,
+						"device memory limit of %zu bytes is too small for eps_join over %d dimensions",
+						limit, j->dim);
+		while (lo < hi)
+		{
+			uint32_t	mid = lo + (hi - lo) / 2;
+
+			if (chunk_bytes(j, mid, true, &temp) <= avail)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		j->chunk = lo - 1;
+		chunk_bytes(j, j->chunk, true, &temp);
+	}
+	j->temp_bytes = temp;
+}
+
+/* Allocate the per-chunk buffers once, sized for the chunk. */
+void
+allocate_buffers(SjGpuEpsJoin *j)
+{
+	Budget	   *bu = &j->budget;
+	size_t		c = j->chunk;
+
+	j->bcoords = DeviceBuffer<double>(bu, c * j->dim, "build coordinates");
+	j->borig = DeviceBuffer<uint32_t>(bu, c, "build row numbers");
+	j->a = DeviceBuffer<unsigned long long>(bu, c, "per-point counts");
+	j->b = DeviceBuffer<unsigned long long>(bu, c, "per-point offsets");
+	j->v0 = DeviceBuffer<uint32_t>(bu, c + 1, "sort values");
+	if (j->grid_capable)
+	{
+		j->cell_ids = DeviceBuffer<unsigned long long>(bu, c, "cell ids");
+		j->cell_start = DeviceBuffer<uint32_t>(bu, c + 1, "cell starts");
+		j->v1 = DeviceBuffer<uint32_t>(bu, c + 1, "sort values");
+		j->partials = DeviceBuffer<double>(bu, (size_t) kGridMaxDim * kMinmaxBlocks * 2,
+										   "bounds");
+	}
+	if (j->separate_probe)
+	{
+		j->pcoords = DeviceBuffer<double>(bu, c * j->dim, "probe coordinates");
+		j->porig = DeviceBuffer<uint32_t>(bu, c, "probe row numbers");
+	}
+	j->scalars = DeviceBuffer<DeviceScalars>(bu, 1, "scalars");
+	j->temp = DeviceBuffer<unsigned char>(bu, j->temp_bytes, "CUB temporary storage");
+	SJGPU_CHECK(cudaMemsetAsync(j->scalars.get(), 0, sizeof(DeviceScalars),
+								j->compute.get()));
+}
+
+/* The list of chunk pairs, in the order they are joined. */
+void
+plan_tasks(SjGpuEpsJoin *j)
+{
+	uint32_t	nb = j->self ? j->left.n : j->right.n;
+	uint32_t	np = j->left.n;
+
+	if (j->left.n == 0 || (!j->self && j->right.n == 0) || (j->self && j->left.n < 2))
+		return;
+	j->nbuild_chunks = (uint32_t) div_up<uint64_t>(nb, j->chunk);
+	j->nprobe_chunks = (uint32_t) div_up<uint64_t>(np, j->chunk);
+	for (uint32_t bc = 0; bc < j->nbuild_chunks; bc++)
+	{
+		if (j->self)
+		{
+			j->tasks.push_back(Task {bc, bc, true});
+			for (uint32_t pc = 0; pc < bc; pc++)
+				j->tasks.push_back(Task {bc, pc, false});
+		}
+		else
+		{
+			for (uint32_t pc = 0; pc < j->nprobe_chunks; pc++)
+				j->tasks.push_back(Task {bc, pc, false});
+		}
+	}
+}
+
+/* Copy rows [first, first + n) of one side into dst (stride n). */
+void
+upload_rows(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
+			double *dst)
+{
+	EventTimer &t = j->timer;
+
+	cudaStream_t st = j->compute.get();
+	size_t		row = (size_t) n * sizeof(double);
+	size_t		pitch = (size_t) v->n * sizeof(double);
+
+	t.start(st);
+	if (first == 0 && n == v->n)
+		SJGPU_CHECK(cudaMemcpyAsync(dst, v->coords, row * j->dim, cudaMemcpyHostToDevice, st));
+	else if (pitch < ((size_t) 1 << 31))
+		SJGPU_CHECK(cudaMemcpy2DAsync(dst, row, v->coords + first, pitch, row,
+									  (size_t) j->dim, cudaMemcpyHostToDevice, st));
+	else
+		for (int k = 0; k < j->dim; k++)
+			SJGPU_CHECK(cudaMemcpyAsync(dst + (size_t) k * n,
+										v->coords + (size_t) k * v->n + first, row,
+										cudaMemcpyHostToDevice, st));
+	t.stop(st);
+	j->timings.transfer_ms += t.elapsed_ms();
+}
+
+/*
+ * Choose the grid for a build chunk from its bounds: indexed dimensions
+ * and cell widths, by a cost model under a uniform-density assumption.
+ * Leaves g->k = 0 where brute force is cheaper.
+ */
+void
+choose_grid(const SjGpuEpsJoin *j, const std::vector<double> &lo,
+			const std::vector<double> &hi, uint32_t nb, GridParams *g)
+{
+	const int	dim = j->dim;
+	const double eps = j->eps;
+	const double half = j->self ? 0.5 : 1.0;
+	double		best = (double) nb * (dim + 1) * 0.25 * half;	/* brute force */
+	int			order[kGridMaxDim];
+
+	memset(g, 0, sizeof(*g));
+	if (forced_strategy == 2 || dim > kGridMaxDim || !std::isfinite(eps))
+		return;
+	if (forced_strategy == 1)
+		best = INFINITY;
+
+	/* dimensions by how many eps-cells their extent spans, most first */
+	std::vector<double> span(dim);
+	double		wbase[kGridMaxDim];
+
+	for (int k = 0; k < dim; k++)
+	{
+		double		mag = std::max(std::fabs(lo[k]), std::fabs(hi[k])) + eps;
+		double		extent = hi[k] - lo[k];
+
+		wbase[k] = eps * (1.0 + 1e-6) + mag * 1e-13 + 1e-150;
+		span[k] = std::isfinite(extent) && std::isfinite(wbase[k])
+			? extent / wbase[k] : 0.0;
+		order[k] = k;
+	}
+	std::stable_sort(order, order + dim, [&](int x, int y) { return span[x] > span[y]; });
+
+	for (int kk = 1; kk <= std::min(kMaxIndexed, dim); kk++)
+	{
+		GridParams	t;
+		double		cells = 1.0,
+					frac = 1.0,
+					rows = 1.0;
+		long long	cap = 1LL << (60 / kk);
+
+		bool		prunes = true;
+
+		memset(&t, 0, sizeof(t));
+		t.k = kk;
+		for (int i = 0; i < kk && prunes; i++)
+		{
+			int			d = order[i];
+			double		extent = hi[d] - lo[d];
+			double		w = wbase[d];
+
+			/* a dimension narrower than a cell cannot prune */
+			prunes = span[d] >= (forced_strategy == 1 ? 0.0 : 1.0);
+			if (extent / w + 2.0 > (double) cap)
+				w = std::max(w, extent / (double) (cap - 2));
+			t.dims[i] = d;
+			t.lo[i] = lo[d];
+			t.w[i] = w;
+			t.nc[i] = (long long) std::min((double) cap, std::floor(extent / w) + 2.0);
+			cells *= (double) t.nc[i];
+			frac *= std::min(1.0, 3.0 / (extent / w + 1.0));
+		}
+		if (!prunes)
+			break;
+		for (int i = 0; i < kk - 1; i++)
+			rows *= 3.0;
+		t.rows = (int) rows;
+		{
+			double		search = std::log2(std::min(cells, (double) nb) + 1.0) + 4.0;
+			double		nrows = j->self ? (rows + 1.0) / 2.0 : rows;
+			double		cost = nrows * search * kRowCost / 16.0 +
+				(double) nb * frac * half * (dim + 1);
+
+			if (cost < best)
+			{
+				best = cost;
+				*g = t;
+			}
+		}
+	}
+	if (g->k == 0)
+		return;
+
+	/* strides of the row-major cell id and of the probe sort key */
+	{
+		unsigned long long s = 1,
+					ps = 1;
+
+		for (int i = g->k - 1; i >= 0; i--)
+		{
+			g->stride[i] = s;
+			g->pstride[i] = ps;
+			s *= (unsigned long long) g->nc[i];
+			ps *= (unsigned long long) g->nc[i] + 2;
+		}
+	}
+}
+
+/* Per-dimension bounds of the build chunk in bcoords. */
+void
+chunk_bounds(SjGpuEpsJoin *j, uint32_t nb, std::vector<double> *lo,
+			 std::vector<double> *hi)
+{
+	unsigned int bx = (unsigned int) std::min<uint64_t>(kMinmaxBlocks,
+														div_up<uint64_t>(nb, kBlock * 8));
+	std::vector<double> part((size_t) j->dim * bx * 2);
+
+	minmax_kernel<<<dim3(bx, j->dim), kBlock, 0, j->compute.get()>>>(j->bcoords.get(), nb,
+																	  j->partials.get());
+	SJGPU_CHECK_LAUNCH("minmax_kernel");
+	SJGPU_CHECK(cudaMemcpyAsync(part.data(), j->partials.get(), part.size() * sizeof(double),
+								cudaMemcpyDeviceToHost, j->compute.get()));
+	j->compute.synchronize();
+	lo->assign(j->dim, INFINITY);
+	hi->assign(j->dim, -INFINITY);
+	for (int k = 0; k < j->dim; k++)
+		for (unsigned int x = 0; x < bx; x++)
+		{
+			(*lo)[k] = std::min((*lo)[k], part[((size_t) k * bx + x) * 2]);
+			(*hi)[k] = std::max((*hi)[k], part[((size_t) k * bx + x) * 2 + 1]);
+		}
+}
+
+/* Sort n (key, index) pairs held in a / v0 by key; returns where they are. */
+void
+sort_keys(SjGpuEpsJoin *j, uint32_t n, int bits, unsigned long long **keys,
+		  uint32_t **perm)
+{
+	cub::DoubleBuffer<unsigned long long> k(j->a.get(), j->b.get());
+	cub::DoubleBuffer<uint32_t> v(j->v0.get(), j->v1.get());
+	size_t		bytes = j->temp_bytes;
+
+	SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(j->temp.get(), bytes, k, v, (int) n, 0,
+												bits, j->compute.get()));
+	*keys = k.Current();
+	*perm = v.Current();
+}
+
+/* Reorder coordinates (stride n) by perm, one dimension at a time. */
+void
+reorder_coords(SjGpuEpsJoin *j, double *coords, uint32_t n, const uint32_t *perm,
+			   double *tmp)
+{
+	for (int k = 0; k < j->dim; k++)
+	{
+		double	   *col = coords + (size_t) k * n;
+
+		gather_kernel<<<blocks_for(n), kBlock, 0, j->compute.get()>>>(col, perm, n, tmp);
+		SJGPU_CHECK_LAUNCH("gather_kernel");
+		SJGPU_CHECK(cudaMemcpyAsync(col, tmp, (size_t) n * sizeof(double),
+									cudaMemcpyDeviceToDevice, j->compute.get()));
+	}
+}
+
+/* Build the index of one build chunk (grid, or plain rows for brute force). */
+void
+load_build(SjGpuEpsJoin *j, uint32_t bc)
+{
+	const SjVectors *v = j->self ? &j->left : &j->right;
+	uint32_t	first = chunk_first(j, bc);
+	uint32_t	nb = chunk_rows(j, v->n, bc);
+	cudaStream_t st = j->compute.get();
+
+	upload_rows(j, v, first, nb, j->bcoords.get());
+	j->timer.start(st);
+	j->nb = nb;
+	memset(&j->grid, 0, sizeof(j->grid));
+	if (j->grid_capable)
+	{
+		std::vector<double> lo,
+					hi;
+
+		chunk_bounds(j, nb, &lo, &hi);
+		choose_grid(j, lo, hi, nb, &j->grid);
+	}
+	if (j->grid.k == 0)
+	{
+		orig_kernel<<<blocks_for(nb), kBlock, 0, st>>>(nullptr, nb, first, j->borig.get());
+		SJGPU_CHECK_LAUNCH("orig_kernel");
+		j->ncells = 0;
+		j->max_cell = nb;
+	}
+	else
+	{
+		GridParams &g = j->grid;
+		unsigned long long ncell_total = 1;
+		unsigned long long *keys;
+		uint32_t   *perm,
+				   *runs;
+		size_t		bytes;
+
+		for (int i = 0; i < g.k; i++)
+			ncell_total *= (unsigned long long) g.nc[i];
+		build_keys_kernel<<<blocks_for(nb), kBlock, 0, st>>>(j->bcoords.get(), nb, g,
+															  j->a.get(), j->v0.get());
+		SJGPU_CHECK_LAUNCH("build_keys_kernel");
+		sort_keys(j, nb, key_bits(ncell_total), &keys, &perm);
+		runs = perm == j->v0.get() ? j->v1.get() : j->v0.get();
+
+		/* non-empty cells and their sizes, then their first positions */
+		DeviceScalars *sc = j->scalars.get();
+
+		bytes = j->temp_bytes;
+		SJGPU_CHECK(cub::DeviceRunLengthEncode::Encode(j->temp.get(), bytes, keys,
+													   j->cell_ids.get(), runs,
+													   &sc->num_runs, (int) nb, st));
+		SJGPU_CHECK(cudaMemcpyAsync(j->host_scalars.get(), &sc->num_runs, sizeof(uint32_t),
+									cudaMemcpyDeviceToHost, st));
+		j->compute.synchronize();
+		memcpy(&j->ncells, j->host_scalars.get(), sizeof(uint32_t));
+		SJGPU_CHECK(cudaMemsetAsync(runs + j->ncells, 0, sizeof(uint32_t), st));
+		bytes = j->temp_bytes;
+		SJGPU_CHECK(cub::DeviceReduce::Max(j->temp.get(), bytes, runs, &sc->max_cell,
+										   (int) j->ncells, st));
+		bytes = j->temp_bytes;
+		SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(j->temp.get(), bytes, runs,
+												  j->cell_start.get(), (int) j->ncells + 1,
+												  st));
+		SJGPU_CHECK(cudaMemcpyAsync(j->host_scalars.get(), &sc->max_cell, sizeof(uint32_t),
+									cudaMemcpyDeviceToHost, st));
+
+		/* rows and coordinates into cell order */
+		orig_kernel<<<blocks_for(nb), kBlock, 0, st>>>(perm, nb, first, j->borig.get());
+		SJGPU_CHECK_LAUNCH("orig_kernel");
+		reorder_coords(j, j->bcoords.get(), nb, perm,
+					   (double *) (keys == j->a.get() ? j->b.get() : j->a.get()));
+		j->compute.synchronize();
+		memcpy(&j->max_cell, j->host_scalars.get(), sizeof(uint32_t));
+	}
+	j->timer.stop(st);
+	j->timings.build_ms += j->timer.elapsed_ms();
+	j->loaded_build = bc;
+	j->loaded_probe = -1;
+}
+
+/* Upload (and sort into the build grid's cell order) one probe chunk. */
+void
+load_probe(SjGpuEpsJoin *j, uint32_t pc)
+{
+	uint32_t	first = chunk_first(j, pc);
+	uint32_t	np = chunk_rows(j, j->left.n, pc);
+	cudaStream_t st = j->compute.get();
+
+	upload_rows(j, &j->left, first, np, j->pcoords.get());
+	j->timer.start(st);
+	j->np = np;
+	if (j->grid.k == 0)
+	{
+		orig_kernel<<<blocks_for(np), kBlock, 0, st>>>(nullptr, np, first, j->porig.get());
+		SJGPU_CHECK_LAUNCH("orig_kernel");
+	}
+	else
+	{
+		const GridParams &g = j->grid;
+		unsigned long long nkeys = 1;
+		unsigned long long *keys;
+		uint32_t   *perm;
+
+		for (int i = 0; i < g.k; i++)
+			nkeys *= (unsigned long long) g.nc[i] + 2;
+		probe_keys_kernel<<<blocks_for(np), kBlock, 0, st>>>(j->pcoords.get(), np, g,
+															  j->a.get(), j->v0.get());
+		SJGPU_CHECK_LAUNCH("probe_keys_kernel");
+		sort_keys(j, np, key_bits(nkeys), &keys, &perm);
+		orig_kernel<<<blocks_for(np), kBlock, 0, st>>>(perm, np, first, j->porig.get());
+		SJGPU_CHECK_LAUNCH("orig_kernel");
+		reorder_coords(j, j->pcoords.get(), np, perm,
+					   (double *) (keys == j->a.get() ? j->b.get() : j->a.get()));
+	}
+	j->timer.stop(st);
+	j->timings.build_ms += j->timer.elapsed_ms();
+	j->loaded_probe = pc;
+}
+
+/* Kernel arguments for the loaded build chunk and probe side. */
+JoinArgs
+join_args(const SjGpuEpsJoin *j, bool self)
+{
+	JoinArgs	a;
+
+	a.grid = j->grid;
+	a.bcoords = j->bcoords.get();
+	a.borig = j->borig.get();
+	a.cell_ids = j->cell_ids.get();
+	a.cell_start = j->cell_start.get();
+	a.nb = j->nb;
+	a.ncells = j->ncells;
+	if (self)
+	{
+		a.pcoords = a.bcoords;
+		a.porig = a.borig;
+		a.np = a.nb;
+	}
+	else
+	{
+		a.pcoords = j->pcoords.get();
+		a.porig = j->porig.get();
+		a.np = j->np;
+	}
+	a.dim = j->dim;
+	a.eps = j->eps;
+	a.thr = prefilter_bound(j->eps);
+	return a;
+}
+
+/* Launch a grid probe kernel for a fixed DIM. */
+template <int DIM, int MODE>
+void
+launch_grid_dim(const JoinArgs &a, const PassArgs &pa, bool self, unsigned int blocks,
+				cudaStream_t st)
+{
+	if (self)
+		grid_probe_kernel<DIM, true, MODE><<<blocks, kBlock, 0, st>>>(a, pa);
+	else
+		grid_probe_kernel<DIM, false, MODE><<<blocks, kBlock, 0, st>>>(a, pa);
+	SJGPU_CHECK_LAUNCH("grid_probe_kernel");
+}
+
+/* Launch one pass (grid or brute force) over probe positions. */
+template <int MODE>
+void
+launch_pass(const SjGpuEpsJoin *j, const JoinArgs &a, const PassArgs &pa, bool self,
+			cudaStream_t st)
+{
+	uint64_t	npos = pa.p1 - pa.p0;
+
+	static_assert(MODE != kModeWork, "use launch_work_pass");
+	if (a.grid.k == 0)
+	{
+		unsigned int blocks = (unsigned int) std::max<uint64_t>(1, div_up<uint64_t>(npos, kBfThreads));
+
+		if (MODE == kModeWrite)
+			blocks = std::min<unsigned int>(blocks, sjgpu::multiprocessor_count() * 16);
+		if (self)
+			brute_force_kernel<true, MODE><<<blocks, kBfThreads, 0, st>>>(a, pa);
+		else
+			brute_force_kernel<false, MODE><<<blocks, kBfThreads, 0, st>>>(a, pa);
+		SJGPU_CHECK_LAUNCH("brute_force_kernel");
+		return;
+	}
+
+	unsigned int blocks = blocks_for(npos);
+
+	if (MODE == kModeWrite)
+		blocks = std::min<unsigned int>(blocks, sjgpu::multiprocessor_count() * 8);
+	switch (j->dim)
+	{
+		case 1:
+			launch_grid_dim<1, MODE>(a, pa, self, blocks, st);
+			break;
+		case 2:
+			launch_grid_dim<2, MODE>(a, pa, self, blocks, st);
+			break;
+		case 3:
+			launch_grid_dim<3, MODE>(a, pa, self, blocks, st);
+			break;
+		case 4:
+			launch_grid_dim<4, MODE>(a, pa, self, blocks, st);
+			break;
+		case 5:
+			launch_grid_dim<5, MODE>(a, pa, self, blocks, st);
+			break;
+		case 6:
+			launch_grid_dim<6, MODE>(a, pa, self, blocks, st);
+			break;
+		default:
+			launch_grid_dim<0, MODE>(a, pa, self, blocks, st);
+			break;
+	}
+}
+
+/* Launch the candidate-counting pass (grid only, no refinement). */
+void
+launch_work_pass(const JoinArgs &a, const PassArgs &pa, bool self, cudaStream_t st)
+{
+	launch_grid_dim<0, kModeWork>(a, pa, self, blocks_for(pa.p1 - pa.p0), st);
+}
+
+/* A PassArgs over positions [p0, p1) with the join's arrays. */
+PassArgs
+pass_args(SjGpuEpsJoin *j, uint32_t p0, uint32_t p1)
+{
+	PassArgs	pa;
+
+	memset(&pa, 0, sizeof(pa));
+	pa.p0 = p0;
+	pa.p1 = p1;
+	pa.per_point = j->a.get();
+	pa.incl = j->b.get();
+	pa.bounds = j->scalars.get()->bounds;
+	return pa;
+}
+
+/* Read one device u64 (synchronously, on the compute stream). */
+unsigned long long
+read_u64(SjGpuEpsJoin *j, const unsigned long long *dev)
+{
+	unsigned long long v;
+
+	SJGPU_CHECK(cudaMemcpyAsync(j->host_scalars.get(), dev, sizeof(v),
+								cudaMemcpyDeviceToHost, j->compute.get()));
+	j->compute.synchronize();
+	memcpy(&v, j->host_scalars.get(), sizeof(v));
+	return v;
+}
+
+/*
+ * Cut the probe positions of the current task into segments of bounded
+ * work: brute force uniformly, the grid from a candidate-count pass unless
+ * a cheap upper bound already fits in one segment.
+ */
+void
+plan_segments(SjGpuEpsJoin *j, bool self)
+{
+	uint32_t	np = self ? j->nb : j->np;
+	double		dimw = (double) j->dim + 1.0;
+
+	j->cuts.clear();
+	j->cuts.push_back(0);
+	if (j->grid.k == 0)
+	{
+		double		per = (double) j->nb * dimw;
+		uint64_t	step = (uint64_t) std::max(1.0, std::floor(segment_work(false) / per));
+
+		for (uint64_t p = step; p < np; p += step)
+			j->cuts.push_back((uint32_t) p);
+	}
+	else
+	{
+		double		rows = j->grid.rows;
+		double		bound = (double) np * (rows * kRowCost +
+										   rows * 3.0 * (double) j->max_cell * dimw);
+
+		if (bound > segment_work(true))
+		{
+			JoinArgs	a = join_args(j, self);
+			PassArgs	pa = pass_args(j, 0, np);
+			cudaStream_t st = j->compute.get();
+			size_t		bytes = j->temp_bytes;
+			unsigned long long total;
+			uint32_t	nseg;
+
+			j->timer.start(st);
+			launch_work_pass(a, pa, self, st);
+			SJGPU_CHECK(cub::DeviceScan::InclusiveSum(j->temp.get(), bytes, j->a.get(),
+													  j->b.get(), (int) np, st));
+			j->timer.stop(st);
+			total = read_u64(j, j->b.get() + np - 1);
+			j->timings.probe_ms += j->timer.elapsed_ms();
+			nseg = (uint32_t) std::min<double>(np, std::ceil((double) total / segment_work(true)));
+			if (nseg > 1)
+			{
+				std::vector<uint32_t> cut(nseg - 1);
+
+				segment_cuts_kernel<<<blocks_for(nseg), kBlock, 0, st>>>(j->b.get(), 0, np,
+																		 total, nseg,
+																		 j->v0.get());
+				SJGPU_CHECK_LAUNCH("segment_cuts_kernel");
+				SJGPU_CHECK(cudaMemcpyAsync(cut.data(), j->v0.get(),
+											cut.size() * sizeof(uint32_t),
+											cudaMemcpyDeviceToHost, st));
+				j->compute.synchronize();
+				for (uint32_t c : cut)
+					if (c > j->cuts.back() && c < np)
+						j->cuts.push_back(c);
+			}
+		}
+	}
+	j->cuts.push_back(np);
+	j->seg = 0;
+	j->seg_counted = false;
+	j->seg_total = 0;
+	j->seg_pos = 0;
+}
+
+/* Load the chunks of the current task and plan its segments. */
+void
+start_task(SjGpuEpsJoin *j)
+{
+	const Task &t = j->tasks[j->task];
+
+	if (j->loaded_build != (long long) t.build)
+		load_build(j, t.build);
+	if (!t.self && j->loaded_probe != (long long) t.probe)
+		load_probe(j, t.probe);
+	plan_segments(j, t.self);
+}
+
+/* Is the current segment the join's last one? */
+bool
+last_segment(const SjGpuEpsJoin *j)
+{
+	return j->task + 1 >= j->tasks.size() && j->seg + 2 >= j->cuts.size();
+}
+
+/*
+ * Move to the next segment (the first one on the first call), loading
+ * chunks as tasks change.  Returns false when there is none left.
+ */
+bool
+advance_segment(SjGpuEpsJoin *j)
+{
+	if (j->exhausted)
+		return false;
+	if (j->cuts.empty())
+	{
+		if (j->tasks.empty())
+		{
+			j->exhausted = true;
+			return false;
+		}
+		start_task(j);
+		return true;
+	}
+	if (j->seg + 2 < j->cuts.size())
+	{
+		j->seg++;
+		j->seg_counted = false;
+		j->seg_total = 0;
+		j->seg_pos = 0;
+		return true;
+	}
+	if (j->task + 1 < j->tasks.size())
+	{
+		j->task++;
+		start_task(j);
+		return true;
+	}
+	j->exhausted = true;
+	return false;
+}
+
+/* Count the pairs of each position of the current segment; scan them. */
+void
+count_segment(SjGpuEpsJoin *j)
+{
+	const bool	self = j->tasks[j->task].self;
+	uint32_t	p0 = j->cuts[j->seg],
+				p1 = j->cuts[j->seg + 1];
+	JoinArgs	a = join_args(j, self);
+	PassArgs	pa = pass_args(j, p0, p1);
+	cudaStream_t st = j->compute.get();
+	size_t		bytes = j->temp_bytes;
+
+	j->timer.start(st);
+	launch_pass<kModeCount>(j, a, pa, self, st);
+	SJGPU_CHECK(cub::DeviceScan::InclusiveSum(j->temp.get(), bytes, j->a.get() + p0,
+											  j->b.get() + p0, (int) (p1 - p0), st));
+	j->timer.stop(st);
+	j->seg_total = read_u64(j, j->b.get() + p1 - 1);
+	j->timings.probe_ms += j->timer.elapsed_ms();
+	j->seg_counted = true;
+	j->seg_pos = 0;
+}
+
+/* Make sure a slot can hold n pairs on the device and on the host. */
+void
+reserve_slot(SjGpuEpsJoin *j, Slot *s, uint64_t n)
+{
+	if (s->dev_cap < n)
+	{
+		uint64_t	c = std::min<uint64_t>(j->cap, std::max<uint64_t>(n, 2 * s->dev_cap));
+
+		s->dev.reset();
+		s->dev = DeviceMemory(&j->budget, (size_t) c * 16, "result pairs");
+		s->dev_cap = c;
+	}
+	if (s->host_cap < n)
+	{
+		uint64_t	c = std::min<uint64_t>(j->cap, std::max<uint64_t>(n, 2 * s->host_cap));
+
+		s->host.allocate((size_t) c * 16);
+		s->host_cap = c;
+	}
+}
+
+/* Enqueue the write of pairs [seg_pos, seg_pos + n) and their copy back. */
+void
+issue_write(SjGpuEpsJoin *j, int slot)
+{
+	Slot	   *s = &j->slots[slot];
+	const bool	self = j->tasks[j->task].self;
+	uint32_t	p0 = j->cuts[j->seg],
+				p1 = j->cuts[j->seg + 1];
+	uint64_t	n = std::min<uint64_t>(j->cap, j->seg_total - j->seg_pos);
+	cudaStream_t st = j->compute.get();
+	cudaStream_t cp = j->copy.get();
+	JoinArgs	a = join_args(j, self);
+	PassArgs	pa = pass_args(j, p0, p1);
+	unsigned char *dev;
+	DeviceScalars *sc = j->scalars.get();
+
+	reserve_slot(j, s, n);
+	dev = (unsigned char *) s->dev.get();
+	pa.s = j->seg_pos;
+	pa.e = j->seg_pos + n;
+	pa.out_left = (uint32_t *) dev;
+	pa.out_right = (uint32_t *) (dev + s->dev_cap * 4);
+	pa.out_value = (double *) (dev + s->dev_cap * 8);
+	pa.error_flag = &sc->error[slot];
+
+	s->probe_start.record(st);
+	SJGPU_CHECK(cudaMemsetAsync(&sc->error[slot], 0, sizeof(int), st));
+	slice_bounds_kernel<<<1, 1, 0, st>>>(j->a.get(), j->b.get(), p0, p1, pa.s, pa.e,
+										 sc->bounds);
+	SJGPU_CHECK_LAUNCH("slice_bounds_kernel");
+	launch_pass<kModeWrite>(j, a, pa, self, st);
+	s->probe_stop.record(st);
+
+	/* copy back on the copy stream once the kernel is done */
+	{
+		unsigned char *host = s->host.get();
+
+		SJGPU_CHECK(cudaStreamWaitEvent(cp, s->probe_stop.get(), 0));
+		s->xfer_start.record(cp);
+		SJGPU_CHECK(cudaMemcpyAsync(host, pa.out_left, n * 4, cudaMemcpyDeviceToHost, cp));
+		SJGPU_CHECK(cudaMemcpyAsync(host + s->host_cap * 4, pa.out_right, n * 4,
+									cudaMemcpyDeviceToHost, cp));
+		SJGPU_CHECK(cudaMemcpyAsync(host + s->host_cap * 8, pa.out_value, n * 8,
+									cudaMemcpyDeviceToHost, cp));
+		SJGPU_CHECK(cudaMemcpyAsync(&j->slot_host.get()[slot].error, &sc->error[slot],
+									sizeof(int), cudaMemcpyDeviceToHost, cp));
+		s->xfer_stop.record(cp);
+		s->done.record(cp);
+	}
+	s->count = n;
+	s->has_copy = true;
+	s->pending = true;
+	j->seg_pos += n;
+}
+
+/*
+ * Prepare the batch of one slot: the next slice of pairs (materialised), or
+ * the counts of a bounded amount of work (count_only).  Leaves an empty
+ * batch when the work it may do in one call found no pair.
+ */
+void
+enqueue_batch(SjGpuEpsJoin *j, int slot)
+{
+	Slot	   *s = &j->slots[slot];
+	auto		t0 = std::chrono::steady_clock::now();
+
+	s->count = 0;
+	s->pending = false;
+	s->has_copy = false;
+	s->final = false;
+
+	if (j->count_only)
+	{
+		/* one segment a batch keeps a call well inside its time */
+		cudaStream_t st = j->compute.get();
+		DeviceScalars *sc = j->scalars.get();
+		bool		more = advance_segment(j);
+
+		if (!more && j->tasks.empty())
+		{
+			/* nothing can join: no device memory was planned */
+			j->exhausted = true;
+			s->final = true;
+			return;
+		}
+		SJGPU_CHECK(cudaMemsetAsync(&sc->total[slot], 0, sizeof(unsigned long long), st));
+		s->probe_start.record(st);
+		if (more)
+		{
+			const bool	self = j->tasks[j->task].self;
+			JoinArgs	a = join_args(j, self);
+			PassArgs	pa = pass_args(j, j->cuts[j->seg], j->cuts[j->seg + 1]);
+
+			pa.total = &sc->total[slot];
+			launch_pass<kModeTotal>(j, a, pa, self, st);
+		}
+		s->probe_stop.record(st);
+		SJGPU_CHECK(cudaMemcpyAsync(&j->slot_host.get()[slot].total, &sc->total[slot],
+									sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
+		s->done.record(st);
+		s->pending = true;
+		if (!more || last_segment(j))
+		{
+			j->exhausted = true;
+			s->final = true;
+		}
+		return;
+	}
+
+	for (;;)
+	{
+		if (j->seg_counted && j->seg_pos < j->seg_total)
+		{
+			issue_write(j, slot);
+			if (j->seg_pos == j->seg_total && last_segment(j))
+			{
+				j->exhausted = true;
+				s->final = true;
+			}
+			return;
+		}
+		if (!advance_segment(j))
+		{
+			s->final = true;
+			return;
+		}
+		count_segment(j);
+		if (j->seg_total == 0 && last_segment(j))
+		{
+			j->exhausted = true;
+			s->final = true;
+			return;
+		}
+		/* bound the planning work of one call: return an empty batch */
+		if (j->seg_total == 0 &&
+			std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(200))
+			return;
+	}
+}
+
+/* Validate the arguments of sjgpu_eps_begin. */
+void
+check_args(const SjVectors *left, const SjVectors *right, double eps,
+		   const SjJoinOptions *options)
+{
+	if (!left || !options)
+		throw Error(SJ_ERR_INVALID, "eps_join: left input and options are required");
+	if (left->dim < 1)
+		throw Error(SJ_ERR_INVALID, "eps_join: dimension must be at least 1, not %d",
+					left->dim);
+	if (left->n > 0 && !left->coords)
+		throw Error(SJ_ERR_INVALID, "eps_join: left coordinates are NULL");
+	if (right)
+	{
+		if (right->dim != left->dim)
+			throw Error(SJ_ERR_INVALID, "eps_join: different vector dimensions %d and %d",
+						left->dim, right->dim);
+		if (right->n > 0 && !right->coords)
+			throw Error(SJ_ERR_INVALID, "eps_join: right coordinates are NULL");
+	}
+	if (!(eps >= 0.0))
+		throw Error(SJ_ERR_INVALID, "eps_join: eps must be a non-negative number");
+	if ((uint64_t) left->dim * std::max<uint64_t>(left->n, right ? right->n : 0) >
+		((uint64_t) 1 << 62))
+		throw Error(SJ_ERR_TOO_LARGE, "eps_join: input too large");
+}
+
+/* Fill the strategy string of the timings. */
+void
+describe(SjGpuEpsJoin *j)
+{
+	char		chunks[48] = "";
+
+	if (j->nbuild_chunks > 1 || j->nprobe_chunks > 1)
+		snprintf(chunks, sizeof(chunks), ", %ux%u chunks", j->nprobe_chunks,
+				 j->nbuild_chunks);
+	if (j->tasks.empty())
+		snprintf(j->timings.strategy, sizeof(j->timings.strategy), "gpu (no pairs possible)");
+	else if (j->grid.k > 0)
+		snprintf(j->timings.strategy, sizeof(j->timings.strategy), "gpu grid K=%d%s%s",
+				 j->grid.k, j->self ? " unicomp" : "", chunks);
+	else
+		snprintf(j->timings.strategy, sizeof(j->timings.strategy),
+				 "gpu brute-force tiled%s", chunks);
+}
+
+/* Wait for a slot's batch and account its time. */
+void
+finish_slot(SjGpuEpsJoin *j, int slot)
+{
+	Slot	   *s = &j->slots[slot];
+	float		ms = 0.0f;
+
+	if (!s->pending)
+		return;
+	s->done.synchronize();
+	s->pending = false;
+	SJGPU_CHECK(cudaEventElapsedTime(&ms, s->probe_start.get(), s->probe_stop.get()));
+	j->timings.probe_ms += ms;
+	if (s->has_copy)
+	{
+		SJGPU_CHECK(cudaEventElapsedTime(&ms, s->xfer_start.get(), s->xfer_stop.get()));
+		j->timings.transfer_ms += ms;
+		if (j->slot_host.get()[slot].error)
+			throw Error(SJ_ERR_INTERNAL,
+						"eps_join: a probe point's pairs changed between the count and write passes");
+	}
+	if (j->count_only)
+		s->count = j->slot_host.get()[slot].total;
+}
+
+/* Record a failure so that later calls report it too. */
+SjStatus
+fail(SjGpuEpsJoin *j, SjStatus st, const char *errmsg)
+{
+	if (st != SJ_OK && j)
+	{
+		j->failed = st;
+		snprintf(j->failure, sizeof(j->failure), "%s", errmsg ? errmsg : "");
+	}
+	return st;
+}
+
+}								/* namespace */
+
+/* ------------------------------------------------------------------------
+ * The C boundary
+ * ------------------------------------------------------------------------ */
+
+/* Test hook (not in sjgpu.h): 0 automatic, 1 prefer the grid, 2 brute force. */
+extern "C" void
+sjgpu_eps_set_test_strategy(int strategy)
+{
+	forced_strategy = strategy;
+}
+
+/* Test hook (not in sjgpu.h): work units a segment (0 = default). */
+extern "C" void
+sjgpu_eps_set_test_segment_work(double units)
+{
+	forced_segment_work = units;
+}
+
+extern "C" SjStatus
+sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
+				const SjJoinOptions *options, SjGpuEpsJoin **join, char *errmsg)
+{
+	SjGpuEpsJoin *j = nullptr;
+	SjStatus	st;
+
+	if (join)
+		*join = nullptr;
+	st = sjgpu::guard(errmsg, [&] {
+		if (!join)
+			throw Error(SJ_ERR_INVALID, "eps_join: join handle pointer is NULL");
+		check_args(left, right, eps, options);
+		sjgpu::use_device(options->gpu_device);
+
+		j = new SjGpuEpsJoin();
+		j->left = *left;
+		j->self = right == nullptr;
+		j->right = right ? *right : *left;
+		j->eps = eps;
+		j->dim = left->dim;
+		j->count_only = options->count_only != 0;
+		j->device = options->gpu_device;
+		j->grid_capable = j->dim <= kGridMaxDim && std::isfinite(eps);
+		j->budget.set_limit(sjgpu::memory_limit(options->gpu_memory_limit));
+
+		j->compute.create();
+		j->copy.create();
+		j->timer.create();
+		for (Slot &s : j->slots)
+		{
+			s.done.create(false);
+			s.probe_start.create();
+			s.probe_stop.create();
+			s.xfer_start.create();
+			s.xfer_stop.create();
+		}
+		j->host_scalars.allocate(4);
+		j->slot_host.allocate(2);
+		memset(j->slot_host.get(), 0, 2 * sizeof(SlotHost));
+		if (!(j->left.n == 0 || (!j->self && j->right.n == 0) || (j->self && j->left.n < 2)))
+		{
+			plan_memory(j, options->max_batch_pairs);
+			allocate_buffers(j);
+			plan_tasks(j);
+		}
+		enqueue_batch(j, 0);
+		describe(j);
+		*join = j;
+	});
+	if (st != SJ_OK)
+	{
+		sjgpu_eps_end(j);
+		if (join)
+			*join = nullptr;
+	}
+	return st;
+}
+
+extern "C" SjStatus
+sjgpu_eps_next(SjGpuEpsJoin *join, SjPairBatch *batch, int *done, char *errmsg)
+{
+	SjStatus	st;
+
+	if (batch)
+		memset(batch, 0, sizeof(*batch));
+	if (done)
+		*done = 0;
+	if (join && join->failed != SJ_OK)
+	{
+		sjgpu::set_errmsg(errmsg, join->failure);
+		return join->failed;
+	}
+	st = sjgpu::guard(errmsg, [&] {
+		if (!join || !batch || !done)
+			throw Error(SJ_ERR_INVALID, "eps_join: next() needs a handle, a batch and done");
+		if (join->finished)
+		{
+			*done = 1;
+			return;
+		}
+		SJGPU_CHECK(cudaSetDevice(join->device));
+
+		int			cur = join->cur_slot;
+		Slot	   *s = &join->slots[cur];
+
+		finish_slot(join, cur);
+		batch->count = s->count;
+		if (!join->count_only && s->count > 0)
+		{
+			unsigned char *h = s->host.get();
+
+			batch->left = (const uint32_t *) h;
+			batch->right = (const uint32_t *) (h + s->host_cap * 4);
+			batch->value = (const double *) (h + s->host_cap * 8);
+		}
+		join->timings.batches++;
+		if (s->final)
+		{
+			join->finished = true;
+			*done = 1;
+		}
+		else
+		{
+			join->cur_slot = cur ^ 1;
+			enqueue_batch(join, cur ^ 1);
+		}
+	});
+	return fail(join, st, errmsg);
+}
+
+extern "C" void
+sjgpu_eps_timings(const SjGpuEpsJoin *join, SjTimings *timings)
+{
+	if (!timings)
+		return;
+	if (!join)
+	{
+		memset(timings, 0, sizeof(*timings));
+		return;
+	}
+	*timings = join->timings;
+	timings->device_bytes = join->budget.peak();
+}
+
+extern "C" void
+sjgpu_eps_end(SjGpuEpsJoin *join)
+{
+	if (!join)
+		return;
+	(void) cudaSetDevice(join->device);
+	if (join->compute.get())
+		(void) cudaStreamSynchronize(join->compute.get());
+	if (join->copy.get())
+		(void) cudaStreamSynchronize(join->copy.get());
+	(void) cudaGetLastError();
+	delete join;
+}

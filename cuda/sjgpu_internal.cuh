@@ -1,0 +1,362 @@
+/*
+ * sjgpu_internal.cuh
+ *		Helpers shared by the GPU operators (eps, jaccard, theta); private to
+ *		cuda/, never included from C.
+ *
+ * Error model: inside the engine, failures are C++ exceptions of type
+ * sjgpu::Error (a status and a message).  Every extern "C" entry point runs
+ * its body through sjgpu::guard(), which catches everything and turns it
+ * into an SjStatus plus a message in errmsg:
+ *
+ *		sjgpu::Error       -> its own status (SJ_ERR_DEVICE, ..._DEVICE_NOMEM, ...)
+ *		std::bad_alloc     -> SJ_ERR_NOMEM
+ *		anything else      -> SJ_ERR_INTERNAL
+ *
+ * Every CUDA call goes through SJGPU_CHECK(call), every kernel launch is
+ * followed by SJGPU_CHECK_LAUNCH("name_kernel").  cudaErrorMemoryAllocation
+ * becomes SJ_ERR_DEVICE_NOMEM, any other error SJ_ERR_DEVICE, with a message
+ * that names the call.
+ *
+ * Ownership: device memory is held only through DeviceBuffer, which charges
+ * a Budget (the join's share of device memory, options->gpu_memory_limit or
+ * 80% of the free memory) and frees itself on every path.  Pinned host
+ * memory is held through PinnedBuffer, streams and events through Stream and
+ * Event.  None of the wrappers can be copied; all can be moved.
+ */
+#ifndef SJGPU_INTERNAL_CUH
+#define SJGPU_INTERNAL_CUH
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "sjgpu.h"
+
+namespace sjgpu
+{
+
+/* ------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------ */
+
+/* The one exception type the engine throws on purpose. */
+class Error : public std::exception
+{
+public:
+	Error(SjStatus status, const char *fmt, ...)
+		__attribute__((format(printf, 3, 4)));
+
+	SjStatus	status() const noexcept { return status_; }
+	const char *what() const noexcept override { return msg_; }
+
+private:
+	SjStatus	status_;
+	char		msg_[SJ_ERRMSG_LEN];
+};
+
+/* Throw an Error for a failed CUDA call (no-op on cudaSuccess). */
+void		check_cuda(cudaError_t err, const char *what, const char *file,
+					   int line);
+
+/* Map a cudaError_t to SjStatus without throwing (for cleanup paths). */
+SjStatus	status_from_cuda(cudaError_t err, const char *what, char *errmsg);
+
+#define SJGPU_CHECK(call) \
+	::sjgpu::check_cuda((call), #call, __FILE__, __LINE__)
+
+/* After every kernel launch: launch errors (bad configuration, ...). */
+#define SJGPU_CHECK_LAUNCH(kernel_name) \
+	::sjgpu::check_cuda(cudaGetLastError(), "launch of " kernel_name, \
+						__FILE__, __LINE__)
+
+/* Write msg into errmsg (SJ_ERRMSG_LEN bytes; NULL allowed). */
+void		set_errmsg(char *errmsg, const char *msg);
+
+/*
+ * Run body() and turn whatever it throws into a status and a message.
+ * Use as the whole body of every extern "C" entry point:
+ *
+ *		return sjgpu::guard(errmsg, [&] { ... });
+ */
+template <class F>
+SjStatus
+guard(char *errmsg, F &&body) noexcept
+{
+	try
+	{
+		body();
+		return SJ_OK;
+	}
+	catch (const Error &e)
+	{
+		set_errmsg(errmsg, e.what());
+		return e.status();
+	}
+	catch (const std::bad_alloc &)
+	{
+		set_errmsg(errmsg, "out of host memory in the GPU engine");
+		return SJ_ERR_NOMEM;
+	}
+	catch (const std::exception &e)
+	{
+		set_errmsg(errmsg, e.what());
+		return SJ_ERR_INTERNAL;
+	}
+	catch (...)
+	{
+		set_errmsg(errmsg, "unknown exception in the GPU engine");
+		return SJ_ERR_INTERNAL;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Devices
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Initialise CUDA lazily (once per process) and make `ordinal` the current
+ * device of the calling thread.  Throws SJ_ERR_NO_DEVICE when no device is
+ * usable or the ordinal is out of range.
+ */
+void		use_device(int ordinal);
+
+/*
+ * Device bytes one join may hold on the current device: options_limit when
+ * it is non-zero, else 80% of the device's free memory now.
+ */
+size_t		memory_limit(size_t options_limit);
+
+/* Multiprocessor count of the current device (cached per ordinal). */
+int			multiprocessor_count();
+
+/* ------------------------------------------------------------------------
+ * Device memory budget and owning buffers
+ * ------------------------------------------------------------------------ */
+
+/*
+ * The device memory of one join: a limit, what is held now, and the peak.
+ * reserve() throws SJ_ERR_DEVICE_NOMEM when the limit would be exceeded;
+ * fits() asks first (for choosing a batch size).
+ */
+class Budget
+{
+public:
+	explicit Budget(size_t limit = 0) : limit_(limit) {}
+
+	void		set_limit(size_t limit) { limit_ = limit; }
+	size_t		limit() const { return limit_; }
+	size_t		used() const { return used_; }
+	size_t		peak() const { return peak_; }
+	size_t		available() const { return used_ < limit_ ? limit_ - used_ : 0; }
+	bool		fits(size_t bytes) const { return bytes <= available(); }
+
+	void		reserve(size_t bytes, const char *what);
+	void		release(size_t bytes) { used_ -= bytes < used_ ? bytes : used_; }
+
+private:
+	size_t		limit_;
+	size_t		used_ = 0;
+	size_t		peak_ = 0;
+};
+
+/* Untyped owning device allocation, charged to a Budget (may be NULL). */
+class DeviceMemory
+{
+public:
+	DeviceMemory() = default;
+	DeviceMemory(Budget *budget, size_t bytes, const char *what);
+	~DeviceMemory() { reset(); }
+
+	DeviceMemory(const DeviceMemory &) = delete;
+	DeviceMemory &operator=(const DeviceMemory &) = delete;
+	DeviceMemory(DeviceMemory &&o) noexcept { swap(o); }
+	DeviceMemory &operator=(DeviceMemory &&o) noexcept
+	{
+		if (this != &o)
+		{
+			reset();
+			swap(o);
+		}
+		return *this;
+	}
+
+	/* Free now (errors of cudaFree are ignored: nothing can be done). */
+	void		reset() noexcept;
+	void	   *get() const { return ptr_; }
+	size_t		bytes() const { return bytes_; }
+
+private:
+	void		swap(DeviceMemory &o) noexcept
+	{
+		std::swap(ptr_, o.ptr_);
+		std::swap(bytes_, o.bytes_);
+		std::swap(budget_, o.budget_);
+	}
+
+	void	   *ptr_ = nullptr;
+	size_t		bytes_ = 0;
+	Budget	   *budget_ = nullptr;
+};
+
+/* Typed owning device array of `count` elements. */
+template <class T>
+class DeviceBuffer
+{
+public:
+	DeviceBuffer() = default;
+	DeviceBuffer(Budget *budget, size_t count, const char *what)
+		: mem_(budget, count * sizeof(T), what), count_(count) {}
+
+	void		reset() noexcept { mem_.reset(); count_ = 0; }
+	T		   *get() const { return static_cast<T *>(mem_.get()); }
+	size_t		size() const { return count_; }
+	size_t		bytes() const { return mem_.bytes(); }
+
+private:
+	DeviceMemory mem_;
+	size_t		count_ = 0;
+};
+
+/*
+ * Pinned host blocks come from a small process-wide cache (page-locking is
+ * slow: milliseconds per ten megabytes), so consecutive joins reuse their
+ * staging buffers.  pinned_alloc returns a block of at least `bytes` and
+ * its real size; it throws SJ_ERR_NOMEM.  pinned_free keeps the block for
+ * reuse while the cache holds less than a fixed amount, else frees it.
+ */
+void	   *pinned_alloc(size_t bytes, size_t *got);
+void		pinned_free(void *ptr, size_t bytes) noexcept;
+
+/* Owning pinned (page-locked) host array; not charged to a Budget. */
+template <class T>
+class PinnedBuffer
+{
+public:
+	PinnedBuffer() = default;
+	explicit PinnedBuffer(size_t count) { allocate(count); }
+	~PinnedBuffer() { reset(); }
+
+	PinnedBuffer(const PinnedBuffer &) = delete;
+	PinnedBuffer &operator=(const PinnedBuffer &) = delete;
+	PinnedBuffer(PinnedBuffer &&o) noexcept { swap(o); }
+	PinnedBuffer &operator=(PinnedBuffer &&o) noexcept
+	{
+		if (this != &o)
+		{
+			reset();
+			swap(o);
+		}
+		return *this;
+	}
+
+	void		allocate(size_t count)
+	{
+		reset();
+		if (count == 0)
+			return;
+		ptr_ = static_cast<T *>(pinned_alloc(count * sizeof(T), &bytes_));
+		count_ = count;
+	}
+	void		reset() noexcept
+	{
+		if (ptr_)
+			pinned_free(ptr_, bytes_);
+		ptr_ = nullptr;
+		count_ = 0;
+		bytes_ = 0;
+	}
+	T		   *get() const { return ptr_; }
+	size_t		size() const { return count_; }
+
+private:
+	void		swap(PinnedBuffer &o) noexcept
+	{
+		std::swap(ptr_, o.ptr_);
+		std::swap(count_, o.count_);
+		std::swap(bytes_, o.bytes_);
+	}
+
+	T		   *ptr_ = nullptr;
+	size_t		count_ = 0;
+	size_t		bytes_ = 0;		/* size of the pinned block */
+};
+
+/* ------------------------------------------------------------------------
+ * Streams and events
+ * ------------------------------------------------------------------------ */
+
+/* Owning non-blocking stream. */
+class Stream
+{
+public:
+	Stream() = default;
+	~Stream() { reset(); }
+	Stream(const Stream &) = delete;
+	Stream &operator=(const Stream &) = delete;
+
+	void		create();		/* cudaStreamCreateWithFlags(NonBlocking) */
+	void		reset() noexcept;
+	void		synchronize() const;	/* throws on error */
+	cudaStream_t get() const { return s_; }
+
+private:
+	cudaStream_t s_ = nullptr;
+};
+
+/* Owning event (timing enabled unless created with timing = false). */
+class Event
+{
+public:
+	Event() = default;
+	~Event() { reset(); }
+	Event(const Event &) = delete;
+	Event &operator=(const Event &) = delete;
+
+	void		create(bool timing = true);
+	void		reset() noexcept;
+	void		record(cudaStream_t stream);
+	void		synchronize() const;
+	bool		query() const;	/* true when complete; throws on error */
+	cudaEvent_t get() const { return e_; }
+
+private:
+	cudaEvent_t e_ = nullptr;
+};
+
+/*
+ * A start/stop event pair around work on one stream.  elapsed_ms() waits
+ * for the stop event and returns the time between the two.
+ */
+class EventTimer
+{
+public:
+	void		create()
+	{
+		start_.create();
+		stop_.create();
+	}
+	void		start(cudaStream_t stream) { start_.record(stream); }
+	void		stop(cudaStream_t stream) { stop_.record(stream); }
+	double		elapsed_ms() const;
+
+private:
+	Event		start_;
+	Event		stop_;
+};
+
+/* Ceiling division for sizes. */
+template <class T>
+constexpr T
+div_up(T a, T b)
+{
+	return (a + b - 1) / b;
+}
+
+}								/* namespace sjgpu */
+
+#endif							/* SJGPU_INTERNAL_CUH */

@@ -1,0 +1,421 @@
+/*
+ * sjgpu_runtime.cu
+ *		CUDA start-up, device discovery and the helpers of sjgpu_internal.cuh.
+ *
+ * CUDA is initialised lazily: nothing here runs at load time, and the first
+ * call of sjgpu_device_count (or of any join) creates the runtime's state in
+ * the calling process.  The CUDA runtime is linked statically, so a machine
+ * without a driver loads the library fine; cudaGetDeviceCount then fails
+ * with cudaErrorInsufficientDriver or cudaErrorNoDevice and we report zero
+ * devices.  The outcome of that first probe is cached for the process.
+ */
+#include <cstdarg>
+#include <cstring>
+#include <mutex>
+
+#include "sjgpu_internal.cuh"
+
+namespace sjgpu
+{
+
+Error::Error(SjStatus status, const char *fmt, ...)
+	: status_(status)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg_, sizeof(msg_), fmt, ap);
+	va_end(ap);
+}
+
+void
+set_errmsg(char *errmsg, const char *msg)
+{
+	if (errmsg)
+		snprintf(errmsg, SJ_ERRMSG_LEN, "%s", msg ? msg : "");
+}
+
+/* The status a CUDA error maps to. */
+static SjStatus
+cuda_status(cudaError_t err)
+{
+	switch (err)
+	{
+		case cudaErrorMemoryAllocation:
+			return SJ_ERR_DEVICE_NOMEM;
+		case cudaErrorNoDevice:
+		case cudaErrorInsufficientDriver:
+			return SJ_ERR_NO_DEVICE;
+		default:
+			return SJ_ERR_DEVICE;
+	}
+}
+
+void
+check_cuda(cudaError_t err, const char *what, const char *file, int line)
+{
+	if (err == cudaSuccess)
+		return;
+	/* clear a non-sticky error so that later calls do not see it again */
+	(void) cudaGetLastError();
+	{
+		const char *base = strrchr(file, '/');
+
+		throw Error(cuda_status(err), "CUDA error in %s (%s:%d): %s (%s)",
+					what, base ? base + 1 : file, line,
+					cudaGetErrorString(err), cudaGetErrorName(err));
+	}
+}
+
+SjStatus
+status_from_cuda(cudaError_t err, const char *what, char *errmsg)
+{
+	if (err == cudaSuccess)
+		return SJ_OK;
+	(void) cudaGetLastError();
+	if (errmsg)
+		snprintf(errmsg, SJ_ERRMSG_LEN, "CUDA error in %s: %s (%s)", what,
+				 cudaGetErrorString(err), cudaGetErrorName(err));
+	return cuda_status(err);
+}
+
+/* ------------------------------------------------------------------------
+ * Lazy initialisation
+ * ------------------------------------------------------------------------ */
+
+#define SJGPU_MAX_DEVICES 64
+
+static std::once_flag probe_once;
+static int	probe_count;
+static cudaError_t probe_error = cudaSuccess;
+static int	sm_count[SJGPU_MAX_DEVICES];
+
+/* Ask the runtime for the devices, once per process. */
+static void
+probe_devices()
+{
+	std::call_once(probe_once, [] {
+		int			n = 0;
+		cudaError_t err = cudaGetDeviceCount(&n);
+
+		if (err != cudaSuccess)
+		{
+			(void) cudaGetLastError();
+			probe_error = err;
+			n = 0;
+		}
+		probe_count = n < 0 ? 0 : n;
+	});
+}
+
+void
+use_device(int ordinal)
+{
+	probe_devices();
+	if (probe_count == 0)
+	{
+		if (probe_error != cudaSuccess)
+			throw Error(SJ_ERR_NO_DEVICE, "no usable GPU: %s",
+						cudaGetErrorString(probe_error));
+		throw Error(SJ_ERR_NO_DEVICE, "no usable GPU: no CUDA device found");
+	}
+	if (ordinal < 0 || ordinal >= probe_count)
+		throw Error(SJ_ERR_NO_DEVICE, "GPU device %d does not exist (%d found)",
+					ordinal, probe_count);
+	SJGPU_CHECK(cudaSetDevice(ordinal));
+}
+
+size_t
+memory_limit(size_t options_limit)
+{
+	size_t		free_bytes = 0,
+				total_bytes = 0;
+
+	if (options_limit > 0)
+		return options_limit;
+	SJGPU_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+	return free_bytes / 10 * 8;
+}
+
+int
+multiprocessor_count()
+{
+	int			dev = 0;
+
+	SJGPU_CHECK(cudaGetDevice(&dev));
+	if (dev >= 0 && dev < SJGPU_MAX_DEVICES && sm_count[dev] > 0)
+		return sm_count[dev];
+	{
+		int			n = 0;
+
+		SJGPU_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount,
+										   dev));
+		if (dev >= 0 && dev < SJGPU_MAX_DEVICES)
+			sm_count[dev] = n;
+		return n;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Budget and owning wrappers
+ * ------------------------------------------------------------------------ */
+
+void
+Budget::reserve(size_t bytes, const char *what)
+{
+	if (!fits(bytes))
+		throw Error(SJ_ERR_DEVICE_NOMEM,
+					"device memory limit exceeded: %s needs %zu bytes, %zu of %zu in use",
+					what, bytes, used_, limit_);
+	used_ += bytes;
+	if (used_ > peak_)
+		peak_ = used_;
+}
+
+DeviceMemory::DeviceMemory(Budget *budget, size_t bytes, const char *what)
+{
+	if (bytes == 0)
+		return;
+	if (budget)
+		budget->reserve(bytes, what);
+	{
+		void	   *p = nullptr;
+		cudaError_t err = cudaMalloc(&p, bytes);
+
+		if (err != cudaSuccess)
+		{
+			if (budget)
+				budget->release(bytes);
+			(void) cudaGetLastError();
+			throw Error(cuda_status(err),
+						"cudaMalloc of %zu bytes for %s failed: %s",
+						bytes, what, cudaGetErrorString(err));
+		}
+		ptr_ = p;
+	}
+	bytes_ = bytes;
+	budget_ = budget;
+}
+
+void
+DeviceMemory::reset() noexcept
+{
+	if (ptr_)
+	{
+		(void) cudaFree(ptr_);
+		if (budget_)
+			budget_->release(bytes_);
+	}
+	ptr_ = nullptr;
+	bytes_ = 0;
+	budget_ = nullptr;
+}
+
+/*
+ * The pinned-block cache: at most kPinnedSlots blocks, kPinnedCacheBytes in
+ * all.  It is never freed explicitly (process exit releases it; freeing in
+ * a static destructor could run after the CUDA runtime is gone).
+ */
+constexpr int kPinnedSlots = 8;
+constexpr size_t kPinnedCacheBytes = (size_t) 160 << 20;
+
+static std::mutex pinned_lock;
+static void *pinned_ptr[kPinnedSlots];
+static size_t pinned_size[kPinnedSlots];
+static size_t pinned_total;
+
+void *
+pinned_alloc(size_t bytes, size_t *got)
+{
+	{
+		std::lock_guard<std::mutex> hold(pinned_lock);
+		int			best = -1;
+
+		/* the smallest cached block that fits without wasting much */
+		for (int i = 0; i < kPinnedSlots; i++)
+			if (pinned_ptr[i] && pinned_size[i] >= bytes &&
+				pinned_size[i] <= 2 * bytes + ((size_t) 1 << 20) &&
+				(best < 0 || pinned_size[i] < pinned_size[best]))
+				best = i;
+		if (best >= 0)
+		{
+			void	   *p = pinned_ptr[best];
+
+			*got = pinned_size[best];
+			pinned_total -= pinned_size[best];
+			pinned_ptr[best] = nullptr;
+			pinned_size[best] = 0;
+			return p;
+		}
+	}
+
+	void	   *p = nullptr;
+	cudaError_t err = cudaMallocHost(&p, bytes);
+
+	if (err != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		throw Error(SJ_ERR_NOMEM,
+					"cudaMallocHost of %zu bytes of pinned host memory failed: %s",
+					bytes, cudaGetErrorString(err));
+	}
+	*got = bytes;
+	return p;
+}
+
+void
+pinned_free(void *ptr, size_t bytes) noexcept
+{
+	if (!ptr)
+		return;
+	{
+		std::lock_guard<std::mutex> hold(pinned_lock);
+
+		if (pinned_total + bytes <= kPinnedCacheBytes)
+			for (int i = 0; i < kPinnedSlots; i++)
+				if (!pinned_ptr[i])
+				{
+					pinned_ptr[i] = ptr;
+					pinned_size[i] = bytes;
+					pinned_total += bytes;
+					return;
+				}
+	}
+	(void) cudaFreeHost(ptr);
+}
+
+void
+Stream::create()
+{
+	reset();
+	SJGPU_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
+}
+
+void
+Stream::reset() noexcept
+{
+	if (s_)
+		(void) cudaStreamDestroy(s_);
+	s_ = nullptr;
+}
+
+void
+Stream::synchronize() const
+{
+	SJGPU_CHECK(cudaStreamSynchronize(s_));
+}
+
+void
+Event::create(bool timing)
+{
+	reset();
+	SJGPU_CHECK(cudaEventCreateWithFlags(&e_, timing ? cudaEventDefault
+										 : cudaEventDisableTiming));
+}
+
+void
+Event::reset() noexcept
+{
+	if (e_)
+		(void) cudaEventDestroy(e_);
+	e_ = nullptr;
+}
+
+void
+Event::record(cudaStream_t stream)
+{
+	SJGPU_CHECK(cudaEventRecord(e_, stream));
+}
+
+void
+Event::synchronize() const
+{
+	SJGPU_CHECK(cudaEventSynchronize(e_));
+}
+
+bool
+Event::query() const
+{
+	cudaError_t err = cudaEventQuery(e_);
+
+	if (err == cudaErrorNotReady)
+		return false;
+	check_cuda(err, "cudaEventQuery", __FILE__, __LINE__);
+	return true;
+}
+
+double
+EventTimer::elapsed_ms() const
+{
+	float		ms = 0.0f;
+
+	stop_.synchronize();
+	SJGPU_CHECK(cudaEventElapsedTime(&ms, start_.get(), stop_.get()));
+	return ms;
+}
+
+}								/* namespace sjgpu */
+
+/* ------------------------------------------------------------------------
+ * The C boundary: device discovery
+ * ------------------------------------------------------------------------ */
+
+extern "C" int
+sjgpu_compiled(void)
+{
+	return 1;
+}
+
+/* Zero devices (and SJ_OK) when there is no driver or no device. */
+extern "C" SjStatus
+sjgpu_device_count(int *count, char *errmsg)
+{
+	if (count)
+		*count = 0;
+	return sjgpu::guard(errmsg, [&] {
+		if (!count)
+			throw sjgpu::Error(SJ_ERR_INVALID, "count is NULL");
+		sjgpu::probe_devices();
+		*count = sjgpu::probe_count;
+		if (sjgpu::probe_count == 0 && sjgpu::probe_error != cudaSuccess)
+			sjgpu::set_errmsg(errmsg,
+							  cudaGetErrorString(sjgpu::probe_error));
+	});
+}
+
+/* Name, memory and compute capability of one device. */
+extern "C" SjStatus
+sjgpu_device_info(int ordinal, SjGpuDeviceInfo *info, char *errmsg)
+{
+	return sjgpu::guard(errmsg, [&] {
+		cudaDeviceProp prop;
+		size_t		free_bytes = 0,
+					total_bytes = 0;
+		int			prev = -1;
+
+		if (!info)
+			throw sjgpu::Error(SJ_ERR_INVALID, "info is NULL");
+		memset(info, 0, sizeof(*info));
+		sjgpu::probe_devices();
+		if (ordinal < 0 || ordinal >= sjgpu::probe_count)
+			throw sjgpu::Error(SJ_ERR_NO_DEVICE,
+							   "GPU device %d does not exist (%d found)",
+							   ordinal, sjgpu::probe_count);
+		SJGPU_CHECK(cudaGetDeviceProperties(&prop, ordinal));
+		SJGPU_CHECK(cudaGetDevice(&prev));
+		SJGPU_CHECK(cudaSetDevice(ordinal));
+		{
+			cudaError_t err = cudaMemGetInfo(&free_bytes, &total_bytes);
+
+			if (prev >= 0 && prev != ordinal)
+				(void) cudaSetDevice(prev);
+			sjgpu::check_cuda(err, "cudaMemGetInfo", __FILE__, __LINE__);
+		}
+		info->ordinal = ordinal;
+		snprintf(info->name, sizeof(info->name), "%s", prop.name);
+		info->total_memory = total_bytes;
+		info->free_memory = free_bytes;
+		info->cc_major = prop.major;
+		info->cc_minor = prop.minor;
+	});
+}

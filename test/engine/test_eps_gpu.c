@@ -1,0 +1,1160 @@
+/*
+ * test_eps_gpu.c
+ *		Tests of the GPU eps_join engine (cuda/eps_gpu.cu).
+ *
+ * Every case draws fresh data from the run's seed, runs the GPU iterator to
+ * exhaustion and compares the sorted pairs with an independent oracle: a
+ * brute-force double loop for small inputs, a sort-and-sweep join for large
+ * ones, both using the contract's distance expression; distances are
+ * compared bit for bit.  Where the CPU engine is linked (src/engine/
+ * eps_cpu.c) it is compared too.  Every test skips where no GPU is usable.
+ *
+ * SJ_EPS_BENCH=1 turns on eps_gpu_bench: Syn2D2M (2,000,000 uniform points
+ * in [0,100]^2, eps 0.2) count-only and materialised, median of 5 runs.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sjgpu.h"
+#include "sjtest.h"
+
+/* The CPU engine and the GPU test hook may be missing from a build. */
+#pragma weak sj_eps_cpu_begin
+#pragma weak sj_eps_cpu_next
+#pragma weak sj_eps_cpu_end
+#pragma weak sjgpu_eps_set_test_strategy
+#pragma weak sjgpu_eps_set_test_segment_work
+extern void sjgpu_eps_set_test_strategy(int strategy);
+extern void sjgpu_eps_set_test_segment_work(double units);
+
+typedef struct GPair
+{
+	uint32_t	l;
+	uint32_t	r;
+	double		d;
+} GPair;
+
+typedef struct GPairs
+{
+	GPair	   *p;
+	size_t		n;
+	size_t		alloc;
+} GPairs;
+
+typedef enum GShape
+{
+	G_UNIFORM,
+	G_CLUSTERS,
+	G_DUPLICATES,
+	G_IDENTICAL,
+	G_INTGRID,
+	G_OFFSET,					/* large offset, tiny spread */
+	G_UNDERFLOW,				/* multiples of 1e-170: squares underflow */
+	G_NSHAPES
+} GShape;
+
+static uint64_t g_rng;
+
+/* splitmix64 */
+static uint64_t
+g_next(void)
+{
+	uint64_t	z = (g_rng += 0x9E3779B97F4A7C15ULL);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+static double
+g_unit(void)
+{
+	return (g_next() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void
+g_seed(uint64_t salt)
+{
+	g_rng = sj_test_seed() * 0x2545F4914F6CDD1DULL + salt;
+}
+
+static void
+pairs_add(GPairs *ps, uint32_t l, uint32_t r, double d)
+{
+	if (ps->n == ps->alloc)
+	{
+		ps->alloc = ps->alloc ? ps->alloc * 2 : 1024;
+		ps->p = realloc(ps->p, ps->alloc * sizeof(GPair));
+		if (!ps->p)
+			abort();
+	}
+	ps->p[ps->n].l = l;
+	ps->p[ps->n].r = r;
+	ps->p[ps->n].d = d;
+	ps->n++;
+}
+
+static int
+pair_cmp(const void *a, const void *b)
+{
+	const GPair *x = a,
+			   *y = b;
+
+	if (x->l != y->l)
+		return x->l < y->l ? -1 : 1;
+	if (x->r != y->r)
+		return x->r < y->r ? -1 : 1;
+	return 0;
+}
+
+/* The contract's distance expression. */
+static double
+g_dist(const SjVectors *L, uint32_t i, const SjVectors *R, uint32_t j)
+{
+	double		sum = 0;
+	int			k;
+
+	for (k = 0; k < L->dim; k++)
+	{
+		double		d = L->coords[(size_t) k * L->n + i] - R->coords[(size_t) k * R->n + j];
+
+		sum = sum + d * d;
+	}
+	return sqrt(sum);
+}
+
+/* Brute-force oracle. */
+static void
+oracle_brute(const SjVectors *L, const SjVectors *R, double eps, GPairs *out)
+{
+	uint32_t	i,
+				j;
+
+	for (i = 0; i < L->n; i++)
+		for (j = R ? 0 : i + 1; j < (R ? R->n : L->n); j++)
+		{
+			double		d = g_dist(L, i, R ? R : L, j);
+
+			if (d <= eps)
+				pairs_add(out, i, j, d);
+		}
+}
+
+static const double *sweep_key;
+
+static int
+sweep_cmp(const void *a, const void *b)
+{
+	double		x = sweep_key[*(const uint32_t *) a],
+				y = sweep_key[*(const uint32_t *) b];
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * Sort-and-sweep oracle along dimension 0: candidates within a window
+ * a little wider than eps, then the exact test.
+ */
+static void
+oracle_sweep(const SjVectors *L, const SjVectors *R, double eps, GPairs *out)
+{
+	const SjVectors *B = R ? R : L;
+	uint32_t   *li = malloc(sizeof(uint32_t) * (L->n + 1)),
+			   *bi = malloc(sizeof(uint32_t) * (B->n + 1));
+	double		win = eps * (1 + 1e-9) + 1e-150;	/* squares below ~1e-308 underflow */
+	uint32_t	i,
+				lo = 0;
+
+	for (i = 0; i < L->n; i++)
+		li[i] = i;
+	for (i = 0; i < B->n; i++)
+		bi[i] = i;
+	sweep_key = L->coords;
+	qsort(li, L->n, sizeof(uint32_t), sweep_cmp);
+	sweep_key = B->coords;
+	qsort(bi, B->n, sizeof(uint32_t), sweep_cmp);
+	for (i = 0; i < L->n; i++)
+	{
+		double		x = L->coords[li[i]];
+		uint32_t	k;
+
+		while (lo < B->n && B->coords[bi[lo]] < x - win)
+			lo++;
+		for (k = lo; k < B->n && B->coords[bi[k]] <= x + win; k++)
+		{
+			uint32_t	a = li[i],
+						b = bi[k];
+			double		d;
+
+			if (!R && a >= b)
+				continue;
+			d = g_dist(L, a, B, b);
+			if (d <= eps)
+				pairs_add(out, a, b, d);
+		}
+	}
+	free(li);
+	free(bi);
+}
+
+/* Run the GPU join to exhaustion; checks batch invariants. */
+static int
+run_gpu(const SjVectors *L, const SjVectors *R, double eps, const SjJoinOptions *o,
+		GPairs *out, uint64_t *count, SjTimings *tm, char *why)
+{
+	SjGpuEpsJoin *j = NULL;
+	char		err[SJ_ERRMSG_LEN];
+	SjStatus	st;
+	int			done = 0;
+	size_t		maxb = o->max_batch_pairs ? o->max_batch_pairs : 1048576;
+	long		calls = 0;
+
+	*count = 0;
+	st = sjgpu_eps_begin(L, R, eps, o, &j, err);
+	if (st != SJ_OK)
+	{
+		snprintf(why, 512, "begin: status %d: %s", st, err);
+		return 0;
+	}
+	while (!done)
+	{
+		SjPairBatch b;
+		size_t		i;
+
+		st = sjgpu_eps_next(j, &b, &done, err);
+		if (st != SJ_OK)
+		{
+			snprintf(why, 512, "next: status %d: %s", st, err);
+			sjgpu_eps_end(j);
+			return 0;
+		}
+		if (++calls > 100000000)
+		{
+			snprintf(why, 512, "too many calls");
+			sjgpu_eps_end(j);
+			return 0;
+		}
+		*count += b.count;
+		if (o->count_only)
+		{
+			if (b.left || b.right || b.value)
+			{
+				snprintf(why, 512, "count_only batch has arrays");
+				sjgpu_eps_end(j);
+				return 0;
+			}
+			continue;
+		}
+		if (b.count > maxb)
+		{
+			snprintf(why, 512, "batch of %zu pairs exceeds %zu", b.count, maxb);
+			sjgpu_eps_end(j);
+			return 0;
+		}
+		for (i = 0; i < b.count; i++)
+		{
+			if (b.left[i] >= L->n || b.right[i] >= (R ? R->n : L->n) ||
+				(!R && b.left[i] >= b.right[i]))
+			{
+				snprintf(why, 512, "bad pair (%u, %u)", b.left[i], b.right[i]);
+				sjgpu_eps_end(j);
+				return 0;
+			}
+			if (out)
+				pairs_add(out, b.left[i], b.right[i], b.value[i]);
+		}
+	}
+	if (tm)
+		sjgpu_eps_timings(j, tm);
+	sjgpu_eps_end(j);
+	return 1;
+}
+
+/* Compare sorted pair lists; distances bit for bit. */
+static int
+compare_pairs(GPairs *exp, GPairs *got, char *why)
+{
+	size_t		i;
+
+	qsort(exp->p, exp->n, sizeof(GPair), pair_cmp);
+	qsort(got->p, got->n, sizeof(GPair), pair_cmp);
+	if (exp->n != got->n)
+	{
+		snprintf(why, 512, "expected %zu pairs, got %zu", exp->n, got->n);
+		for (i = 0; i < exp->n && i < got->n; i++)
+			if (pair_cmp(&exp->p[i], &got->p[i]) != 0)
+			{
+				snprintf(why, 512, "expected %zu pairs, got %zu; first difference at %zu: "
+						 "expected (%u,%u) got (%u,%u)", exp->n, got->n, i,
+						 exp->p[i].l, exp->p[i].r, got->p[i].l, got->p[i].r);
+				break;
+			}
+		return 0;
+	}
+	for (i = 0; i < exp->n; i++)
+	{
+		if (pair_cmp(&exp->p[i], &got->p[i]) != 0)
+		{
+			snprintf(why, 512, "pair %zu: expected (%u,%u) got (%u,%u)", i,
+					 exp->p[i].l, exp->p[i].r, got->p[i].l, got->p[i].r);
+			return 0;
+		}
+		if (memcmp(&exp->p[i].d, &got->p[i].d, sizeof(double)) != 0)
+		{
+			snprintf(why, 512, "pair (%u,%u): distance %.17g, expected %.17g",
+					 exp->p[i].l, exp->p[i].r, got->p[i].d, exp->p[i].d);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Fill n rows of one side (SoA) in a shape; pool/centres shared by sides. */
+static double *
+gen(GShape shape, uint32_t n, int dim, const double *pool, int npool)
+{
+	double	   *c = malloc(sizeof(double) * ((size_t) n * dim + 1));
+	uint32_t	i;
+	int			k;
+
+	for (i = 0; i < n; i++)
+	{
+		int			p = (int) (g_next() % (uint64_t) npool);
+
+		for (k = 0; k < dim; k++)
+		{
+			double		x;
+
+			switch (shape)
+			{
+				case G_UNIFORM:
+					x = 100.0 * g_unit();
+					break;
+				case G_CLUSTERS:
+					x = pool[p * dim + k] + (g_unit() - 0.5);
+					break;
+				case G_DUPLICATES:
+					x = pool[p * dim + k];
+					break;
+				case G_IDENTICAL:
+					x = pool[k];
+					break;
+				case G_INTGRID:
+					x = (double) (g_next() % 6);
+					break;
+				case G_OFFSET:
+					x = 1e6 + 1e-3 * g_unit();
+					break;
+				default:
+					x = (double) (g_next() % 5) * 1e-170;
+					break;
+			}
+			c[(size_t) k * n + i] = x;
+		}
+	}
+	return c;
+}
+
+/* An eps that makes a few pairs: a low quantile of random pair distances. */
+static double
+pick_eps(GShape shape, const SjVectors *L, const SjVectors *R)
+{
+	const SjVectors *B = R ? R : L;
+	double		d[64];
+	int			m = 0,
+				i,
+				a;
+
+	if (shape == G_INTGRID)
+	{
+		static const double e[] = {0.0, 1.0, 1.4142135623730951, 2.0, 3.0};
+
+		return e[g_next() % 5];
+	}
+	if (shape == G_UNDERFLOW)
+		return (g_next() % 2) ? 0.0 : 1e-170;
+	if (g_next() % 10 == 0 || L->n == 0 || B->n == 0)
+		return (g_next() % 2) ? 0.0 : 1.0;
+	for (i = 0; i < 64; i++)
+		d[m++] = g_dist(L, (uint32_t) (g_next() % L->n), B, (uint32_t) (g_next() % B->n));
+	for (i = 1; i < m; i++)
+		for (a = i; a > 0 && d[a - 1] > d[a]; a--)
+		{
+			double		t = d[a];
+
+			d[a] = d[a - 1];
+			d[a - 1] = t;
+		}
+	/* an exact pair distance: its pair sits on the boundary */
+	return d[g_next() % 6];
+}
+
+/* Random cases a test runs (SJ_EPS_CASES overrides, e.g. under memcheck). */
+static int
+ncases(int dflt)
+{
+	const char *env = getenv("SJ_EPS_CASES");
+
+	return env && atoi(env) > 0 ? atoi(env) : dflt;
+}
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void
+set_strategy(int s)
+{
+	if (sjgpu_eps_set_test_strategy)
+		sjgpu_eps_set_test_strategy(s);
+}
+
+/* One random case against the brute-force oracle. */
+static int
+random_case(int strategy, uint64_t salt, char *why)
+{
+	static const uint32_t sizes[] = {0, 1, 2, 3, 5, 17, 64, 127, 256, 513, 1000};
+	static const int dims[] = {1, 2, 3, 4, 5, 6, 7, 8, 16, 64};
+	GShape		shape;
+	int			dim,
+				self,
+				npool,
+				ok;
+	uint32_t	nl,
+				nr;
+	double	   *pool,
+			   *lc,
+			   *rc = NULL,
+				eps;
+	SjVectors	L,
+				R;
+	SjJoinOptions o;
+	GPairs		exp = {0},
+				got = {0};
+	uint64_t	count;
+
+	g_seed(salt);
+	shape = (GShape) (g_next() % G_NSHAPES);
+	dim = dims[g_next() % 10];
+	self = g_next() % 2;
+	nl = sizes[g_next() % 11];
+	nr = sizes[g_next() % 11];
+	npool = 1 + (int) (g_next() % 12);
+	pool = malloc(sizeof(double) * npool * dim);
+	for (int i = 0; i < npool * dim; i++)
+		pool[i] = 10.0 * g_unit();
+	lc = gen(shape, nl, dim, pool, npool);
+	L.n = nl;
+	L.dim = dim;
+	L.coords = lc;
+	if (!self)
+	{
+		rc = gen(shape, nr, dim, pool, npool);
+		R.n = nr;
+		R.dim = dim;
+		R.coords = rc;
+	}
+	eps = pick_eps(shape, &L, self ? NULL : &R);
+	memset(&o, 0, sizeof(o));
+	o.cpu_threads = 1;
+	o.max_batch_pairs = (g_next() % 3 == 0) ? 1 + g_next() % 50 : 0;
+	o.count_only = g_next() % 5 == 0;
+	oracle_brute(&L, self ? NULL : &R, eps, &exp);
+	/* keep the number of calls reasonable */
+	if (o.max_batch_pairs && exp.n / o.max_batch_pairs > 20000)
+		o.max_batch_pairs = exp.n / 20000 + 1;
+	set_strategy(strategy);
+	ok = run_gpu(&L, self ? NULL : &R, eps, &o, o.count_only ? NULL : &got, &count, NULL, why);
+	set_strategy(0);
+	if (ok && o.count_only && count != exp.n)
+	{
+		snprintf(why, 512, "count_only: %llu, expected %zu",
+				 (unsigned long long) count, exp.n);
+		ok = 0;
+	}
+	if (ok && !o.count_only)
+		ok = compare_pairs(&exp, &got, why);
+	if (!ok)
+	{
+		char		tmp[512];
+
+		snprintf(tmp, sizeof(tmp), "%s [salt %llu: shape %d dim %d %s nl %u nr %u eps %.17g batch %zu count_only %d]",
+				 why, (unsigned long long) salt, shape, dim, self ? "self" : "two",
+				 nl, nr, eps, o.max_batch_pairs, o.count_only);
+		memcpy(why, tmp, 512);
+	}
+	free(exp.p);
+	free(got.p);
+	free(pool);
+	free(lc);
+	free(rc);
+	return ok;
+}
+
+SJ_TEST(eps_gpu_devices)
+{
+	int			n = 0;
+	char		err[SJ_ERRMSG_LEN];
+	SjGpuDeviceInfo info;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	SJ_CHECK(sjgpu_device_count(&n, err) == SJ_OK && n >= 1, "device count %d", n);
+	SJ_CHECK(sjgpu_device_info(0, &info, err) == SJ_OK, "%s", err);
+	SJ_CHECK(info.name[0] && info.total_memory > 0 && info.free_memory > 0 &&
+			 info.free_memory <= info.total_memory && info.cc_major >= 3,
+			 "info %s %llu %llu %d.%d", info.name,
+			 (unsigned long long) info.total_memory,
+			 (unsigned long long) info.free_memory, info.cc_major, info.cc_minor);
+	printf("     device 0: %s, %.1f GiB (%.1f free), cc %d.%d\n", info.name,
+		   info.total_memory / 1073741824.0, info.free_memory / 1073741824.0,
+		   info.cc_major, info.cc_minor);
+	SJ_CHECK(sjgpu_device_info(n, &info, err) == SJ_ERR_NO_DEVICE, "ordinal %d accepted", n);
+}
+
+SJ_TEST(eps_gpu_random_auto)
+{
+	char		why[512];
+	int			i;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	for (i = 0; i < ncases(300); i++)
+		SJ_CHECK(random_case(0, 1000 + i, why), "%s", why);
+}
+
+SJ_TEST(eps_gpu_random_grid)
+{
+	char		why[512];
+	int			i;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	for (i = 0; i < ncases(300); i++)
+		SJ_CHECK(random_case(1, 5000 + i, why), "%s", why);
+}
+
+SJ_TEST(eps_gpu_random_brute)
+{
+	char		why[512];
+	int			i;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	for (i = 0; i < ncases(200); i++)
+		SJ_CHECK(random_case(2, 9000 + i, why), "%s", why);
+}
+
+/* Integer lattice, eps exactly 1 and sqrt 2: every pair on the boundary. */
+SJ_TEST(eps_gpu_boundary_lattice)
+{
+	static const double epss[] = {0.0, 1.0, 1.4142135623730951, 1.7320508075688772};
+	int			dim,
+				e,
+				s;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	for (dim = 1; dim <= 3; dim++)
+		for (e = 0; e < 4; e++)
+			for (s = 0; s < 3; s++)
+			{
+				uint32_t	side = dim == 1 ? 300 : dim == 2 ? 20 : 7;
+				uint32_t	n = 1,
+							i;
+				int			k;
+				double	   *c;
+				SjVectors	L;
+				SjJoinOptions o;
+				GPairs		exp = {0},
+							got = {0};
+				uint64_t	count;
+				char		why[512];
+
+				for (k = 0; k < dim; k++)
+					n *= side;
+				c = malloc(sizeof(double) * n * dim);
+				for (i = 0; i < n; i++)
+				{
+					uint32_t	r = i;
+
+					for (k = 0; k < dim; k++)
+					{
+						c[(size_t) k * n + i] = (double) (r % side) - 3.0;
+						r /= side;
+					}
+				}
+				L.n = n;
+				L.dim = dim;
+				L.coords = c;
+				memset(&o, 0, sizeof(o));
+				oracle_brute(&L, NULL, epss[e], &exp);
+				set_strategy(s);
+				SJ_CHECK(run_gpu(&L, NULL, epss[e], &o, &got, &count, NULL, why),
+						 "dim %d eps %g: %s", dim, epss[e], why);
+				set_strategy(0);
+				SJ_CHECK(compare_pairs(&exp, &got, why), "dim %d eps %g strategy %d: %s",
+						 dim, epss[e], s, why);
+				free(exp.p);
+				free(got.p);
+				free(c);
+			}
+}
+
+/* Many pairs, tiny batches: 1, 7 and 1000 pairs a batch. */
+SJ_TEST(eps_gpu_tiny_batches)
+{
+	static const size_t batches[] = {1, 7, 1000};
+	int			b,
+				s;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	g_seed(77);
+	for (b = 0; b < 3; b++)
+		for (s = 0; s < 3; s++)
+		{
+			double		pool[2 * 8];
+			double	   *lc,
+					   *rc;
+			SjVectors	L,
+						R;
+			SjJoinOptions o;
+			GPairs		exp = {0},
+						got = {0};
+			uint64_t	count;
+			char		why[512];
+			int			self = s != 1;
+
+			for (int i = 0; i < 16; i++)
+				pool[i] = 10.0 * g_unit();
+			lc = gen(G_CLUSTERS, 1500, 2, pool, 8);
+			rc = gen(G_CLUSTERS, 1100, 2, pool, 8);
+			L.n = 1500;
+			L.dim = 2;
+			L.coords = lc;
+			R.n = 1100;
+			R.dim = 2;
+			R.coords = rc;
+			memset(&o, 0, sizeof(o));
+			o.max_batch_pairs = batches[b];
+			oracle_brute(&L, self ? NULL : &R, 0.1, &exp);
+			set_strategy(s == 2 ? 2 : 1);
+			SJ_CHECK(run_gpu(&L, self ? NULL : &R, 0.1, &o, &got, &count, NULL, why),
+					 "batch %zu: %s", batches[b], why);
+			set_strategy(0);
+			SJ_CHECK(exp.n > 1000, "only %zu pairs", exp.n);
+			SJ_CHECK(compare_pairs(&exp, &got, why), "batch %zu self %d: %s",
+					 batches[b], self, why);
+			free(exp.p);
+			free(got.p);
+			free(lc);
+			free(rc);
+		}
+}
+
+/* 200k points under a 4 MB device limit: many chunks and batches. */
+SJ_TEST(eps_gpu_tiny_memory)
+{
+	int			self;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	g_seed(4242);
+	for (self = 1; self >= 0; self--)
+	{
+		uint32_t	nl = self ? 200000 : 120000,
+					nr = 170000;
+		double	   *lc = gen(G_UNIFORM, nl, 2, NULL, 1),
+				   *rc = gen(G_UNIFORM, nr, 2, NULL, 1);
+		SjVectors	L = {nl, 2, lc},
+					R = {nr, 2, rc};
+		SjJoinOptions o;
+		GPairs		exp = {0},
+					got = {0};
+		uint64_t	count;
+		SjTimings	tm;
+		char		why[512];
+
+		memset(&o, 0, sizeof(o));
+		o.gpu_memory_limit = 4 << 20;
+		o.max_batch_pairs = 4000000;
+		oracle_sweep(&L, self ? NULL : &R, 0.3, &exp);
+		SJ_CHECK(run_gpu(&L, self ? NULL : &R, 0.3, &o, &got, &count, &tm, why), "%s", why);
+		printf("     %s: %zu pairs, %s, %llu batches, peak %llu bytes\n",
+			   self ? "self" : "two-table", got.n, tm.strategy,
+			   (unsigned long long) tm.batches, (unsigned long long) tm.device_bytes);
+		SJ_CHECK(tm.device_bytes <= o.gpu_memory_limit, "peak %llu over the limit",
+				 (unsigned long long) tm.device_bytes);
+		SJ_CHECK(strstr(tm.strategy, "chunks") != NULL, "no chunks: %s", tm.strategy);
+		SJ_CHECK(tm.batches > 10, "only %llu batches", (unsigned long long) tm.batches);
+		SJ_CHECK(compare_pairs(&exp, &got, why), "%s", why);
+		o.count_only = 1;
+		SJ_CHECK(run_gpu(&L, self ? NULL : &R, 0.3, &o, NULL, &count, NULL, why), "%s", why);
+		SJ_CHECK(count == exp.n, "count_only %llu, expected %zu",
+				 (unsigned long long) count, exp.n);
+		free(exp.p);
+		free(got.p);
+		free(lc);
+		free(rc);
+	}
+}
+
+/* High dimensions under a small limit (brute force in chunks). */
+SJ_TEST(eps_gpu_high_dim)
+{
+	static const int dims[] = {64, 300, 1000};
+	int			t;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	g_seed(31337);
+	for (t = 0; t < 3; t++)
+	{
+		int			dim = dims[t];
+		uint32_t	n = dim == 64 ? 5000 : 700;
+		double		pool[1000 * 6];
+		double	   *c;
+		SjVectors	L;
+		SjJoinOptions o;
+		GPairs		exp = {0},
+					got = {0};
+		uint64_t	count;
+		char		why[512];
+		double		eps;
+
+		for (int i = 0; i < 6 * dim; i++)
+			pool[i] = 10.0 * g_unit();
+		c = gen(G_CLUSTERS, n, dim, pool, 6);
+		L.n = n;
+		L.dim = dim;
+		L.coords = c;
+		/* squared intra-cluster distances ~ N(dim/6, 0.0389 dim): take the low tail */
+		eps = sqrt(dim / 6.0 - 1.5 * sqrt(0.0389 * dim));
+		memset(&o, 0, sizeof(o));
+		o.gpu_memory_limit = 1 << 20;
+		o.max_batch_pairs = 5000;
+		oracle_brute(&L, NULL, eps, &exp);
+		SJ_CHECK(run_gpu(&L, NULL, eps, &o, &got, &count, NULL, why), "dim %d: %s", dim, why);
+		SJ_CHECK(compare_pairs(&exp, &got, why), "dim %d (%zu pairs): %s", dim, exp.n, why);
+		free(exp.p);
+		free(got.p);
+		free(c);
+	}
+}
+
+/* Tiny segments: the work-estimate pass, segment cuts, per-call limits. */
+SJ_TEST(eps_gpu_segments)
+{
+	int			t;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	if (!sjgpu_eps_set_test_segment_work)
+	{
+		sj_test_skip("no test hook");
+		return;
+	}
+	for (t = 0; t < 8; t++)
+	{
+		int			self = t % 2 == 0,
+					dim = 1 + t % 4;
+		uint32_t	nl = 20000 + 7 * t,
+					nr = 15001;
+		double		pool[4 * 30];
+		double	   *lc,
+				   *rc;
+		SjVectors	L,
+					R;
+		SjJoinOptions o;
+		GPairs		exp = {0},
+					got = {0};
+		uint64_t	count;
+		char		why[512];
+		double		eps = 0.05 * dim;
+
+		g_seed(800 + t);
+		for (int i = 0; i < 120; i++)
+			pool[i] = 10.0 * g_unit();
+		lc = gen(G_CLUSTERS, nl, dim, pool, 30);
+		rc = gen(G_CLUSTERS, nr, dim, pool, 30);
+		L.n = nl;
+		L.dim = dim;
+		L.coords = lc;
+		R.n = nr;
+		R.dim = dim;
+		R.coords = rc;
+		memset(&o, 0, sizeof(o));
+		o.max_batch_pairs = 50000;
+		o.count_only = t >= 6;
+		oracle_sweep(&L, self ? NULL : &R, eps, &exp);
+		sjgpu_eps_set_test_segment_work(t % 4 < 2 ? 1e5 : 1e7);
+		set_strategy(t % 4 == 3 ? 2 : 1);
+		SJ_CHECK(run_gpu(&L, self ? NULL : &R, eps, &o, o.count_only ? NULL : &got, &count,
+						 NULL, why), "case %d: %s", t, why);
+		sjgpu_eps_set_test_segment_work(0);
+		set_strategy(0);
+		if (o.count_only)
+			SJ_CHECK(count == exp.n, "case %d: count %llu, expected %zu", t,
+					 (unsigned long long) count, exp.n);
+		else
+			SJ_CHECK(compare_pairs(&exp, &got, why), "case %d: %s", t, why);
+		free(exp.p);
+		free(got.p);
+		free(lc);
+		free(rc);
+	}
+}
+
+/* A heavy join (all points identical) spread over calls of bounded time. */
+SJ_TEST(eps_gpu_call_time)
+{
+	uint32_t	n = 150000;
+	double	   *c = malloc(sizeof(double) * n * 3);
+	SjVectors	L = {n, 3, c};
+	SjJoinOptions o;
+	SjGpuEpsJoin *j = NULL;
+	char		err[SJ_ERRMSG_LEN];
+	int			done = 0,
+				calls = 0;
+	uint64_t	count = 0;
+	double		worst = 0,
+				t0 = now_ms();
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		free(c);
+		return;
+	}
+	for (uint32_t i = 0; i < n * 3; i++)
+		c[i] = 42.5;
+	memset(&o, 0, sizeof(o));
+	o.count_only = 1;
+	SJ_CHECK(sjgpu_eps_begin(&L, NULL, 0.0, &o, &j, err) == SJ_OK, "%s", err);
+	worst = now_ms() - t0;
+	while (!done)
+	{
+		SjPairBatch b;
+		double		t1 = now_ms();
+
+		SJ_CHECK(sjgpu_eps_next(j, &b, &done, err) == SJ_OK, "%s", err);
+		count += b.count;
+		calls++;
+		if (now_ms() - t1 > worst)
+			worst = now_ms() - t1;
+	}
+	sjgpu_eps_end(j);
+	free(c);
+	printf("     %u identical points: %llu pairs in %d calls, longest %.1f ms, total %.1f ms\n",
+		   n, (unsigned long long) count, calls, worst, now_ms() - t0);
+	SJ_CHECK(count == (uint64_t) n * (n - 1) / 2, "count %llu", (unsigned long long) count);
+	SJ_CHECK(worst < 500.0, "a call took %.1f ms", worst);
+}
+
+/* Against the CPU engine on medium random data, where it is linked. */
+SJ_TEST(eps_gpu_vs_cpu)
+{
+	int			t;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	if (!sj_eps_cpu_begin)
+	{
+		sj_test_skip("CPU engine not linked");
+		return;
+	}
+	for (t = 0; t < 8; t++)
+	{
+		int			dim = 1 + t % 6;
+		int			self = t % 2 == 0;
+		uint32_t	nl = 40000 + t * 1111,
+					nr = 30001;
+		double		pool[6 * 20];
+		double	   *lc,
+				   *rc;
+		SjVectors	L,
+					R;
+		SjJoinOptions o;
+		GPairs		exp = {0},
+					got = {0};
+		uint64_t	count;
+		char		why[512],
+					err[SJ_ERRMSG_LEN];
+		SjEpsJoin  *cj = NULL;
+		int			done = 0;
+		double		eps;
+
+		g_seed(600 + t);
+		for (int i = 0; i < 120; i++)
+			pool[i] = 20.0 * g_unit();
+		lc = gen(t < 4 ? G_UNIFORM : G_CLUSTERS, nl, dim, pool, 20);
+		rc = gen(t < 4 ? G_UNIFORM : G_CLUSTERS, nr, dim, pool, 20);
+		L.n = nl;
+		L.dim = dim;
+		L.coords = lc;
+		R.n = nr;
+		R.dim = dim;
+		R.coords = rc;
+		eps = t < 4 ? 100.0 * pow(8.0 / nl, 1.0 / dim) : 0.05;
+		memset(&o, 0, sizeof(o));
+		o.cpu_threads = 4;
+		o.max_batch_pairs = 100000;
+		SJ_CHECK(sj_eps_cpu_begin(&L, self ? NULL : &R, eps, &o, &cj, err) == SJ_OK, "%s", err);
+		while (!done)
+		{
+			SjPairBatch b;
+
+			SJ_CHECK(sj_eps_cpu_next(cj, &b, &done, err) == SJ_OK, "%s", err);
+			for (size_t i = 0; i < b.count; i++)
+				pairs_add(&exp, b.left[i], b.right[i], b.value[i]);
+		}
+		sj_eps_cpu_end(cj);
+		SJ_CHECK(run_gpu(&L, self ? NULL : &R, eps, &o, &got, &count, NULL, why), "%s", why);
+		SJ_CHECK(compare_pairs(&exp, &got, why), "case %d dim %d self %d: %s", t, dim, self, why);
+		free(exp.p);
+		free(got.p);
+		free(lc);
+		free(rc);
+	}
+}
+
+/* Arguments the engine must refuse, and the iterator's edges. */
+SJ_TEST(eps_gpu_errors)
+{
+	double		c[4] = {0, 1, 2, 3};
+	SjVectors	L = {2, 2, c},
+				R = {4, 1, c},
+				E = {0, 2, NULL};
+	SjJoinOptions o;
+	SjGpuEpsJoin *j = (SjGpuEpsJoin *) 1;
+	char		err[SJ_ERRMSG_LEN];
+	SjPairBatch b;
+	int			done = 0;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	memset(&o, 0, sizeof(o));
+	SJ_CHECK(sjgpu_eps_begin(&L, &R, 1.0, &o, &j, err) == SJ_ERR_INVALID && j == NULL,
+			 "dimension mismatch accepted");
+	SJ_CHECK(sjgpu_eps_begin(&L, NULL, -1.0, &o, &j, err) == SJ_ERR_INVALID, "negative eps");
+	SJ_CHECK(sjgpu_eps_begin(&L, NULL, NAN, &o, &j, err) == SJ_ERR_INVALID, "NaN eps");
+	o.gpu_device = 999;
+	SJ_CHECK(sjgpu_eps_begin(&L, NULL, 1.0, &o, &j, err) == SJ_ERR_NO_DEVICE, "device 999");
+	o.gpu_device = 0;
+	o.gpu_memory_limit = 64;
+	SJ_CHECK(sjgpu_eps_begin(&L, NULL, 1.0, &o, &j, err) == SJ_ERR_DEVICE_NOMEM,
+			 "64-byte limit accepted");
+	o.gpu_memory_limit = 0;
+	sjgpu_eps_end(NULL);
+
+	/* empty side: one empty batch, done */
+	SJ_CHECK(sjgpu_eps_begin(&E, &L, 1.0, &o, &j, err) == SJ_OK, "%s", err);
+	SJ_CHECK(sjgpu_eps_next(j, &b, &done, err) == SJ_OK && done && b.count == 0, "empty");
+	SJ_CHECK(sjgpu_eps_next(j, &b, &done, err) == SJ_OK && done && b.count == 0,
+			 "after done");
+	sjgpu_eps_end(j);
+
+	/* end in the middle of a join */
+	o.max_batch_pairs = 1;
+	SJ_CHECK(sjgpu_eps_begin(&L, NULL, 10.0, &o, &j, err) == SJ_OK, "%s", err);
+	sjgpu_eps_end(j);
+	L.n = 4;
+	L.dim = 1;
+	SJ_CHECK(sjgpu_eps_begin(&L, NULL, 10.0, &o, &j, err) == SJ_OK, "%s", err);
+	SJ_CHECK(sjgpu_eps_next(j, &b, &done, err) == SJ_OK && b.count == 1 && !done, "first");
+	sjgpu_eps_end(j);
+}
+
+/*
+ * Time one configuration end to end (begin, every next, end; the consumer
+ * only reads each batch's last pair): median of 5 after a warm-up, with the
+ * engine's own event-timed phases of the median run.
+ */
+static void
+bench_one(const char *name, const SjVectors *L, const SjVectors *R, double eps,
+		  int count_only, size_t batch, int *sj_failed_)
+{
+	double		wall[5],
+				first = 0;
+	SjTimings	tms[5],
+				tm;
+	uint64_t	count = 0;
+	SjJoinOptions o;
+	int			r,
+				med = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.count_only = count_only;
+	o.max_batch_pairs = batch;
+	for (r = -1; r < 5; r++)
+	{
+		SjGpuEpsJoin *j = NULL;
+		char		err[SJ_ERRMSG_LEN];
+		int			done = 0;
+		double		t0 = now_ms();
+		uint64_t	sink = 0;
+
+		count = 0;
+		SJ_CHECK(sjgpu_eps_begin(L, R, eps, &o, &j, err) == SJ_OK, "%s", err);
+		while (!done)
+		{
+			SjPairBatch b;
+
+			SJ_CHECK(sjgpu_eps_next(j, &b, &done, err) == SJ_OK, "%s", err);
+			count += b.count;
+			if (!count_only && b.count)
+				sink += b.left[b.count - 1] + b.right[b.count - 1];
+		}
+		sjgpu_eps_timings(j, &tm);
+		sjgpu_eps_end(j);
+		if (r < 0)
+			first = now_ms() - t0;
+		else
+		{
+			wall[r] = now_ms() - t0;
+			tms[r] = tm;
+		}
+		(void) sink;
+	}
+	for (r = 0; r < 5; r++)
+	{
+		int			below = 0;
+
+		for (int q = 0; q < 5; q++)
+			below += wall[q] < wall[r] || (wall[q] == wall[r] && q < r);
+		if (below == 2)
+			med = r;
+	}
+	tm = tms[med];
+	printf("BENCH %-34s pairs %11llu  wall %8.2f ms (first %8.2f)  build %7.2f  probe %7.2f  "
+		   "transfer %7.2f  batches %llu  peak %.1f MB  [%s]\n", name,
+		   (unsigned long long) count, wall[med], first, tm.build_ms, tm.probe_ms,
+		   tm.transfer_ms, (unsigned long long) tm.batches, tm.device_bytes / 1048576.0,
+		   tm.strategy);
+	fflush(stdout);
+}
+
+SJ_TEST(eps_gpu_bench)
+{
+	uint32_t	n = 2000000;
+	double	   *c;
+	SjVectors	L;
+	const char *env = getenv("SJ_EPS_BENCH");
+
+	if (!env || !*env || !sj_test_gpu_usable())
+	{
+		sj_test_skip("set SJ_EPS_BENCH=1 on a GPU machine");
+		return;
+	}
+	g_seed(2002);
+	c = gen(G_UNIFORM, n, 2, NULL, 1);
+	L.n = n;
+	L.dim = 2;
+	L.coords = c;
+	bench_one("Syn2D2M eps0.2 count", &L, NULL, 0.2, 1, 0, sj_failed_);
+	bench_one("Syn2D2M eps0.2 pairs batch1M", &L, NULL, 0.2, 0, 0, sj_failed_);
+	bench_one("Syn2D2M eps0.2 pairs batch4M", &L, NULL, 0.2, 0, 4000000, sj_failed_);
+	bench_one("Syn2D2M eps1.0 count", &L, NULL, 1.0, 1, 0, sj_failed_);
+	if (sj_eps_cpu_begin)
+	{
+		SjJoinOptions o;
+		SjEpsJoin  *cj = NULL;
+		char		err[SJ_ERRMSG_LEN];
+		int			done = 0;
+		uint64_t	cpu = 0,
+					gpu = 0;
+		double		t0 = now_ms();
+		char		why[512];
+
+		memset(&o, 0, sizeof(o));
+		o.count_only = 1;
+		o.cpu_threads = 16;
+		SJ_CHECK(sj_eps_cpu_begin(&L, NULL, 0.2, &o, &cj, err) == SJ_OK, "%s", err);
+		while (!done)
+		{
+			SjPairBatch b;
+
+			SJ_CHECK(sj_eps_cpu_next(cj, &b, &done, err) == SJ_OK, "%s", err);
+			cpu += b.count;
+		}
+		sj_eps_cpu_end(cj);
+		printf("BENCH cpu engine Syn2D2M eps0.2 count: %llu pairs, %.1f ms (16 threads)\n",
+			   (unsigned long long) cpu, now_ms() - t0);
+		SJ_CHECK(run_gpu(&L, NULL, 0.2, &o, NULL, &gpu, NULL, why), "%s", why);
+		SJ_CHECK(cpu == gpu, "cpu %llu gpu %llu", (unsigned long long) cpu,
+				 (unsigned long long) gpu);
+	}
+	free(c);
+
+	/* two-table 1M x 1M 3-D, 6-D self-join, 64-D brute force */
+	{
+		uint32_t	m = 1000000;
+		double	   *a = gen(G_UNIFORM, m, 3, NULL, 1),
+				   *b = gen(G_UNIFORM, m, 3, NULL, 1);
+		SjVectors	A = {m, 3, a},
+					B = {m, 3, b};
+
+		bench_one("two-table 1Mx1M 3D eps1.0 count", &A, &B, 1.0, 1, 0, sj_failed_);
+		bench_one("two-table 1Mx1M 3D eps1.0 pairs", &A, &B, 1.0, 0, 0, sj_failed_);
+		free(a);
+		free(b);
+	}
+	{
+		double	   *a = gen(G_UNIFORM, 2000000, 6, NULL, 1);
+		SjVectors	A = {2000000, 6, a};
+
+		bench_one("Syn6D2M eps8 count", &A, NULL, 8.0, 1, 0, sj_failed_);
+		free(a);
+	}
+	{
+		double	   *a = gen(G_UNIFORM, 50000, 64, NULL, 1);
+		SjVectors	A = {50000, 64, a};
+
+		bench_one("64D 50k self eps180 count", &A, NULL, 180.0, 1, 0, sj_failed_);
+		bench_one("64D 50k self eps180 pairs", &A, NULL, 180.0, 0, 0, sj_failed_);
+		free(a);
+	}
+}

@@ -25,4 +25,35 @@ SELECT s.left_id AS shop, s.right_id AS place, round(s.distance::numeric, 4) AS 
 FROM eps_join('shops', 'id', 'pos', 'places', 'id', 'pos', 0.05) s
 ORDER BY distance, shop, place LIMIT 5;
 SELECT operator, device, strategy, pairs, round(total_ms) AS total_ms FROM simjoin_last_stats();
+
+\echo '== jaccard_join: near-duplicate book titles, by words and by 3-grams (pg_trgm''s)'
+CREATE TABLE books (id int, title text);
+INSERT INTO books VALUES
+    (1, 'The Art of Computer Programming'), (2, 'The art of computer programming, vol. 1'),
+    (3, 'Art of Computer Programming'), (4, 'Database System Concepts'),
+    (5, 'Database Systems: Concepts'), (6, 'Readings in Database Systems'),
+    (7, 'Structure and Interpretation of Computer Programs');
+CREATE TABLE book_words AS SELECT id, simjoin_words(title) AS w, simjoin_qgrams(title) AS g FROM books;
+SELECT j.left_id, j.right_id, round(j.similarity::numeric, 3) AS similarity, a.title AS left_title, b.title AS right_title
+FROM jaccard_join('book_words', 'id', 'w', 0.5) j
+JOIN books a ON a.id = j.left_id JOIN books b ON b.id = j.right_id ORDER BY similarity DESC, 1, 2;
+SELECT j.left_id, j.right_id, round(j.similarity::numeric, 3) AS trigram_similarity
+FROM jaccard_join('book_words', 'id', 'g', 0.6) j ORDER BY 3 DESC, 1, 2;
+SELECT operator, device, strategy, pairs, round(total_ms) AS total_ms FROM simjoin_last_stats();
+
+\echo '== theta_join: a band join on time, and an inequality join'
+CREATE TABLE trades AS
+SELECT i AS id, timestamp '2025-01-01' + (random() * 86400) * interval '1 second' AS at,
+       round((random() * 100)::numeric, 2)::float8 AS price FROM generate_series(1, 50000) i;
+CREATE TABLE quotes AS
+SELECT i AS id, timestamp '2025-01-01' + (random() * 86400) * interval '1 second' AS at,
+       round((random() * 100)::numeric, 2)::float8 AS bid FROM generate_series(1, 50000) i;
+SELECT theta_join_count('trades', 'id', 'quotes', 'id',
+       'r.at BETWEEN l.at - interval ''2 seconds'' AND l.at + interval ''2 seconds''') AS quotes_within_2s;
+SELECT operator, device, strategy, pairs, round(total_ms) AS total_ms FROM simjoin_last_stats();
+SELECT * FROM theta_join('trades', 'id', 'quotes', 'id',
+       'r.at BETWEEN l.at AND l.at + interval ''1 second'' AND r.bid > l.price + 99')
+ORDER BY 1, 2 LIMIT 5;
+SELECT theta_join_count('trades', 'id', 'quotes', 'id', 'l.price > r.bid') AS price_above_bid;
+SELECT operator, device, strategy, pairs, round(total_ms) AS total_ms FROM simjoin_last_stats();
 \timing off

@@ -1,0 +1,1275 @@
+/*
+ * jaccard_gpu.cu
+ *		The GPU engine of jaccard_join, after Bellas' thesis ch. 5
+ *		(fgSSJoin and sf-gSSJoin of Ribeiro-Junior, Quirino et al.) with the
+ *		index built by CUB.
+ *
+ * Division of labour.  The host prepares exactly as the CPU engine does,
+ * with the CPU engine's own code (sj_jaccard_prepare in
+ * src/engine/jaccard_cpu.c): tokens renumbered by frequency, identical sets
+ * grouped into distinct sets ordered by size, and the exact integer bounds
+ * (minov, minsize, size_start) derived from the double similarity test.
+ * The device finds every similar pair of distinct sets (u > v); the host
+ * expands those records to member pairs in batches, again with the CPU
+ * engine's code, so both engines share one definition of what joins.  The
+ * similarity is (double) inter / (double) (|u| + |v| - inter) on both: IEEE
+ * division, no contraction, bit-identical.
+ *
+ * Strategies (one per join, in SjTimings.strategy):
+ *
+ *	"gpu prefix-block": fgSSJoin-style prefix filtering on the device.  The
+ *	  indexing prefixes of a block (partition) of distinct sets become
+ *	  (token, set, position) entries, sorted by token with CUB's radix sort
+ *	  (stable, so every list is in set order); list offsets are filled from
+ *	  the run boundaries.  One warp per probe set walks the lists of its
+ *	  probing prefix, restricted by binary search to the sets allowed by the
+ *	  length filter.  Instead of fgSSJoin's n x n count matrix, a pair is
+ *	  claimed only at its smallest common prefix token (its prefixes share
+ *	  nothing before it), so each pair is seen once, needs no memory of its
+ *	  own, and passes PPJoin's positional filter exactly; the lane then
+ *	  verifies it by a merge from there, with early termination.
+ *
+ *	"gpu brute-force overlap": sf-gSSJoin-style counting for low
+ *	  thresholds, where prefixes are long and prune little.  The index holds
+ *	  every token; one block per probe set adds 1 per shared token into a
+ *	  window of counters in shared memory (8192 candidate sets at a time,
+ *	  only those the length filter allows), then tests each count.
+ *
+ * Cost model.  From token counts over the distinct sets the host estimates
+ *	  prefix: P = sum over probes of the index-list lengths of their probing
+ *	          prefix tokens, each visit costing a positional check and maybe
+ *	          a merge from global memory: cost P * (8 + avg |set| / 2);
+ *	  brute:  B = sum over probes of the full-list lengths of all their
+ *	          tokens (a shared-memory atomic each) plus R, the candidate
+ *	          sets the length filter leaves (a counter cleared and read
+ *	          each): cost 1.5 * B + R / 4;
+ *	both halved for the v < u restriction, and picks the cheaper.  Prefixes
+ *	cover about (1 - t) of each set, so the brute force wins below about
+ *	t = 0.5 on most data, and the prefix join above.
+ *
+ * Memory and batching.  The distinct sets (CSR), member counts and bounds
+ * stay on the device for the whole join; SJ_ERR_DEVICE_NOMEM is returned
+ * only when they, a minimal output buffer and the index of one distinct set
+ * cannot fit in the budget (options->gpu_memory_limit).  The index is built
+ * for a partition of distinct sets [V0, V1) at a time, as large as the
+ * budget allows; probes u > V0 run against it in chunks sized from a
+ * per-probe work estimate (about 50 ms of kernel each, adapted to measured
+ * times and result density).  Results go through an atomic counter into a
+ * bounded buffer; when the counter passes the capacity, the chunk is split
+ * (its probe range, or for a single probe its candidate range) and re-run,
+ * so nothing is ever truncated (SjTimings.reruns counts these).  count_only
+ * sums member-pair weights on the device.
+ *
+ * Overlap with the caller: when a chunk's records have been copied back,
+ * the next chunk is launched before the records are handed over, so the
+ * device computes chunk k + 1 while the host expands chunk k into batches.
+ */
+#include <cub/cub.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "sjgpu_internal.cuh"
+
+/*
+ * The CPU engine's preparation and expansion, shared with this engine
+ * (defined in src/engine/jaccard_cpu.c; not part of the adapter boundary).
+ */
+extern "C"
+{
+typedef SjStatus (*SjJaccardSource) (void *ctx, const uint32_t **u,
+									 const uint32_t **v, const double **sim,
+									 size_t *n, uint64_t *count,
+									 int *exhausted, char *errmsg);
+
+SjStatus	sj_jaccard_prepare(const SjSets *left, const SjSets *right,
+							   double threshold, const SjJoinOptions *options,
+							   SjJaccardJoin **join, char *errmsg);
+void		sj_jaccard_prepared_sets(const SjJaccardJoin *j, uint32_t *nsets,
+									 uint32_t *universe,
+									 const uint64_t **offsets,
+									 const uint32_t **tokens,
+									 const uint32_t **weight_left,
+									 const uint32_t **weight_right);
+void		sj_jaccard_prepared_bounds(const SjJaccardJoin *j,
+									   uint32_t *maxsize,
+									   const uint32_t **minov,
+									   const uint32_t **minsize,
+									   const uint32_t **size_start);
+void		sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source,
+								  void *ctx, const char *strategy);
+}
+
+namespace
+{
+
+using sjgpu::Budget;
+using sjgpu::DeviceBuffer;
+using sjgpu::Error;
+using sjgpu::PinnedBuffer;
+using sjgpu::div_up;
+
+constexpr int kWarp = 32;
+constexpr int kBlock = 256;			/* threads per block, both kernels */
+constexpr int kWindow = 8192;		/* brute force: counters per window */
+constexpr double kChunkMs = 50.0;	/* target kernel time of one chunk */
+constexpr size_t kMaxRecords = (size_t) 1 << 24;	/* output buffer, at most */
+constexpr size_t kMinRecords = 256;
+
+enum class Strategy
+{
+	Prefix,
+	Brute
+};
+
+/* Everything a probe kernel reads and writes. */
+struct ProbeArgs
+{
+	const uint64_t *off;		/* distinct sets: CSR offsets */
+	const uint32_t *tok;
+	const uint32_t *wl;			/* member counts per side (wr: two-table) */
+	const uint32_t *wr;
+	const uint32_t *minov;		/* exact bounds of the host */
+	const uint32_t *minsize;
+	const uint32_t *size_start;
+	const uint64_t *list_off;	/* index of the current partition */
+	const uint64_t *post;		/* set << 32 | position, lists by set */
+	uint32_t	u0;				/* probes [u0, u1) */
+	uint32_t	u1;
+	uint32_t	v0;				/* candidates [v0, v1) */
+	uint32_t	v1;
+	double		threshold;
+	int			self;
+	int			count_only;
+	uint32_t   *out_u;			/* records, capacity cap */
+	uint32_t   *out_v;
+	double	   *out_sim;
+	unsigned long long cap;
+	unsigned long long *counter;	/* [0] records, [1] member pairs */
+};
+
+/* ------------------------------------------------------------------------
+ * Device helpers
+ * ------------------------------------------------------------------------ */
+
+/* Overlap of two sorted lists; stops once `need` is out of reach. */
+__device__ __forceinline__ uint32_t
+dev_overlap(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb,
+			uint32_t need)
+{
+	uint32_t	i = 0,
+				k = 0,
+				c = 0;
+
+	if (min(na, nb) < need)
+		return 0;
+	while (i < na && k < nb)
+	{
+		uint32_t	x = a[i],
+					y = b[k];
+
+		if (x == y)
+		{
+			c++;
+			i++;
+			k++;
+		}
+		else
+		{
+			if (x < y)
+				i++;
+			else
+				k++;
+			if (c + min(na - i, nb - k) < need)
+				return c;
+		}
+	}
+	return c;
+}
+
+/* True when two sorted lists share no token. */
+__device__ __forceinline__ bool
+dev_disjoint(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb)
+{
+	uint32_t	i = 0,
+				k = 0;
+
+	while (i < na && k < nb)
+	{
+		uint32_t	x = a[i],
+					y = b[k];
+
+		if (x == y)
+			return false;
+		if (x < y)
+			i++;
+		else
+			k++;
+	}
+	return true;
+}
+
+/* Member pairs that distinct pair (u, v) stands for. */
+__device__ __forceinline__ unsigned long long
+dev_weight(const ProbeArgs &a, uint32_t u, uint32_t v)
+{
+	if (a.self)
+		return (unsigned long long) a.wl[u] * a.wl[v];
+	return (unsigned long long) a.wl[u] * a.wr[v] +
+		(unsigned long long) a.wr[u] * a.wl[v];
+}
+
+/* Two-table: do u and v have members on opposite sides? */
+__device__ __forceinline__ bool
+dev_compatible(const ProbeArgs &a, uint32_t u, uint32_t v)
+{
+	return a.self || (a.wl[u] && a.wr[v]) || (a.wr[u] && a.wl[v]);
+}
+
+/*
+ * Record the hits of a warp (all 32 lanes call this together): one atomic
+ * per warp reserves the slots; slots past the capacity are not written, the
+ * counter still tells the host how many there were.
+ */
+__device__ __forceinline__ void
+dev_emit(const ProbeArgs &a, bool hit, uint32_t u, uint32_t v, double sim,
+		 unsigned long long &local_count)
+{
+	unsigned	mask = __ballot_sync(0xffffffffu, hit);
+	int			lane = threadIdx.x & (kWarp - 1);
+
+	if (mask == 0)
+		return;
+	if (a.count_only)
+	{
+		if (hit)
+			local_count += dev_weight(a, u, v);
+		return;
+	}
+	{
+		int			leader = __ffs(mask) - 1;
+		unsigned long long base = 0;
+
+		if (lane == leader)
+			base = atomicAdd(&a.counter[0], (unsigned long long) __popc(mask));
+		base = __shfl_sync(0xffffffffu, base, leader);
+		if (hit)
+		{
+			unsigned long long idx = base + __popc(mask & ((1u << lane) - 1u));
+
+			if (idx < a.cap)
+			{
+				a.out_u[idx] = u;
+				a.out_v[idx] = v;
+				a.out_sim[idx] = sim;
+			}
+		}
+	}
+}
+
+/* First entry in post[lo, hi) whose set is >= id. */
+__device__ __forceinline__ uint64_t
+dev_lower_bound(const uint64_t *post, uint64_t lo, uint64_t hi, uint32_t id)
+{
+	while (lo < hi)
+	{
+		uint64_t	mid = lo + (hi - lo) / 2;
+
+		if ((uint32_t) (post[mid] >> 32) < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ------------------------------------------------------------------------
+ * Kernels
+ * ------------------------------------------------------------------------ */
+
+/* Index entries of sets [v0, v1): token -> set << 32 | position. */
+__global__ void
+index_fill_kernel(const uint64_t *off, const uint32_t *tok,
+				  const uint32_t *minov, const uint64_t *ent_off,
+				  uint32_t v0, uint32_t v1, int prefix_only,
+				  uint32_t *keys, uint64_t *vals)
+{
+	uint32_t	stride = gridDim.x * blockDim.x;
+
+	for (uint32_t v = v0 + blockIdx.x * blockDim.x + threadIdx.x; v < v1; v += stride)
+	{
+		uint64_t	b = off[v];
+		uint32_t	len = (uint32_t) (off[v + 1] - b);
+		uint32_t	n = prefix_only ? len - minov[2 * len] + 1 : len;
+		uint64_t	dst = ent_off[v - v0];
+
+		for (uint32_t p = 0; p < n; p++)
+		{
+			keys[dst + p] = tok[b + p];
+			vals[dst + p] = ((uint64_t) v << 32) | p;
+		}
+	}
+}
+
+/* List offsets from the sorted keys: list_off[t] = first entry of token t. */
+__global__ void
+list_offsets_kernel(const uint32_t *keys, uint64_t n, uint32_t universe,
+					uint64_t *list_off)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+
+	for (uint64_t k = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; k <= n; k += stride)
+	{
+		int64_t		prev = k == 0 ? -1 : (int64_t) keys[k - 1];
+		int64_t		cur = k == n ? (int64_t) universe : (int64_t) keys[k];
+
+		for (int64_t t = prev + 1; t <= cur; t++)
+			list_off[t] = k;
+	}
+}
+
+/*
+ * Prefix-filtered probe: one warp per probe set u.  For each probing-prefix
+ * token, the warp's lanes take consecutive list entries (sets v in the
+ * allowed range); a lane keeps the pair only at its smallest common prefix
+ * token, checks the positional bound there, and verifies by merging the
+ * rest of both sets.
+ */
+__global__ void __launch_bounds__(kBlock)
+prefix_probe_kernel(ProbeArgs a)
+{
+	uint32_t	lane = threadIdx.x & (kWarp - 1);
+	uint32_t	nwarps = gridDim.x * (blockDim.x / kWarp);
+	unsigned long long local_count = 0;
+
+	for (uint32_t u = a.u0 + blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+		 u < a.u1; u += nwarps)
+	{
+		const uint32_t *tu = a.tok + a.off[u];
+		uint32_t	lu = (uint32_t) (a.off[u + 1] - a.off[u]);
+		uint32_t	ms = a.minsize[lu];
+		uint32_t	lo = max(a.v0, a.size_start[ms]);
+		uint32_t	hi = min(a.v1, u);
+		uint32_t	plen;
+
+		if (lo >= hi)
+			continue;
+		plen = lu - a.minov[lu + ms] + 1;
+		for (uint32_t i = 0; i < plen; i++)
+		{
+			uint32_t	t = tu[i];
+			uint64_t	lb = a.list_off[t],
+						le = a.list_off[t + 1];
+			uint64_t	s = dev_lower_bound(a.post, lb, le, lo);
+			uint64_t	e = dev_lower_bound(a.post, s, le, hi);
+			uint32_t	rx = lu - i - 1;
+
+			for (uint64_t base = s; base < e; base += kWarp)
+			{
+				uint64_t	k = base + lane;
+				bool		hit = false;
+				uint32_t	v = 0;
+				double		sim = 0.0;
+
+				if (k < e)
+				{
+					uint64_t	pv = a.post[k];
+					uint32_t	j = (uint32_t) pv;
+
+					v = (uint32_t) (pv >> 32);
+					if (dev_compatible(a, u, v))
+					{
+						uint64_t	ov = a.off[v];
+						uint32_t	lv = (uint32_t) (a.off[v + 1] - ov);
+						uint32_t	alpha = a.minov[lu + lv];
+						const uint32_t *tv = a.tok + ov;
+
+						if (1 + min(rx, lv - j - 1) >= alpha &&
+							dev_disjoint(tu, i, tv, j))
+						{
+							uint32_t	inter = 1 + dev_overlap(tu + i + 1, rx,
+																tv + j + 1, lv - j - 1,
+																alpha - 1);
+
+							if (inter >= alpha)
+							{
+								sim = (double) inter / (double) (lu + lv - inter);
+								hit = sim >= a.threshold;
+							}
+						}
+					}
+				}
+				dev_emit(a, hit, u, v, sim, local_count);
+			}
+		}
+	}
+	if (a.count_only && local_count)
+		atomicAdd(&a.counter[1], local_count);
+}
+
+/*
+ * Brute-force overlap counting: one block per probe set u.  Candidates are
+ * taken a window of kWindow sets at a time; every token of u adds 1 to the
+ * window counter of each set in its (full) list; then each counter is an
+ * exact overlap and is tested.
+ */
+__global__ void __launch_bounds__(kBlock)
+brute_probe_kernel(ProbeArgs a)
+{
+	__shared__ uint32_t cnt[kWindow];
+	uint32_t	lane = threadIdx.x & (kWarp - 1);
+	uint32_t	warp = threadIdx.x / kWarp;
+	uint32_t	nwarps = blockDim.x / kWarp;
+	unsigned long long local_count = 0;
+
+	for (uint32_t u = a.u0 + blockIdx.x; u < a.u1; u += gridDim.x)
+	{
+		const uint32_t *tu = a.tok + a.off[u];
+		uint32_t	lu = (uint32_t) (a.off[u + 1] - a.off[u]);
+		uint32_t	lo = max(a.v0, a.size_start[a.minsize[lu]]);
+		uint32_t	hi = min(a.v1, u);
+
+		for (uint32_t wb = lo; wb < hi; wb += kWindow)
+		{
+			uint32_t	wn = min((uint32_t) kWindow, hi - wb);
+
+			for (uint32_t k = threadIdx.x; k < wn; k += blockDim.x)
+				cnt[k] = 0;
+			__syncthreads();
+			for (uint32_t i = warp; i < lu; i += nwarps)
+			{
+				uint32_t	t = tu[i];
+				uint64_t	le = a.list_off[t + 1];
+				uint64_t	s = dev_lower_bound(a.post, a.list_off[t], le, wb);
+
+				for (uint64_t k = s + lane; k < le; k += kWarp)
+				{
+					uint32_t	v = (uint32_t) (a.post[k] >> 32);
+
+					if (v >= wb + wn)
+						break;
+					atomicAdd(&cnt[v - wb], 1u);
+				}
+			}
+			__syncthreads();
+			for (uint32_t base = warp * kWarp; base < wn; base += blockDim.x)
+			{
+				uint32_t	k = base + lane;
+				uint32_t	v = wb + k;
+				bool		hit = false;
+				double		sim = 0.0;
+
+				if (k < wn && cnt[k] > 0 && dev_compatible(a, u, v))
+				{
+					uint32_t	c = cnt[k];
+					uint32_t	lv = (uint32_t) (a.off[v + 1] - a.off[v]);
+
+					sim = (double) c / (double) (lu + lv - c);
+					hit = sim >= a.threshold;
+				}
+				dev_emit(a, hit, u, v, sim, local_count);
+			}
+			__syncthreads();
+		}
+	}
+	if (a.count_only && local_count)
+		atomicAdd(&a.counter[1], local_count);
+}
+
+/* ------------------------------------------------------------------------
+ * Host side
+ * ------------------------------------------------------------------------ */
+
+/* A piece of work: probes [u0, u1) against candidates [v0, v1). */
+struct Work
+{
+	uint32_t	u0;
+	uint32_t	u1;
+	uint32_t	v0;
+	uint32_t	v1;
+};
+
+/* Number of bits needed for values below n (at least 1). */
+static int
+bits_for(uint64_t n)
+{
+	int			b = 1;
+
+	while (b < 64 && (n - 1) >> b)
+		b++;
+	return b;
+}
+
+/* Copy a host array to a new device buffer. */
+template <class T>
+static DeviceBuffer<T>
+upload(Budget *budget, const T *src, size_t n, const char *what,
+	   cudaStream_t stream)
+{
+	DeviceBuffer<T> buf(budget, n > 0 ? n : 1, what);
+
+	if (n > 0)
+		SJGPU_CHECK(cudaMemcpyAsync(buf.get(), src, n * sizeof(T),
+									cudaMemcpyHostToDevice, stream));
+	return buf;
+}
+
+/* sj_parallel_for over a callable f(task) (which must not throw). */
+template <class F>
+static void
+parallel_for(int nthreads, uint64_t ntasks, F &f)
+{
+	auto		trampoline = [](void *arg, uint64_t task, int) {
+		(*static_cast<F *>(arg)) (task);
+	};
+
+	if (sj_parallel_for(nthreads, ntasks, trampoline, &f) != SJ_OK)
+		throw std::bad_alloc();
+}
+
+constexpr uint64_t kHostTask = 16384;	/* probes per host task */
+
+/* The device half of one join; the record source of its host handle. */
+class JaccardDevice
+{
+public:
+	JaccardDevice(SjJaccardJoin *host, double threshold,
+				  const SjJoinOptions *options);
+	~JaccardDevice();
+
+	const char *strategy_name() const;
+	void		fetch(const uint32_t **u, const uint32_t **v, const double **sim,
+					  size_t *n, uint64_t *count, int *exhausted);
+	void		add_timings(SjTimings *t) const;
+
+private:
+	void		choose_strategy();
+	void		plan_memory();
+	void		build_index(uint32_t v0, uint32_t v1);
+	void		estimate_work();
+	bool		launch_next();
+	void		launch(const Work &w);
+	uint32_t	entries_of(uint32_t v) const;
+
+	/* the prepared input (host memory owned by the host handle) */
+	uint32_t	nsets_ = 0;
+	uint32_t	universe_ = 0;
+	uint32_t	maxsize_ = 0;
+	const uint64_t *off_ = nullptr;
+	const uint32_t *tok_ = nullptr;
+	const uint32_t *wl_ = nullptr;
+	const uint32_t *wr_ = nullptr;
+	const uint32_t *minov_ = nullptr;
+	const uint32_t *minsize_ = nullptr;
+	const uint32_t *size_start_ = nullptr;
+	double		threshold_;
+	int			threads_;
+	bool		self_;
+	bool		count_only_;
+	Strategy	strategy_ = Strategy::Prefix;
+	char		strategy_str_[64] = "gpu prefix-block";
+
+	Budget		budget_;
+	sjgpu::Stream stream_;
+	sjgpu::EventTimer kernel_timer_;
+	int			sms_ = 1;
+
+	/* resident: the distinct sets, member counts, bounds */
+	DeviceBuffer<uint64_t> d_off_;
+	DeviceBuffer<uint32_t> d_tok_;
+	DeviceBuffer<uint32_t> d_wl_;
+	DeviceBuffer<uint32_t> d_wr_;
+	DeviceBuffer<uint32_t> d_minov_;
+	DeviceBuffer<uint32_t> d_minsize_;
+	DeviceBuffer<uint32_t> d_size_start_;
+
+	/* output of one chunk */
+	size_t		cap_ = 0;
+	DeviceBuffer<uint32_t> d_out_u_;
+	DeviceBuffer<uint32_t> d_out_v_;
+	DeviceBuffer<double> d_out_sim_;
+	DeviceBuffer<unsigned long long> d_counter_;
+	PinnedBuffer<uint32_t> h_out_u_;
+	PinnedBuffer<uint32_t> h_out_v_;
+	PinnedBuffer<double> h_out_sim_;
+	PinnedBuffer<unsigned long long> h_counter_;
+
+	/* token counts over all distinct sets: indexing prefixes, all tokens */
+	std::vector<uint32_t> cnt_idx_;
+	std::vector<uint32_t> cnt_all_;
+
+	/* index of the current partition of candidate sets */
+	std::vector<uint64_t> ent_prefix_;	/* entries of sets [0, v), host */
+	std::vector<Work> parts_;	/* [v0, v1) in u0/u1 unused */
+	size_t		part_ = 0;
+	bool		part_ready_ = false;
+	uint64_t	max_entries_ = 0;	/* per partition, from the budget */
+	DeviceBuffer<uint64_t> d_list_off_;
+	DeviceBuffer<uint64_t> d_post_;
+
+	/* probe progress */
+	std::vector<uint64_t> work_prefix_;	/* estimated work of probes [0, u) */
+	uint32_t	next_u_ = 0;
+	std::vector<Work> stack_;	/* split work after an overflow */
+	bool		inflight_ = false;
+	Work		cur_ = {0, 0, 0, 0};
+	uint64_t	cur_work_ = 0;
+	double		target_work_ = (double) ((uint64_t) 1 << 24);
+	double		records_per_work_ = 0.0;
+
+	/* timings */
+	double		build_ms_ = 0.0;
+	double		transfer_ms_ = 0.0;
+	uint64_t	reruns_ = 0;
+};
+
+JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
+							 const SjJoinOptions *options)
+	: threshold_(threshold),
+	  threads_(options->cpu_threads > 0 ? options->cpu_threads : 1),
+	  count_only_(options->count_only != 0)
+{
+	double		t0 = sj_now_ms();
+
+	sj_jaccard_prepared_sets(host, &nsets_, &universe_, &off_, &tok_, &wl_, &wr_);
+	sj_jaccard_prepared_bounds(host, &maxsize_, &minov_, &minsize_, &size_start_);
+	self_ = wr_ == nullptr;
+	budget_.set_limit(sjgpu::memory_limit(options->gpu_memory_limit));
+	if (nsets_ == 0)
+		return;
+	sms_ = sjgpu::multiprocessor_count();
+	stream_.create();
+	kernel_timer_.create();
+	choose_strategy();
+	plan_memory();
+	snprintf(strategy_str_, sizeof(strategy_str_), "%s",
+			 strategy_ == Strategy::Brute ? "gpu brute-force overlap" : "gpu prefix-block");
+	if (parts_.size() > 1)
+		snprintf(strategy_str_ + strlen(strategy_str_),
+				 sizeof(strategy_str_) - strlen(strategy_str_), ", %zu index blocks",
+				 parts_.size());
+	build_ms_ += sj_now_ms() - t0;
+}
+
+JaccardDevice::~JaccardDevice()
+{
+	/* a chunk may still run: let it finish before its buffers go */
+	if (stream_.get())
+		(void) cudaStreamSynchronize(stream_.get());
+}
+
+const char *
+JaccardDevice::strategy_name() const
+{
+	return strategy_str_;
+}
+
+/* Index entries of distinct set v under the chosen strategy. */
+uint32_t
+JaccardDevice::entries_of(uint32_t v) const
+{
+	uint32_t	len = (uint32_t) (off_[v + 1] - off_[v]);
+
+	return strategy_ == Strategy::Prefix ? len - minov_[2 * len] + 1 : len;
+}
+
+/* The cost model of the file header. */
+void
+JaccardDevice::choose_strategy()
+{
+	uint64_t	ntasks = div_up<uint64_t>(nsets_, kHostTask);
+	std::vector<double> p(ntasks, 0.0),
+				b(ntasks, 0.0),
+				r(ntasks, 0.0);
+	double		sp = 0,
+				sb = 0,
+				sr = 0;
+
+	cnt_idx_.assign((size_t) universe_ + 1, 0);
+	cnt_all_.assign((size_t) universe_ + 1, 0);
+	for (uint32_t v = 0; v < nsets_; v++)
+	{
+		const uint32_t *t = tok_ + off_[v];
+		uint32_t	len = (uint32_t) (off_[v + 1] - off_[v]);
+		uint32_t	ip = len - minov_[2 * len] + 1;
+
+		for (uint32_t i = 0; i < len; i++)
+		{
+			cnt_all_[t[i]]++;
+			if (i < ip)
+				cnt_idx_[t[i]]++;
+		}
+	}
+	auto		sums = [&](uint64_t task) {
+		uint32_t	end = (uint32_t) std::min<uint64_t>(nsets_, (task + 1) * kHostTask);
+
+		for (uint32_t u = (uint32_t) (task * kHostTask); u < end; u++)
+		{
+			const uint32_t *t = tok_ + off_[u];
+			uint32_t	len = (uint32_t) (off_[u + 1] - off_[u]);
+			uint32_t	ms = minsize_[len];
+			uint32_t	pl = len - minov_[len + ms] + 1;
+			uint32_t	lo = size_start_[ms];
+
+			for (uint32_t i = 0; i < len; i++)
+			{
+				b[task] += cnt_all_[t[i]];
+				if (i < pl)
+					p[task] += cnt_idx_[t[i]];
+			}
+			if (u > lo)
+				r[task] += u - lo;
+		}
+	};
+
+	parallel_for(threads_, ntasks, sums);
+	for (uint64_t k = 0; k < ntasks; k++)
+	{
+		sp += p[k];
+		sb += b[k];
+		sr += r[k];
+	}
+	{
+		double		avg = (double) off_[nsets_] / nsets_;
+		double		cost_prefix = 0.5 * sp * (8.0 + avg / 2.0);
+		double		cost_brute = 0.5 * 1.5 * sb + sr / 4.0;
+
+		strategy_ = cost_brute < cost_prefix ? Strategy::Brute : Strategy::Prefix;
+	}
+}
+
+/*
+ * Upload the resident data, size the output buffer, and cut the candidate
+ * sets into index partitions that fit what is left of the budget.
+ */
+void
+JaccardDevice::plan_memory()
+{
+	cudaStream_t s = stream_.get();
+	uint64_t	max_one = 0;
+
+	d_off_ = upload(&budget_, off_, (size_t) nsets_ + 1, "set offsets", s);
+	d_tok_ = upload(&budget_, tok_, (size_t) off_[nsets_], "set tokens", s);
+	d_wl_ = upload(&budget_, wl_, nsets_, "member counts", s);
+	if (!self_)
+		d_wr_ = upload(&budget_, wr_, nsets_, "member counts", s);
+	d_minov_ = upload(&budget_, minov_, (size_t) 2 * maxsize_ + 1, "bounds", s);
+	d_minsize_ = upload(&budget_, minsize_, (size_t) maxsize_ + 1, "bounds", s);
+	d_size_start_ = upload(&budget_, size_start_, (size_t) maxsize_ + 2, "bounds", s);
+	d_counter_ = DeviceBuffer<unsigned long long>(&budget_, 2, "result counter");
+	h_counter_.allocate(2);
+
+	/* entries per candidate set, and the largest partition that fits */
+	ent_prefix_.assign((size_t) nsets_ + 1, 0);
+	for (uint32_t v = 0; v < nsets_; v++)
+	{
+		uint32_t	e = entries_of(v);
+
+		ent_prefix_[v + 1] = ent_prefix_[v] + e;
+		max_one = std::max<uint64_t>(max_one, e);
+	}
+	{
+		size_t		avail = budget_.available();
+		size_t		list_bytes = ((size_t) universe_ + 2) * sizeof(uint64_t);
+		size_t		out_bytes,
+					temp = 0,
+					idx_avail;
+		uint64_t	emax;
+
+		/* output: a quarter of what is left, within [kMinRecords, kMaxRecords] */
+		cap_ = count_only_ ? 0 : std::min(kMaxRecords, avail / 4 / 16);
+		/* never more than the distinct pairs there are */
+		cap_ = (size_t) std::min<uint64_t>(cap_, (uint64_t) nsets_ * (nsets_ - 1) / 2 + 1);
+		if (!count_only_ && cap_ < kMinRecords)
+			cap_ = kMinRecords;
+		out_bytes = cap_ * 16;
+		if (out_bytes + list_bytes > avail)
+			throw Error(SJ_ERR_DEVICE_NOMEM,
+						"jaccard_join: %u distinct sets leave too little of the device memory limit (%zu bytes) for an index",
+						nsets_, budget_.limit());
+		idx_avail = avail - out_bytes - list_bytes;
+		/* per entry: keys and values twice (radix sort) and a set offset */
+		emax = std::min<uint64_t>(idx_avail / 32, ent_prefix_[nsets_]);
+		emax = std::min<uint64_t>(emax, (uint64_t) 1 << 30);
+		if (emax > 0)
+		{
+			cub::DoubleBuffer<uint32_t> k(nullptr, nullptr);
+			cub::DoubleBuffer<uint64_t> vv(nullptr, nullptr);
+
+			SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp, k, vv, (int) emax,
+														0, bits_for(universe_), s));
+			temp += 4096;
+			emax = idx_avail > temp ? std::min<uint64_t>(emax, (idx_avail - temp) / 32) : 0;
+		}
+		if (emax < max_one || emax == 0)
+			throw Error(SJ_ERR_DEVICE_NOMEM,
+						"jaccard_join: the index of one set (%llu entries) does not fit in the device memory limit (%zu bytes)",
+						(unsigned long long) max_one, budget_.limit());
+		max_entries_ = emax;
+	}
+	if (!count_only_)
+	{
+		d_out_u_ = DeviceBuffer<uint32_t>(&budget_, cap_, "result records");
+		d_out_v_ = DeviceBuffer<uint32_t>(&budget_, cap_, "result records");
+		d_out_sim_ = DeviceBuffer<double>(&budget_, cap_, "result records");
+		h_out_u_.allocate(cap_);
+		h_out_v_.allocate(cap_);
+		h_out_sim_.allocate(cap_);
+	}
+
+	/* partitions [v0, v1) of at most max_entries_ entries */
+	{
+		uint32_t	v0 = 0;
+
+		while (v0 < nsets_)
+		{
+			uint32_t	v1 = v0;
+
+			while (v1 < nsets_ && ent_prefix_[v1 + 1] - ent_prefix_[v0] <= max_entries_)
+				v1++;
+			parts_.push_back(Work {0, 0, v0, v1});
+			v0 = v1;
+		}
+	}
+}
+
+/* Build the inverted index of candidate sets [v0, v1) with CUB. */
+void
+JaccardDevice::build_index(uint32_t v0, uint32_t v1)
+{
+	cudaStream_t s = stream_.get();
+	uint64_t	n = ent_prefix_[v1] - ent_prefix_[v0];
+	double		t0 = sj_now_ms();
+
+	d_post_.reset();
+	d_list_off_.reset();
+	d_list_off_ = DeviceBuffer<uint64_t>(&budget_, (size_t) universe_ + 2, "index lists");
+	if (n == 0)
+	{
+		SJGPU_CHECK(cudaMemsetAsync(d_list_off_.get(), 0,
+									((size_t) universe_ + 2) * sizeof(uint64_t), s));
+		d_post_ = DeviceBuffer<uint64_t>(&budget_, 1, "index entries");
+		return;
+	}
+	{
+		DeviceBuffer<uint32_t> keys0(&budget_, n, "index keys"),
+					keys1(&budget_, n, "index keys");
+		DeviceBuffer<uint64_t> vals0(&budget_, n, "index entries"),
+					vals1(&budget_, n, "index entries");
+		std::vector<uint64_t> rel(v1 - v0);
+		size_t		temp_bytes = 0;
+		int			end_bit = bits_for(universe_);
+
+		for (uint32_t v = v0; v < v1; v++)
+			rel[v - v0] = ent_prefix_[v] - ent_prefix_[v0];
+		{
+			DeviceBuffer<uint64_t> d_rel = upload(&budget_, rel.data(), rel.size(),
+												  "index offsets", s);
+			int			grid = (int) std::min<uint64_t>(div_up<uint64_t>(v1 - v0, kBlock),
+														 (uint64_t) sms_ * 16);
+
+			index_fill_kernel<<<grid, kBlock, 0, s>>>(d_off_.get(), d_tok_.get(),
+													  d_minov_.get(), d_rel.get(), v0, v1,
+													  strategy_ == Strategy::Prefix,
+													  keys0.get(), vals0.get());
+			SJGPU_CHECK_LAUNCH("index_fill_kernel");
+			SJGPU_CHECK(cudaStreamSynchronize(s));
+		}
+
+		cub::DoubleBuffer<uint32_t> k(keys0.get(), keys1.get());
+		cub::DoubleBuffer<uint64_t> vv(vals0.get(), vals1.get());
+
+		SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, k, vv, (int) n,
+													0, end_bit, s));
+		{
+			/* never a null scratch pointer: CUB would take it for a size query */
+			DeviceBuffer<unsigned char> temp(&budget_, temp_bytes + 256, "sort scratch");
+
+			SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, k, vv,
+														(int) n, 0, end_bit, s));
+			{
+				int			grid = (int) std::min<uint64_t>(div_up<uint64_t>(n + 1, kBlock),
+															 (uint64_t) sms_ * 32);
+
+				list_offsets_kernel<<<grid, kBlock, 0, s>>>(k.Current(), n, universe_,
+															d_list_off_.get());
+				SJGPU_CHECK_LAUNCH("list_offsets_kernel");
+			}
+			SJGPU_CHECK(cudaStreamSynchronize(s));
+		}
+		/* keep the sorted entries, drop the rest */
+		if (vv.Current() == vals0.get())
+		{
+			d_post_ = std::move(vals0);
+			vals1.reset();
+		}
+		else
+		{
+			d_post_ = std::move(vals1);
+			vals0.reset();
+		}
+	}
+	build_ms_ += sj_now_ms() - t0;
+}
+
+/*
+ * Work estimate of every probe against the current partition: the list
+ * entries it will visit (prefix: probing-prefix lists; brute: all lists
+ * plus the window counters), as prefix sums over the probes.
+ */
+void
+JaccardDevice::estimate_work()
+{
+	const Work &p = parts_[part_];
+	std::vector<uint32_t> part_cnt;
+	const std::vector<uint32_t> *cnt;
+
+	if (p.v0 == 0 && p.v1 == nsets_)
+		cnt = strategy_ == Strategy::Prefix ? &cnt_idx_ : &cnt_all_;
+	else
+	{
+		part_cnt.assign((size_t) universe_ + 1, 0);
+		for (uint32_t v = p.v0; v < p.v1; v++)
+		{
+			const uint32_t *t = tok_ + off_[v];
+			uint32_t	e = entries_of(v);
+
+			for (uint32_t i = 0; i < e; i++)
+				part_cnt[t[i]]++;
+		}
+		cnt = &part_cnt;
+	}
+	work_prefix_.assign((size_t) nsets_ + 1, 0);
+	auto		per_probe = [&](uint64_t task) {
+		uint32_t	end = (uint32_t) std::min<uint64_t>(nsets_, (task + 1) * kHostTask);
+
+		for (uint32_t u = (uint32_t) (task * kHostTask); u < end; u++)
+		{
+			const uint32_t *t = tok_ + off_[u];
+			uint32_t	len = (uint32_t) (off_[u + 1] - off_[u]);
+			uint32_t	ms = minsize_[len];
+			uint32_t	n = strategy_ == Strategy::Prefix ? len - minov_[len + ms] + 1 : len;
+			uint64_t	w = 1 + n;
+
+			if (u > p.v0)
+			{
+				uint32_t	lo = std::max(p.v0, size_start_[ms]);
+				uint32_t	hi = std::min(p.v1, u);
+
+				for (uint32_t i = 0; i < n; i++)
+					w += (*cnt)[t[i]];
+				if (strategy_ == Strategy::Brute && hi > lo)
+					w += (hi - lo) / 4 + (uint64_t) len * div_up<uint32_t>(hi - lo, kWindow);
+			}
+			work_prefix_[u + 1] = w;
+		}
+	};
+
+	parallel_for(threads_, div_up<uint64_t>(nsets_, kHostTask), per_probe);
+	for (uint32_t u = 0; u < nsets_; u++)
+		work_prefix_[u + 1] += work_prefix_[u];
+}
+
+/* Launch one piece of work (asynchronously; counter copied back after it). */
+void
+JaccardDevice::launch(const Work &w)
+{
+	cudaStream_t s = stream_.get();
+	ProbeArgs	a;
+
+	a.off = d_off_.get();
+	a.tok = d_tok_.get();
+	a.wl = d_wl_.get();
+	a.wr = self_ ? d_wl_.get() : d_wr_.get();
+	a.minov = d_minov_.get();
+	a.minsize = d_minsize_.get();
+	a.size_start = d_size_start_.get();
+	a.list_off = d_list_off_.get();
+	a.post = d_post_.get();
+	a.u0 = w.u0;
+	a.u1 = w.u1;
+	a.v0 = w.v0;
+	a.v1 = w.v1;
+	a.threshold = threshold_;
+	a.self = self_;
+	a.count_only = count_only_;
+	a.out_u = d_out_u_.get();
+	a.out_v = d_out_v_.get();
+	a.out_sim = d_out_sim_.get();
+	a.cap = cap_;
+	a.counter = d_counter_.get();
+
+	SJGPU_CHECK(cudaMemsetAsync(d_counter_.get(), 0, 2 * sizeof(unsigned long long), s));
+	kernel_timer_.start(s);
+	if (strategy_ == Strategy::Prefix)
+	{
+		uint32_t	warps_per_block = kBlock / kWarp;
+		int			grid = (int) std::min<uint64_t>(div_up<uint64_t>(w.u1 - w.u0, warps_per_block),
+													 (uint64_t) sms_ * 64);
+
+		prefix_probe_kernel<<<grid, kBlock, 0, s>>>(a);
+		SJGPU_CHECK_LAUNCH("prefix_probe_kernel");
+	}
+	else
+	{
+		int			grid = (int) std::min<uint64_t>(w.u1 - w.u0, (uint64_t) sms_ * 16);
+
+		brute_probe_kernel<<<grid, kBlock, 0, s>>>(a);
+		SJGPU_CHECK_LAUNCH("brute_probe_kernel");
+	}
+	kernel_timer_.stop(s);
+	SJGPU_CHECK(cudaMemcpyAsync(h_counter_.get(), d_counter_.get(),
+								2 * sizeof(unsigned long long),
+								cudaMemcpyDeviceToHost, s));
+	cur_ = w;
+	cur_work_ = work_prefix_[w.u1] - work_prefix_[w.u0];
+	inflight_ = true;
+}
+
+/*
+ * Start the next piece of work: a split piece after an overflow, else the
+ * next chunk of probes of this partition, else the next partition.
+ * Returns false when the join is finished.
+ */
+bool
+JaccardDevice::launch_next()
+{
+	if (!stack_.empty())
+	{
+		Work		w = stack_.back();
+
+		stack_.pop_back();
+		launch(w);
+		return true;
+	}
+	for (;;)
+	{
+		const Work *p;
+
+		if (part_ >= parts_.size())
+			return false;
+		p = &parts_[part_];
+		if (!part_ready_)
+		{
+			build_index(p->v0, p->v1);
+			estimate_work();
+			next_u_ = p->v0 + 1;
+			part_ready_ = true;
+		}
+		if (next_u_ < nsets_)
+			break;
+		part_++;
+		part_ready_ = false;
+	}
+	{
+		const Work &p = parts_[part_];
+		uint32_t	u0 = next_u_;
+		double		target = target_work_;
+		uint64_t	goal;
+		uint32_t	u1;
+
+		if (!count_only_ && records_per_work_ > 0)
+			target = std::min(target, (double) cap_ / 2 / records_per_work_);
+		goal = work_prefix_[u0] + (uint64_t) std::max(target, 1.0);
+		u1 = (uint32_t) (std::upper_bound(work_prefix_.begin() + u0 + 1,
+										  work_prefix_.end(), goal) -
+						 work_prefix_.begin()) - 1;
+		u1 = std::max(u1, u0 + 1);
+		u1 = std::min(u1, nsets_);
+		next_u_ = u1;
+		launch(Work {u0, u1, p.v0, p.v1});
+	}
+	return true;
+}
+
+/*
+ * The record source: wait for the chunk in flight (re-running it in
+ * smaller pieces if its output overflowed), copy its records back, launch
+ * the next chunk, and hand the records over.
+ */
+void
+JaccardDevice::fetch(const uint32_t **u, const uint32_t **v, const double **sim,
+					 size_t *n, uint64_t *count, int *exhausted)
+{
+	*u = h_out_u_.get();
+	*v = h_out_v_.get();
+	*sim = h_out_sim_.get();
+	*n = 0;
+	*count = 0;
+	*exhausted = 0;
+	if (nsets_ == 0)
+	{
+		*exhausted = 1;
+		return;
+	}
+	for (;;)
+	{
+		unsigned long long nrec;
+		double		ms;
+
+		if (!inflight_ && !launch_next())
+		{
+			*exhausted = 1;
+			return;
+		}
+		stream_.synchronize();
+		inflight_ = false;
+		ms = kernel_timer_.elapsed_ms();
+		nrec = h_counter_.get()[0];
+		if (!count_only_ && nrec > cap_)
+		{
+			/* overflow: split the piece and run the halves */
+			Work		w = cur_,
+						a = w,
+						b = w;
+
+			reruns_++;
+			if (w.u1 - w.u0 > 1)
+			{
+				a.u1 = b.u0 = w.u0 + (w.u1 - w.u0) / 2;
+			}
+			else
+			{
+				if (w.v1 - w.v0 <= 1)
+					throw Error(SJ_ERR_INTERNAL, "jaccard_join: one pair overflowed the result buffer");
+				a.v1 = b.v0 = w.v0 + (w.v1 - w.v0) / 2;
+			}
+			stack_.push_back(b);
+			stack_.push_back(a);
+			if (cur_work_ > 0)
+				records_per_work_ = std::max(records_per_work_, (double) nrec / cur_work_);
+			continue;
+		}
+
+		/* adapt the chunk size to the measured time and result density */
+		if (cur_work_ > 0 && stack_.empty())
+		{
+			double		want = ms > 0.5 ? (double) cur_work_ / ms * kChunkMs
+				: target_work_ * 4;
+
+			want = std::min(target_work_ * 4, std::max(target_work_ / 4, want));
+			target_work_ = std::max(1024.0, want);
+			if (!count_only_)
+				records_per_work_ = std::max(records_per_work_ * 0.5,
+											 (double) nrec / cur_work_);
+		}
+		*count = count_only_ ? h_counter_.get()[1] : 0;
+		if (!count_only_ && nrec > 0)
+		{
+			double		t0 = sj_now_ms();
+			cudaStream_t s = stream_.get();
+
+			SJGPU_CHECK(cudaMemcpyAsync(h_out_u_.get(), d_out_u_.get(), nrec * sizeof(uint32_t),
+										cudaMemcpyDeviceToHost, s));
+			SJGPU_CHECK(cudaMemcpyAsync(h_out_v_.get(), d_out_v_.get(), nrec * sizeof(uint32_t),
+										cudaMemcpyDeviceToHost, s));
+			SJGPU_CHECK(cudaMemcpyAsync(h_out_sim_.get(), d_out_sim_.get(), nrec * sizeof(double),
+										cudaMemcpyDeviceToHost, s));
+			stream_.synchronize();
+			transfer_ms_ += sj_now_ms() - t0;
+		}
+		*n = (size_t) nrec;
+
+		/* the device works on the next chunk while the caller expands this */
+		if (!launch_next())
+			*exhausted = 1;
+		return;
+	}
+}
+
+void
+JaccardDevice::add_timings(SjTimings *t) const
+{
+	t->build_ms += build_ms_;
+	t->transfer_ms += transfer_ms_;
+	t->reruns += reruns_;
+	t->device_bytes = budget_.peak();
+}
+
+}								/* namespace */
+
+/* ------------------------------------------------------------------------
+ * The C boundary
+ * ------------------------------------------------------------------------ */
+
+struct SjGpuJaccardJoin
+{
+	SjJaccardJoin *host = nullptr;
+	std::unique_ptr<JaccardDevice> dev;
+
+	~SjGpuJaccardJoin()
+	{
+		dev.reset();
+		sj_jaccard_cpu_end(host);
+	}
+};
+
+/* Record source callback of the host handle: the device's next chunk. */
+static SjStatus
+jaccard_source(void *ctx, const uint32_t **u, const uint32_t **v,
+			   const double **sim, size_t *n, uint64_t *count, int *exhausted,
+			   char *errmsg)
+{
+	return sjgpu::guard(errmsg, [&] {
+		static_cast<JaccardDevice *>(ctx)->fetch(u, v, sim, n, count, exhausted);
+	});
+}
+
+extern "C" SjStatus
+sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
+					const SjJoinOptions *options, SjGpuJaccardJoin **join,
+					char *errmsg)
+{
+	if (join)
+		*join = nullptr;
+	return sjgpu::guard(errmsg, [&] {
+		std::unique_ptr<SjGpuJaccardJoin> j(new SjGpuJaccardJoin);
+		char		msg[SJ_ERRMSG_LEN] = "";
+		SjStatus	st;
+
+		if (join == nullptr || options == nullptr)
+			throw Error(SJ_ERR_INVALID, "jaccard_join: bad arguments");
+		sjgpu::use_device(options->gpu_device);
+		st = sj_jaccard_prepare(left, right, threshold, options, &j->host, msg);
+		if (st != SJ_OK)
+			throw Error(st, "%s", msg);
+		j->dev.reset(new JaccardDevice(j->host, threshold, options));
+		sj_jaccard_set_source(j->host, jaccard_source, j->dev.get(),
+							  j->dev->strategy_name());
+		*join = j.release();
+	});
+}
+
+extern "C" SjStatus
+sjgpu_jaccard_next(SjGpuJaccardJoin *join, SjPairBatch *batch, int *done,
+				   char *errmsg)
+{
+	if (join == nullptr)
+	{
+		sjgpu::set_errmsg(errmsg, "jaccard_join: no handle");
+		return SJ_ERR_INVALID;
+	}
+	return sj_jaccard_cpu_next(join->host, batch, done, errmsg);
+}
+
+extern "C" void
+sjgpu_jaccard_timings(const SjGpuJaccardJoin *join, SjTimings *timings)
+{
+	if (timings == nullptr)
+		return;
+	memset(timings, 0, sizeof(*timings));
+	if (join == nullptr)
+		return;
+	sj_jaccard_cpu_timings(join->host, timings);
+	if (join->dev)
+		join->dev->add_timings(timings);
+}
+
+extern "C" void
+sjgpu_jaccard_end(SjGpuJaccardJoin *join)
+{
+	delete join;
+}

@@ -1,0 +1,1212 @@
+/*
+ * test_jaccard.c
+ *		Engine tests of jaccard_join: the CPU engine against an independent
+ *		brute-force oracle, the GPU engine against the CPU engine.
+ *
+ * Every test draws fresh random data from sj_test_seed().  Result lists are
+ * sorted and compared exactly, the similarity bit for bit.  Shapes: tiny
+ * and large sets, heavy duplication, Zipf-skewed tokens, one token in every
+ * set, empty sets, n = 0 and 1, self and two-table joins over disjoint and
+ * identical universes, exact-boundary similarities (1/2, 7/10, 9/10, 2/3),
+ * count_only, tiny batches and 1 or 4 threads.
+ *
+ * SJ_JACCARD_BENCH=1 adds jaccard_bench: 1M Zipf sets (50K tokens, average
+ * size 5 and 25), thresholds 0.5, 0.7, 0.9, CPU (all cores) against GPU,
+ * a warm-up and the median of three runs.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sjengine.h"
+#include "sjgpu.h"
+#include "sjtest.h"
+
+/* ----------------------------------------------------------------------
+ * Random numbers and set collections
+ * ---------------------------------------------------------------------- */
+
+typedef struct TjRng
+{
+	uint64_t	s;
+} TjRng;
+
+static uint64_t
+tj_next(TjRng *r)
+{
+	uint64_t	z = (r->s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint32_t
+tj_below(TjRng *r, uint32_t n)
+{
+	return n ? (uint32_t) (tj_next(r) % n) : 0;
+}
+
+static TjRng
+tj_rng(uint64_t salt)
+{
+	TjRng		r;
+
+	r.s = sj_test_seed() * 0x2545F4914F6CDD1DULL + salt;
+	return r;
+}
+
+typedef struct TjSets
+{
+	uint32_t	n;
+	uint32_t	universe;
+	uint64_t   *off;
+	uint32_t   *tok;
+	size_t		capset;
+	size_t		captok;
+} TjSets;
+
+static void
+tj_init(TjSets *s, uint32_t universe)
+{
+	memset(s, 0, sizeof(*s));
+	s->universe = universe;
+	s->capset = 16;
+	s->captok = 64;
+	s->off = malloc(s->capset * sizeof(uint64_t));
+	s->tok = malloc(s->captok * sizeof(uint32_t));
+	s->off[0] = 0;
+}
+
+static void
+tj_free(TjSets *s)
+{
+	free(s->off);
+	free(s->tok);
+	memset(s, 0, sizeof(*s));
+}
+
+static int
+tj_cmp_u32(const void *a, const void *b)
+{
+	uint32_t	x = *(const uint32_t *) a,
+				y = *(const uint32_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Append a set given in any order, with repeats (sorted, de-duplicated). */
+static void
+tj_add(TjSets *s, const uint32_t *t, uint32_t k)
+{
+	uint32_t	i,
+				m = 0;
+	uint32_t   *dst;
+
+	if (s->n + 2 > s->capset)
+	{
+		s->capset *= 2;
+		s->off = realloc(s->off, s->capset * sizeof(uint64_t));
+	}
+	while (s->off[s->n] + k + 1 > s->captok)
+	{
+		s->captok *= 2;
+		s->tok = realloc(s->tok, s->captok * sizeof(uint32_t));
+	}
+	dst = s->tok + s->off[s->n];
+	memcpy(dst, t, (size_t) k * sizeof(uint32_t));
+	qsort(dst, k, sizeof(uint32_t), tj_cmp_u32);
+	for (i = 0; i < k; i++)
+		if (m == 0 || dst[i] != dst[m - 1])
+			dst[m++] = dst[i];
+	s->off[s->n + 1] = s->off[s->n] + m;
+	s->n++;
+}
+
+static SjSets
+tj_view(const TjSets *s)
+{
+	SjSets		v;
+
+	v.n = s->n;
+	v.universe = s->universe;
+	v.offsets = s->off;
+	v.tokens = s->tok;
+	return v;
+}
+
+/* Zipf(1) sampler over [0, n). */
+typedef struct TjZipf
+{
+	uint32_t	n;
+	double	   *cdf;
+} TjZipf;
+
+static void
+tj_zipf_init(TjZipf *z, uint32_t n, double s)
+{
+	double		sum = 0;
+	uint32_t	i;
+
+	z->n = n;
+	z->cdf = malloc(n * sizeof(double));
+	for (i = 0; i < n; i++)
+	{
+		sum += 1.0 / pow((double) (i + 1), s);
+		z->cdf[i] = sum;
+	}
+	for (i = 0; i < n; i++)
+		z->cdf[i] /= sum;
+}
+
+static uint32_t
+tj_zipf(TjZipf *z, TjRng *r)
+{
+	double		u = (double) (tj_next(r) >> 11) / 9007199254740992.0;
+	uint32_t	lo = 0,
+				hi = z->n - 1;
+
+	while (lo < hi)
+	{
+		uint32_t	mid = (lo + hi) / 2;
+
+		if (z->cdf[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Shapes of random collections.  Tokens come from [base, base + universe)
+ * of a shared dictionary of size dict (so two collections can have
+ * disjoint or identical universes).
+ */
+typedef struct TjShape
+{
+	const char *name;
+	uint32_t	n;
+	uint32_t	minsize;
+	uint32_t	maxsize;
+	uint32_t	universe;
+	int			zipf;			/* Zipf-skewed tokens */
+	int			dup_pct;		/* % of sets copied from an earlier set */
+	int			near_pct;		/* % of sets that are an earlier set, edited */
+	int			empty_pct;		/* % of empty sets */
+	int			common;			/* one token in every non-empty set */
+} TjShape;
+
+static void
+tj_generate(TjSets *s, const TjShape *sh, uint32_t base, uint32_t dict,
+			TjRng *r)
+{
+	uint32_t   *buf = malloc((sh->maxsize + 8) * sizeof(uint32_t));
+	TjZipf		z = {0, NULL};
+	uint32_t	i;
+
+	if (sh->zipf)
+		tj_zipf_init(&z, sh->universe, 1.0);
+	tj_init(s, dict);
+	for (i = 0; i < sh->n; i++)
+	{
+		uint32_t	k = 0,
+					size,
+					c;
+		int			roll = (int) tj_below(r, 100);
+
+		if (roll < sh->empty_pct)
+		{
+			tj_add(s, buf, 0);
+			continue;
+		}
+		if (s->n > 0 && roll < sh->empty_pct + sh->dup_pct + sh->near_pct)
+		{
+			uint32_t	src = tj_below(r, s->n);
+			uint32_t	len = (uint32_t) (s->off[src + 1] - s->off[src]);
+
+			memcpy(buf, s->tok + s->off[src], len * sizeof(uint32_t));
+			k = len;
+			if (roll >= sh->empty_pct + sh->dup_pct && k > 0)
+			{
+				/* near duplicate: replace or add a token or two */
+				uint32_t	edits = 1 + tj_below(r, 2);
+
+				for (c = 0; c < edits; c++)
+				{
+					uint32_t	t = base + (sh->zipf ? tj_zipf(&z, r) : tj_below(r, sh->universe));
+
+					if (tj_below(r, 2) && k > 1)
+						buf[tj_below(r, k)] = t;
+					else if (k < sh->maxsize)
+						buf[k++] = t;
+				}
+			}
+			tj_add(s, buf, k);
+			continue;
+		}
+		size = sh->minsize + tj_below(r, sh->maxsize - sh->minsize + 1);
+		if (size > sh->universe)
+			size = sh->universe;
+		for (c = 0; c < size * 4 && k < size; c++)
+		{
+			uint32_t	t = base + (sh->zipf ? tj_zipf(&z, r) : tj_below(r, sh->universe));
+			uint32_t	m;
+
+			for (m = 0; m < k && buf[m] != t; m++)
+				;
+			if (m == k)
+				buf[k++] = t;
+		}
+		if (sh->common && k > 0)
+			buf[0] = base;		/* token `base` ends up in every set */
+		tj_add(s, buf, k);
+	}
+	if (sh->zipf)
+		free(z.cdf);
+	free(buf);
+}
+
+/* ----------------------------------------------------------------------
+ * Results: the oracle, the engines, comparison
+ * ---------------------------------------------------------------------- */
+
+typedef struct TjPair
+{
+	uint32_t	l;
+	uint32_t	r;
+	double		sim;
+} TjPair;
+
+typedef struct TjList
+{
+	TjPair	   *p;
+	size_t		n;
+	size_t		cap;
+} TjList;
+
+static void
+tj_push(TjList *l, uint32_t a, uint32_t b, double sim)
+{
+	if (l->n == l->cap)
+	{
+		l->cap = l->cap ? l->cap * 2 : 1024;
+		l->p = realloc(l->p, l->cap * sizeof(TjPair));
+	}
+	l->p[l->n].l = a;
+	l->p[l->n].r = b;
+	l->p[l->n].sim = sim;
+	l->n++;
+}
+
+static int
+tj_cmp_pair(const void *a, const void *b)
+{
+	const TjPair *x = a,
+			   *y = b;
+
+	if (x->l != y->l)
+		return x->l < y->l ? -1 : 1;
+	if (x->r != y->r)
+		return x->r < y->r ? -1 : 1;
+	return 0;
+}
+
+/* Brute force: every pair, a plain merge, the formula of sjengine.h. */
+static void
+tj_oracle(const TjSets *L, const TjSets *R, double t, TjList *out)
+{
+	const TjSets *B = R ? R : L;
+	uint32_t	i,
+				k;
+
+	out->n = 0;
+	for (i = 0; i < L->n; i++)
+	{
+		const uint32_t *a = L->tok + L->off[i];
+		uint32_t	na = (uint32_t) (L->off[i + 1] - L->off[i]);
+
+		if (na == 0)
+			continue;
+		for (k = R ? 0 : i + 1; k < B->n; k++)
+		{
+			const uint32_t *b = B->tok + B->off[k];
+			uint32_t	nb = (uint32_t) (B->off[k + 1] - B->off[k]);
+			uint32_t	x = 0,
+						y = 0,
+						inter = 0;
+			double		sim;
+
+			if (nb == 0)
+				continue;
+			while (x < na && y < nb)
+			{
+				if (a[x] == b[y])
+				{
+					inter++;
+					x++;
+					y++;
+				}
+				else if (a[x] < b[y])
+					x++;
+				else
+					y++;
+			}
+			sim = (double) inter / (double) (na + nb - inter);
+			if (sim >= t)
+				tj_push(out, i, k, sim);
+		}
+	}
+}
+
+/* Which engine a run uses. */
+typedef enum TjEngine
+{
+	TJ_CPU,
+	TJ_GPU
+} TjEngine;
+
+/*
+ * Run a join to the end, checking each batch; the pairs go to out (or the
+ * count, for count_only).  Returns NULL or a description of the failure.
+ */
+static const char *
+tj_run(TjEngine eng, const TjSets *L, const TjSets *R, double t,
+	   const SjJoinOptions *opt, TjList *out, uint64_t *count,
+	   SjTimings *timings)
+{
+	static char why[SJ_ERRMSG_LEN + 64];
+	char		errmsg[SJ_ERRMSG_LEN];
+	SjSets		lv = tj_view(L),
+				rv;
+	SjJaccardJoin *cj = NULL;
+	SjGpuJaccardJoin *gj = NULL;
+	SjStatus	st;
+	size_t		maxb = opt->max_batch_pairs ? opt->max_batch_pairs : ((size_t) 1 << 20);
+	uint32_t	nright = R ? R->n : L->n;
+	int			done = 0;
+	long		calls = 0;
+
+	if (R)
+		rv = tj_view(R);
+	out->n = 0;
+	*count = 0;
+	if (eng == TJ_CPU)
+		st = sj_jaccard_cpu_begin(&lv, R ? &rv : NULL, t, opt, &cj, errmsg);
+	else
+		st = sjgpu_jaccard_begin(&lv, R ? &rv : NULL, t, opt, &gj, errmsg);
+	if (st != SJ_OK)
+	{
+		snprintf(why, sizeof(why), "begin: status %d: %s", st, errmsg);
+		return why;
+	}
+	while (!done)
+	{
+		SjPairBatch b;
+		size_t		i;
+
+		if (eng == TJ_CPU)
+			st = sj_jaccard_cpu_next(cj, &b, &done, errmsg);
+		else
+			st = sjgpu_jaccard_next(gj, &b, &done, errmsg);
+		if (st != SJ_OK)
+		{
+			snprintf(why, sizeof(why), "next: status %d: %s", st, errmsg);
+			goto fail;
+		}
+		calls++;
+		if (opt->count_only)
+		{
+			if (b.left || b.right || b.value)
+			{
+				snprintf(why, sizeof(why), "count_only batch with arrays");
+				goto fail;
+			}
+			*count += b.count;
+			continue;
+		}
+		if (b.count > maxb)
+		{
+			snprintf(why, sizeof(why), "batch of %zu pairs over the limit %zu",
+					 b.count, maxb);
+			goto fail;
+		}
+		for (i = 0; i < b.count; i++)
+		{
+			if (b.left[i] >= L->n || b.right[i] >= nright ||
+				(!R && b.left[i] >= b.right[i]))
+			{
+				snprintf(why, sizeof(why), "bad pair (%u, %u)", b.left[i], b.right[i]);
+				goto fail;
+			}
+			tj_push(out, b.left[i], b.right[i], b.value[i]);
+		}
+		*count += b.count;
+	}
+	if (timings)
+	{
+		if (eng == TJ_CPU)
+			sj_jaccard_cpu_timings(cj, timings);
+		else
+			sjgpu_jaccard_timings(gj, timings);
+	}
+	sj_jaccard_cpu_end(cj);
+	sjgpu_jaccard_end(gj);
+	qsort(out->p, out->n, sizeof(TjPair), tj_cmp_pair);
+	return NULL;
+
+fail:
+	sj_jaccard_cpu_end(cj);
+	sjgpu_jaccard_end(gj);
+	return why;
+}
+
+/* Compare two sorted lists; NULL when equal, bits of the similarity too. */
+static const char *
+tj_compare(const TjList *want, const TjList *got)
+{
+	static char why[256];
+	size_t		i;
+
+	for (i = 0; i < want->n && i < got->n; i++)
+	{
+		const TjPair *a = &want->p[i],
+				   *b = &got->p[i];
+
+		if (a->l != b->l || a->r != b->r)
+		{
+			snprintf(why, sizeof(why),
+					 "pair %zu: expected (%u, %u) sim %.17g, got (%u, %u) sim %.17g",
+					 i, a->l, a->r, a->sim, b->l, b->r, b->sim);
+			return why;
+		}
+		if (memcmp(&a->sim, &b->sim, sizeof(double)) != 0)
+		{
+			snprintf(why, sizeof(why), "pair (%u, %u): sim %.17g, expected %.17g",
+					 a->l, a->r, b->sim, a->sim);
+			return why;
+		}
+	}
+	if (want->n != got->n)
+	{
+		snprintf(why, sizeof(why), "%zu pairs, expected %zu", got->n, want->n);
+		return why;
+	}
+	return NULL;
+}
+
+static SjJoinOptions
+tj_options(int threads, size_t max_batch, int count_only)
+{
+	SjJoinOptions o;
+
+	memset(&o, 0, sizeof(o));
+	o.cpu_threads = threads;
+	o.max_batch_pairs = max_batch;
+	o.count_only = count_only;
+	return o;
+}
+
+static const double tj_thresholds[] = {0.1, 0.2, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0};
+#define TJ_NTHRESH (sizeof(tj_thresholds) / sizeof(tj_thresholds[0]))
+
+/*
+ * The CPU engine on one input against the oracle at every threshold, with
+ * 1 and 4 threads, default and tiny batches, and count_only.  Returns NULL
+ * or a failure description.
+ */
+static const char *
+tj_check_cpu(const TjSets *L, const TjSets *R, TjRng *r, int tiny_ok)
+{
+	static char why[512];
+	TjList		want = {0},
+				got = {0};
+	size_t		ti;
+	const char *err = NULL;
+
+	for (ti = 0; ti < TJ_NTHRESH && !err; ti++)
+	{
+		double		t = tj_thresholds[ti];
+		SjJoinOptions o;
+		uint64_t	count;
+		size_t		tiny = tj_below(r, 2) ? 1 : 7;
+
+		tj_oracle(L, R, t, &want);
+
+		o = tj_options(1, 0, 0);
+		err = tj_run(TJ_CPU, L, R, t, &o, &got, &count, NULL);
+		if (!err)
+			err = tj_compare(&want, &got);
+		if (!err)
+		{
+			o = tj_options(4, tiny_ok || want.n < 20000 ? tiny : 4096, 0);
+			err = tj_run(TJ_CPU, L, R, t, &o, &got, &count, NULL);
+			if (!err)
+				err = tj_compare(&want, &got);
+		}
+		if (!err)
+		{
+			o = tj_options(1 + tj_below(r, 4), 0, 1);
+			err = tj_run(TJ_CPU, L, R, t, &o, &got, &count, NULL);
+			if (!err && count != want.n)
+			{
+				snprintf(why, sizeof(why), "count_only %llu, expected %zu",
+						 (unsigned long long) count, want.n);
+				err = why;
+			}
+		}
+		if (err)
+		{
+			char		inner[512];
+
+			snprintf(inner, sizeof(inner), "%s", err);
+			snprintf(why, sizeof(why), "threshold %g (%s join): %.400s", t,
+					 R ? "two-table" : "self", inner);
+			err = why;
+		}
+	}
+	free(want.p);
+	free(got.p);
+	return err;
+}
+
+/* Shapes used by the CPU and GPU tests. */
+static const TjShape tj_shapes[] = {
+	{"tiny sets", 600, 1, 4, 30, 0, 5, 10, 5, 0},
+	{"small sets", 800, 2, 12, 200, 0, 5, 20, 2, 0},
+	{"zipf", 1000, 1, 30, 2000, 1, 5, 20, 2, 0},
+	{"heavy duplication", 900, 1, 8, 60, 0, 70, 10, 3, 0},
+	{"common token", 600, 1, 20, 400, 0, 5, 20, 0, 1},
+	{"large sets", 150, 200, 1000, 3000, 0, 10, 40, 0, 0},
+	{"mixed sizes", 400, 1, 400, 1500, 1, 10, 30, 5, 0},
+	{"all empty", 50, 0, 0, 10, 0, 0, 0, 100, 0},
+};
+#define TJ_NSHAPES (sizeof(tj_shapes) / sizeof(tj_shapes[0]))
+
+/* ----------------------------------------------------------------------
+ * CPU tests
+ * ---------------------------------------------------------------------- */
+
+/* Self-joins of every shape against the oracle. */
+SJ_TEST(jaccard_cpu_self)
+{
+	TjRng		r = tj_rng(101);
+	size_t		s;
+
+	for (s = 0; s < TJ_NSHAPES; s++)
+	{
+		TjSets		L;
+		const char *err;
+
+		tj_generate(&L, &tj_shapes[s], 0, tj_shapes[s].universe, &r);
+		err = tj_check_cpu(&L, NULL, &r, tj_shapes[s].n < 700);
+		tj_free(&L);
+		SJ_CHECK(err == NULL, "%s: %s", tj_shapes[s].name, err);
+	}
+}
+
+/* Two-table joins: identical universes, overlapping, and disjoint. */
+SJ_TEST(jaccard_cpu_two_table)
+{
+	TjRng		r = tj_rng(202);
+	size_t		s;
+
+	for (s = 0; s < TJ_NSHAPES; s++)
+	{
+		TjShape		sh = tj_shapes[s];
+		TjSets		L,
+					R;
+		const char *err;
+		int			mode = (int) (s % 3);	/* 0 same, 1 overlapping, 2 disjoint */
+		uint32_t	dict = sh.universe * 2;
+
+		sh.n = sh.n * 2 / 3 + 1;
+		tj_generate(&L, &sh, 0, dict, &r);
+		sh.n = sh.n / 2 + 3;
+		tj_generate(&R, &sh, mode == 0 ? 0 : mode == 1 ? sh.universe / 2 : sh.universe,
+					dict, &r);
+		if (mode == 0 && L.n > 3 && R.n > 3)
+		{
+			/* identical sets on both sides */
+			uint32_t	i;
+
+			for (i = 0; i < 3; i++)
+			{
+				uint32_t	src = tj_below(&r, L.n);
+
+				tj_add(&R, L.tok + L.off[src], (uint32_t) (L.off[src + 1] - L.off[src]));
+			}
+		}
+		err = tj_check_cpu(&L, &R, &r, 1);
+		tj_free(&L);
+		tj_free(&R);
+		SJ_CHECK(err == NULL, "%s (universes %s): %s", sh.name,
+				 mode == 0 ? "identical" : mode == 1 ? "overlapping" : "disjoint", err);
+	}
+}
+
+/*
+ * Pairs built to have similarity exactly 1/2, 7/10, 9/10 and 2/3 (and one
+ * overlap less), joined at exactly those thresholds.
+ */
+static void
+tj_boundary_sets(TjSets *s, TjRng *r)
+{
+	static const uint32_t cases[][3] = {
+		/* |A|, |B|, overlap */
+		{3, 3, 2}, {6, 6, 4}, {2, 2, 1}, {4, 4, 2},	/* 1/2 (and 1/3) */
+		{8, 9, 7}, {16, 18, 14}, {24, 27, 21}, {17, 17, 14}, /* 7/10 */
+		{9, 10, 9}, {19, 19, 18}, {18, 20, 18}, {27, 30, 27},	/* 9/10 */
+		{2, 3, 2}, {5, 5, 4}, {4, 6, 4}, {10, 10, 8}, /* 2/3 */
+	};
+	uint32_t	buf[128];
+	uint32_t	next = 0;
+	size_t		c;
+	int			rep;
+
+	tj_init(s, 1u << 20);
+	for (rep = 0; rep < 3; rep++)
+		for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		{
+			uint32_t	na = cases[c][0],
+						nb = cases[c][1],
+						ov = cases[c][2],
+						k,
+						shift = tj_below(r, 2);
+
+			/* overlap ov and ov - 1 (the pair just below) */
+			for (k = 0; k < 2; k++)
+			{
+				uint32_t	o = ov - k * shift,
+							i,
+							base = next + tj_below(r, 50);
+
+				for (i = 0; i < na; i++)
+					buf[i] = base + i;
+				tj_add(s, buf, na);
+				for (i = 0; i < nb; i++)
+					buf[i] = base + na - o + i;
+				tj_add(s, buf, nb);
+				next = base + na + nb + 1;
+			}
+		}
+}
+
+SJ_TEST(jaccard_cpu_exact_boundaries)
+{
+	static const double ts[] = {0.5, 0.7, 0.9, 2.0 / 3.0, 1.0 / 3.0, 1.0};
+	TjRng		r = tj_rng(303);
+	TjSets		s;
+	TjList		want = {0},
+				got = {0};
+	size_t		i;
+
+	tj_boundary_sets(&s, &r);
+	for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+	{
+		SjJoinOptions o = tj_options(1 + (int) (i % 2) * 3, 0, 0);
+		uint64_t	count;
+		const char *err;
+		size_t		k,
+					exact = 0;
+
+		tj_oracle(&s, NULL, ts[i], &want);
+		for (k = 0; k < want.n; k++)
+			exact += want.p[k].sim == ts[i];
+		SJ_CHECK(ts[i] == 1.0 / 3.0 || ts[i] == 1.0 || exact > 0,
+				 "no pair exactly at %g", ts[i]);
+		err = tj_run(TJ_CPU, &s, NULL, ts[i], &o, &got, &count, NULL);
+		if (!err)
+			err = tj_compare(&want, &got);
+		SJ_CHECK(err == NULL, "threshold %.17g: %s", ts[i], err);
+	}
+	tj_free(&s);
+	free(want.p);
+	free(got.p);
+}
+
+/* n = 0 and 1 on either side, empty sets, a single set joined with itself. */
+SJ_TEST(jaccard_cpu_degenerate)
+{
+	TjRng		r = tj_rng(404);
+	TjSets		none,
+				one,
+				empties,
+				two;
+	uint32_t	t3[] = {1, 5, 9};
+	TjList		want = {0},
+				got = {0};
+	const TjSets *cases[][2] = {
+		{&none, NULL}, {&one, NULL}, {&empties, NULL}, {&none, &one},
+		{&one, &none}, {&one, &one}, {&empties, &empties}, {&two, &one},
+		{&one, &two}, {&two, NULL}, {&empties, &two},
+	};
+	size_t		c;
+
+	tj_init(&none, 10);
+	tj_init(&one, 10);
+	tj_add(&one, t3, 3);
+	tj_init(&empties, 10);
+	tj_add(&empties, t3, 0);
+	tj_add(&empties, t3, 0);
+	tj_init(&two, 10);
+	tj_add(&two, t3, 3);
+	tj_add(&two, t3, 3);
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+	{
+		size_t		ti;
+
+		for (ti = 0; ti < TJ_NTHRESH; ti++)
+		{
+			SjJoinOptions o = tj_options(1 + (int) tj_below(&r, 4), 1, (int) (ti % 2));
+			uint64_t	count;
+			const char *err;
+
+			tj_oracle(cases[c][0], cases[c][1], tj_thresholds[ti], &want);
+			err = tj_run(TJ_CPU, cases[c][0], cases[c][1], tj_thresholds[ti], &o,
+						 &got, &count, NULL);
+			if (!err && !o.count_only)
+				err = tj_compare(&want, &got);
+			SJ_CHECK(err == NULL, "case %zu, threshold %g: %s", c,
+					 tj_thresholds[ti], err);
+			SJ_CHECK(count == want.n, "case %zu, threshold %g: %llu pairs, expected %zu",
+					 c, tj_thresholds[ti], (unsigned long long) count, want.n);
+		}
+	}
+	tj_free(&none);
+	tj_free(&one);
+	tj_free(&empties);
+	tj_free(&two);
+	free(want.p);
+	free(got.p);
+}
+
+/* Bad arguments are refused with a status and a message, never a crash. */
+SJ_TEST(jaccard_cpu_invalid)
+{
+	uint64_t	off[] = {0, 2, 4};
+	uint32_t	bad_order[] = {3, 1, 2, 5};
+	uint32_t	ok[] = {1, 3, 2, 5};
+	SjSets		s = {2, 10, off, ok};
+	SjSets		b = {2, 10, off, bad_order};
+	SjSets		small = {2, 4, off, ok};
+	SjJoinOptions o = tj_options(1, 0, 0);
+	SjJaccardJoin *j = (SjJaccardJoin *) 1;
+	char		errmsg[SJ_ERRMSG_LEN];
+
+	SJ_CHECK(sj_jaccard_cpu_begin(&s, NULL, 0.0, &o, &j, errmsg) == SJ_ERR_INVALID,
+			 "threshold 0 accepted");
+	SJ_CHECK(j == NULL, "handle set on failure");
+	SJ_CHECK(sj_jaccard_cpu_begin(&s, NULL, 1.5, &o, &j, errmsg) == SJ_ERR_INVALID,
+			 "threshold 1.5 accepted");
+	SJ_CHECK(sj_jaccard_cpu_begin(&s, NULL, NAN, &o, &j, errmsg) == SJ_ERR_INVALID,
+			 "threshold NaN accepted");
+	SJ_CHECK(sj_jaccard_cpu_begin(&b, NULL, 0.5, &o, &j, errmsg) == SJ_ERR_INVALID,
+			 "unsorted tokens accepted");
+	SJ_CHECK(sj_jaccard_cpu_begin(&s, &small, 0.5, &o, &j, errmsg) == SJ_ERR_INVALID,
+			 "token beyond the universe accepted");
+	SJ_CHECK(strlen(errmsg) > 0, "no message");
+	sj_jaccard_cpu_end(NULL);
+}
+
+/* A larger skewed self-join with many batches, 4 threads (chunking). */
+SJ_TEST(jaccard_cpu_chunked)
+{
+	TjRng		r = tj_rng(505);
+	TjShape		sh = {"zipf large", 4000, 1, 16, 3000, 1, 20, 30, 1, 0};
+	TjSets		L;
+	TjList		want = {0},
+				got = {0};
+	double		ts[] = {0.3, 0.6, 0.85};
+	size_t		i;
+
+	tj_generate(&L, &sh, 0, sh.universe, &r);
+	for (i = 0; i < 3; i++)
+	{
+		SjJoinOptions o = tj_options(4, 1 + tj_below(&r, 500), 0);
+		uint64_t	count;
+		const char *err;
+
+		tj_oracle(&L, NULL, ts[i], &want);
+		err = tj_run(TJ_CPU, &L, NULL, ts[i], &o, &got, &count, NULL);
+		if (!err)
+			err = tj_compare(&want, &got);
+		SJ_CHECK(err == NULL, "threshold %g: %s", ts[i], err);
+	}
+	tj_free(&L);
+	free(want.p);
+	free(got.p);
+}
+
+/*
+ * A large input (parallel preparation paths: frequency histograms per
+ * thread): 1 and 4 threads must agree exactly; the 1-thread engine is the
+ * one checked against the oracle above.
+ */
+SJ_TEST(jaccard_cpu_threads_agree)
+{
+	TjRng		r = tj_rng(606);
+	TjShape		sh = {"zipf big", 120000, 1, 20, 20000, 1, 10, 20, 1, 0};
+	TjSets		L;
+	TjList		one = {0},
+				four = {0};
+	double		ts[] = {0.75, 0.95};
+	size_t		i;
+
+	tj_generate(&L, &sh, 0, sh.universe, &r);
+	SJ_CHECK(L.off[L.n] >= ((uint64_t) 1 << 20), "input too small: %llu tokens",
+			 (unsigned long long) L.off[L.n]);
+	for (i = 0; i < 2; i++)
+	{
+		SjJoinOptions o1 = tj_options(1, 0, 0),
+					o4 = tj_options(4, 0, 0);
+		uint64_t	count;
+		const char *err;
+
+		err = tj_run(TJ_CPU, &L, NULL, ts[i], &o1, &one, &count, NULL);
+		if (!err)
+			err = tj_run(TJ_CPU, &L, NULL, ts[i], &o4, &four, &count, NULL);
+		if (!err)
+			err = tj_compare(&one, &four);
+		SJ_CHECK(err == NULL, "threshold %g: %s", ts[i], err);
+		SJ_CHECK(one.n > 0, "threshold %g: no pairs", ts[i]);
+	}
+	tj_free(&L);
+	free(one.p);
+	free(four.p);
+}
+
+/* Token ids spread over a huge universe (the engine's dictionary path). */
+SJ_TEST(jaccard_cpu_sparse_universe)
+{
+	TjRng		r = tj_rng(707);
+	TjShape		sh = tj_shapes[2];
+	TjSets		L;
+	uint64_t	k;
+	const char *err;
+
+	tj_generate(&L, &sh, 0, sh.universe, &r);
+	L.universe = 2000000000u;
+	for (k = 0; k < L.off[L.n]; k++)
+		L.tok[k] = L.tok[k] * 997u + 13u;
+	err = tj_check_cpu(&L, NULL, &r, 0);
+	tj_free(&L);
+	SJ_CHECK(err == NULL, "%s", err);
+}
+
+/* ----------------------------------------------------------------------
+ * GPU tests: the GPU engine against the CPU engine
+ * ---------------------------------------------------------------------- */
+
+/* Run both engines with the same options and compare. */
+static const char *
+tj_gpu_vs_cpu(const TjSets *L, const TjSets *R, double t, SjJoinOptions o,
+			  SjTimings *gt)
+{
+	static char why[512];
+	TjList		want = {0},
+				got = {0};
+	uint64_t	wc,
+				gc;
+	const char *err;
+	SjJoinOptions co = o;
+
+	co.gpu_memory_limit = 0;
+	err = tj_run(TJ_CPU, L, R, t, &co, &want, &wc, NULL);
+	if (!err)
+		err = tj_run(TJ_GPU, L, R, t, &o, &got, &gc, gt);
+	if (!err && o.count_only && wc != gc)
+	{
+		snprintf(why, sizeof(why), "GPU counted %llu, CPU %llu",
+				 (unsigned long long) gc, (unsigned long long) wc);
+		err = why;
+	}
+	if (!err && !o.count_only)
+		err = tj_compare(&want, &got);
+	free(want.p);
+	free(got.p);
+	return err;
+}
+
+SJ_TEST(jaccard_gpu_vs_cpu)
+{
+	TjRng		r = tj_rng(606);
+	size_t		s;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	for (s = 0; s < TJ_NSHAPES; s++)
+	{
+		TjShape		sh = tj_shapes[s];
+		TjSets		L,
+					R;
+		size_t		ti;
+
+		tj_generate(&L, &sh, 0, sh.universe * 2, &r);
+		sh.n = sh.n / 2 + 1;
+		tj_generate(&R, &sh, (uint32_t) (s % 2) * sh.universe / 2, sh.universe * 2, &r);
+		for (ti = 0; ti < TJ_NTHRESH; ti++)
+		{
+			double		t = tj_thresholds[ti];
+			SjJoinOptions o = tj_options(2, tj_below(&r, 3) == 0 ? 7 : 0,
+										 (int) (ti % 3 == 2));
+			SjTimings	gt;
+			const char *err;
+
+			memset(&gt, 0, sizeof(gt));
+			err = tj_gpu_vs_cpu(&L, NULL, t, o, &gt);
+			SJ_CHECK(err == NULL, "%s self, threshold %g (%s): %s", sh.name, t,
+					 gt.strategy, err);
+			err = tj_gpu_vs_cpu(&L, &R, t, o, &gt);
+			SJ_CHECK(err == NULL, "%s two-table, threshold %g (%s): %s", sh.name, t,
+					 gt.strategy, err);
+		}
+		tj_free(&L);
+		tj_free(&R);
+	}
+}
+
+/* Exact boundaries and degenerate inputs on the GPU. */
+SJ_TEST(jaccard_gpu_boundaries)
+{
+	static const double ts[] = {0.5, 0.7, 0.9, 2.0 / 3.0, 1.0 / 3.0, 1.0, 0.1};
+	TjRng		r = tj_rng(707);
+	TjSets		s,
+				none,
+				one;
+	uint32_t	t3[] = {2, 4, 6};
+	size_t		i;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	tj_boundary_sets(&s, &r);
+	tj_init(&none, 10);
+	tj_init(&one, 10);
+	tj_add(&one, t3, 3);
+	for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+	{
+		const char *err = tj_gpu_vs_cpu(&s, NULL, ts[i], tj_options(1, 0, 0), NULL);
+
+		SJ_CHECK(err == NULL, "boundaries, threshold %.17g: %s", ts[i], err);
+		err = tj_gpu_vs_cpu(&s, &s, ts[i], tj_options(1, 0, 0), NULL);
+		SJ_CHECK(err == NULL, "boundaries two-table, threshold %.17g: %s", ts[i], err);
+		err = tj_gpu_vs_cpu(&none, NULL, ts[i], tj_options(1, 0, 0), NULL);
+		SJ_CHECK(err == NULL, "n = 0: %s", err);
+		err = tj_gpu_vs_cpu(&one, &none, ts[i], tj_options(1, 0, i % 2), NULL);
+		SJ_CHECK(err == NULL, "1 x 0: %s", err);
+		err = tj_gpu_vs_cpu(&one, &one, ts[i], tj_options(1, 1, 0), NULL);
+		SJ_CHECK(err == NULL, "1 x 1: %s", err);
+	}
+	tj_free(&s);
+	tj_free(&none);
+	tj_free(&one);
+}
+
+/*
+ * A small device-memory limit: index partitions, output overflow and
+ * re-runs, tiny batches.
+ */
+SJ_TEST(jaccard_gpu_small_memory)
+{
+	TjRng		r = tj_rng(808);
+	TjShape		sh = {"zipf", 6000, 1, 24, 3000, 1, 20, 30, 1, 0};
+	TjSets		L;
+	double		ts[] = {0.2, 0.5, 0.8};
+	size_t		i;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	tj_generate(&L, &sh, 0, sh.universe, &r);
+	for (i = 0; i < 3; i++)
+	{
+		SjJoinOptions o = tj_options(2, i == 1 ? 1 : 777, 0);
+		SjTimings	gt;
+		const char *err;
+
+		o.gpu_memory_limit = (size_t) 3 << 19;
+		memset(&gt, 0, sizeof(gt));
+		err = tj_gpu_vs_cpu(&L, NULL, ts[i], o, &gt);
+		SJ_CHECK(err == NULL, "threshold %g (%s): %s", ts[i], gt.strategy, err);
+		printf("     small memory, t %.1f: %s, %llu batches, %llu re-runs, %llu device bytes\n",
+			   ts[i], gt.strategy, (unsigned long long) gt.batches,
+			   (unsigned long long) gt.reruns, (unsigned long long) gt.device_bytes);
+	}
+	tj_free(&L);
+}
+
+/*
+ * Tiny device-memory limits on a shape where one probe has hundreds of
+ * partners at low thresholds: the output buffer is at its minimum, so a
+ * single probe overflows and its candidate range is split.  The smallest
+ * limits may not fit at all (SJ_ERR_DEVICE_NOMEM is then the right answer);
+ * from 256 KB up the join must run and match the CPU.
+ */
+SJ_TEST(jaccard_gpu_tiny_memory)
+{
+	static const size_t extra[] = {24 << 10, 40 << 10, 64 << 10, 128 << 10, 512 << 10};
+	TjRng		r = tj_rng(1010);
+	TjShape		sh = {"common token", 3000, 1, 12, 300, 0, 2, 3, 0, 1};
+	TjSets		L;
+	double		ts[] = {0.1, 0.25};
+	size_t		i,
+				k,
+				resident;
+	char		nomem[32];
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	snprintf(nomem, sizeof(nomem), "status %d:", SJ_ERR_DEVICE_NOMEM);
+	tj_generate(&L, &sh, 0, sh.universe, &r);
+	/* what the engine keeps on the device for the whole join */
+	resident = L.off[L.n] * 4 + (size_t) L.n * 12 + (8 << 10);
+	for (i = 0; i < 2; i++)
+		for (k = 0; k < sizeof(extra) / sizeof(extra[0]); k++)
+		{
+			SjJoinOptions o = tj_options(2, 1000, 0);
+			SjTimings	gt;
+			const char *err;
+			int			last = k + 1 == sizeof(extra) / sizeof(extra[0]);
+
+			o.gpu_memory_limit = resident + extra[k];
+			memset(&gt, 0, sizeof(gt));
+			err = tj_gpu_vs_cpu(&L, NULL, ts[i], o, &gt);
+			if (err && !last && strstr(err, nomem))
+			{
+				printf("     tiny memory, t %.2f, %zu KB: does not fit (%.80s)\n",
+					   ts[i], o.gpu_memory_limit >> 10, err);
+				continue;
+			}
+			SJ_CHECK(err == NULL, "limit %zu, threshold %g (%s): %s",
+					 o.gpu_memory_limit, ts[i], gt.strategy, err);
+			printf("     tiny memory, t %.2f, %zu KB: %s, %llu re-runs, %llu device bytes\n",
+				   ts[i], o.gpu_memory_limit >> 10, gt.strategy,
+				   (unsigned long long) gt.reruns, (unsigned long long) gt.device_bytes);
+		}
+	tj_free(&L);
+}
+
+/* ----------------------------------------------------------------------
+ * Timing mode
+ * ---------------------------------------------------------------------- */
+
+static int
+tj_cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Time one join to the end (pairs drained, not kept); ms, or < 0. */
+static double
+tj_time(TjEngine eng, const TjSets *L, double t, const SjJoinOptions *o,
+		uint64_t *pairs, SjTimings *tm)
+{
+	char		errmsg[SJ_ERRMSG_LEN];
+	SjSets		lv = tj_view(L);
+	SjJaccardJoin *cj = NULL;
+	SjGpuJaccardJoin *gj = NULL;
+	SjStatus	st;
+	int			done = 0;
+	double		t0 = sj_now_ms();
+
+	*pairs = 0;
+	st = eng == TJ_CPU ? sj_jaccard_cpu_begin(&lv, NULL, t, o, &cj, errmsg)
+		: sjgpu_jaccard_begin(&lv, NULL, t, o, &gj, errmsg);
+	while (st == SJ_OK && !done)
+	{
+		SjPairBatch b;
+
+		st = eng == TJ_CPU ? sj_jaccard_cpu_next(cj, &b, &done, errmsg)
+			: sjgpu_jaccard_next(gj, &b, &done, errmsg);
+		*pairs += b.count;
+	}
+	if (st != SJ_OK)
+		printf("     error %d: %s\n", st, errmsg);
+	if (eng == TJ_CPU)
+		sj_jaccard_cpu_timings(cj, tm);
+	else
+		sjgpu_jaccard_timings(gj, tm);
+	sj_jaccard_cpu_end(cj);
+	sjgpu_jaccard_end(gj);
+	return st == SJ_OK ? sj_now_ms() - t0 : -1.0;
+}
+
+SJ_TEST(jaccard_bench)
+{
+	static const uint32_t avgs[] = {5, 25};
+	static const double ts[] = {0.5, 0.7, 0.9};
+	TjRng		r = tj_rng(909);
+	int			threads = (int) sysconf(_SC_NPROCESSORS_ONLN);
+	const char *nenv = getenv("SJ_JACCARD_BENCH_N");
+	uint32_t	nsets = nenv ? (uint32_t) atol(nenv) : 1000000;
+	size_t		a,
+				i;
+
+	if (getenv("SJ_JACCARD_BENCH") == NULL)
+	{
+		sj_test_skip("set SJ_JACCARD_BENCH=1 to run");
+		return;
+	}
+	printf("     %u Zipf sets over 50000 tokens, %d CPU threads; count_only: warm-up + median of up to 3; pairs: one run\n",
+		   nsets, threads);
+	printf("     engine  avg  t    pairs       count ms (runs)  build ms  pairs ms  strategy\n");
+	for (a = 0; a < 2; a++)
+	{
+		TjShape		sh = {"bench", nsets, 1, 2 * avgs[a] - 1, 50000, 1, 0, 0, 0, 0};
+		TjSets		L;
+
+		tj_generate(&L, &sh, 0, sh.universe, &r);
+		for (i = 0; i < 3; i++)
+		{
+			int			e;
+
+			for (e = 0; e < 2; e++)
+			{
+				SjJoinOptions o = tj_options(threads, 0, 1);
+				TjEngine	eng = e ? TJ_GPU : TJ_CPU;
+				double		ms[4],
+							full;
+				int			runs = 0,
+							k;
+				uint64_t	pairs = 0,
+							counted = 0;
+				SjTimings	tm;
+
+				if (e == 1 && !sj_test_gpu_usable())
+					continue;
+				memset(&tm, 0, sizeof(tm));
+				/* warm-up, then up to three timed runs within a budget */
+				ms[0] = tj_time(eng, &L, ts[i], &o, &counted, &tm);
+				for (k = 0; k < 3 && ms[0] >= 0 && ms[0] < 5000; k++)
+					ms[runs++] = tj_time(eng, &L, ts[i], &o, &counted, &tm);
+				if (runs == 0)
+					runs = 1;
+				qsort(ms, runs, sizeof(double), tj_cmp_double);
+				o.count_only = 0;
+				full = tj_time(eng, &L, ts[i], &o, &pairs, &tm);
+				printf("     %-6s %4u  %.1f  %10llu  %10.1f (%d)  %8.1f  %8.1f  %s%s\n",
+					   e ? "gpu" : "cpu", avgs[a], ts[i], (unsigned long long) pairs,
+					   ms[runs / 2], runs, tm.build_ms, full, tm.strategy,
+					   counted == pairs ? "" : "  COUNT MISMATCH");
+				fflush(stdout);
+			}
+		}
+		tj_free(&L);
+	}
+}

@@ -19,6 +19,7 @@
 #define SJGPU_H
 
 #include "sjengine.h"
+#include "sjtheta.h"
 
 #ifdef __cplusplus
 extern "C"
@@ -77,6 +78,20 @@ extern void sjgpu_jaccard_timings(const SjGpuJaccardJoin *join,
 extern void sjgpu_jaccard_end(SjGpuJaccardJoin *join);
 
 /* theta_join on the device: contract of sj_theta_cpu_* (sjtheta.h). */
+typedef struct SjGpuThetaJoin SjGpuThetaJoin;
+
+extern SjStatus sjgpu_theta_begin(const SjThetaTable *left,
+								  const SjThetaTable *right,
+								  const SjThetaProgram *program,
+								  SjThetaStrategy strategy,
+								  const SjJoinOptions *options,
+								  SjGpuThetaJoin **join, char *errmsg);
+extern SjStatus sjgpu_theta_next(SjGpuThetaJoin *join, SjPairBatch *batch,
+								 int *done, char *errmsg);
+extern void sjgpu_theta_timings(const SjGpuThetaJoin *join,
+								SjTimings *timings);
+extern SjThetaDataError sjgpu_theta_data_error(const SjGpuThetaJoin *join);
+extern void sjgpu_theta_end(SjGpuThetaJoin *join);
 
 #ifdef __cplusplus
 }

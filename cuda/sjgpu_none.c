@@ -89,3 +89,36 @@ void
 sjgpu_jaccard_end(SjGpuJaccardJoin *join)
 {
 }
+
+SjStatus
+sjgpu_theta_begin(const SjThetaTable *left, const SjThetaTable *right,
+				  const SjThetaProgram *program, SjThetaStrategy strategy,
+				  const SjJoinOptions *options, SjGpuThetaJoin **join,
+				  char *errmsg)
+{
+	*join = NULL;
+	return sjgpu_none(errmsg);
+}
+
+SjStatus
+sjgpu_theta_next(SjGpuThetaJoin *join, SjPairBatch *batch, int *done,
+				 char *errmsg)
+{
+	return sjgpu_none(errmsg);
+}
+
+void
+sjgpu_theta_timings(const SjGpuThetaJoin *join, SjTimings *timings)
+{
+}
+
+SjThetaDataError
+sjgpu_theta_data_error(const SjGpuThetaJoin *join)
+{
+	return SJ_THETA_OK;
+}
+
+void
+sjgpu_theta_end(SjGpuThetaJoin *join)
+{
+}

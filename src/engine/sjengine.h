@@ -43,7 +43,9 @@ typedef enum SjStatus
 								 * CPU-only build) */
 	SJ_ERR_DEVICE,				/* a CUDA call failed */
 	SJ_ERR_TOO_LARGE,			/* input exceeds a hard engine limit */
-	SJ_ERR_INTERNAL				/* an invariant was violated */
+	SJ_ERR_INTERNAL,			/* an invariant was violated */
+	SJ_ERR_DATA					/* a data exception while evaluating a
+								 * condition (overflow, division by zero) */
 } SjStatus;
 
 #define SJ_ERRMSG_LEN 256

@@ -1,0 +1,2144 @@
+/*
+ * theta_gpu.cu
+ *		theta_join on the GPU: hash join, sort + binary-search range join and
+ *		the tiled sliding-window nested loop, with the condition program
+ *		interpreted on the device.
+ *
+ * The plan (strategy, keys, range terms, exactness) comes from theta_prog.c,
+ * shared with the CPU engine, so both engines choose the same strategy and
+ * the same candidate pairs; the device interpreter (d_run) has the CPU
+ * interpreter's semantics (sjtheta.h): values, NULL or an error state per
+ * slot, errors propagating left to right, AND/OR discarding a right error
+ * after a dominant left operand.  An error sets a device flag (first code
+ * wins, atomicCAS), which the host turns into SJ_ERR_DATA.
+ *
+ * Build (He et al. 2008 on CUB primitives; the inner side stays resident):
+ *	hash	rows with no NULL key are partitioned to the front, their 64-bit
+ *			hashes (the CPU engine's function) radix-sorted with the row ids,
+ *			run-length encoded into groups of equal hash, and a directory
+ *			over the top bits of the hash points at the groups.  Adjacent
+ *			rows of equal hash but different keys set a collision flag (the
+ *			candidates then go through the program).
+ *	range	rows with b not NULL are sorted by an order-preserving 64-bit key
+ *			(PostgreSQL's order: NaN greatest, -0 = +0); NULL rows follow in
+ *			the permutation, for rows whose bounds fail.
+ * Probe, per chunk of outer rows (sized to the memory budget): one thread a
+ * row finds its candidate slice of the permutation (hash: its group; range:
+ * evaluate E and C of every term and binary-search the bounds; an error
+ * sends the row to all inner rows), counting exact slices directly; an
+ * exclusive scan of the slice lengths numbers the candidates; windows of at
+ * most the output buffer's size are then evaluated one thread a candidate.
+ * The nested loop (Bellas ch. 3, "sliding window") gives each thread one
+ * outer row (its cached columns in registers) and streams the inner side
+ * through shared memory tiles; a rectangle of the join matrix is one launch.
+ *
+ * Output: matches are staged per warp in shared memory and appended to the
+ * device buffer with one atomicAdd per flush (at most 512 pairs).  Candidate
+ * windows never exceed the buffer; a nested-loop rectangle is sized from the
+ * selectivity seen so far and re-run smaller on overflow (SjTimings.reruns).
+ * count_only reduces counts per block, one atomicAdd a block.
+ *
+ * Ownership: device memory belongs to the handle through DeviceBuffer
+ * charged to its Budget; sjgpu_theta_end frees everything.
+ */
+#include <cub/device/device_partition.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "sjgpu_internal.cuh"
+
+using sjgpu::Budget;
+using sjgpu::DeviceBuffer;
+using sjgpu::Error;
+using sjgpu::Stream;
+
+namespace
+{
+
+constexpr int kThreads = 256;		/* threads a block */
+constexpr int kWarps = kThreads / 32;
+constexpr int kStage = 512;			/* staged pairs a warp */
+constexpr int kNlStep = 8;			/* inner rows a nested-loop step */
+constexpr size_t kDefaultBatch = 1048576;
+constexpr size_t kMaxOut = size_t(1) << 22;	/* device output buffer, pairs */
+constexpr uint64_t kCountWindow = uint64_t(1) << 28;	/* candidates a count launch */
+constexpr uint64_t kNlMaxCells = uint64_t(1) << 31;	/* cells a nested-loop launch */
+constexpr double kCallMs = 100.0;	/* work one next() aims at */
+
+/* Value states, as in the CPU engine. */
+constexpr int kVal = 0;
+constexpr int kNull = 1;
+
+__host__ __device__ constexpr int
+err_state(int code)
+{
+	return code + 1;
+}
+
+/* One column on the device (NULL bytes optional). */
+struct DevCol
+{
+	const long long *v;
+	const unsigned char *nul;
+};
+
+/* A device instruction: code = opcode | arity << 8; k the constant's bits. */
+struct DInstr
+{
+	int			code;
+	int			arg;
+	long long	k;
+};
+
+/* ------------------------------------------------------------------------
+ * Scalar semantics (mirror of theta_cpu.c)
+ * ------------------------------------------------------------------------ */
+
+__device__ __forceinline__ int
+d_range_err(int w)
+{
+	return err_state(w == 16 ? SJ_THETA_ERR_SMALLINT_RANGE :
+					 w == 32 ? SJ_THETA_ERR_INTEGER_RANGE : SJ_THETA_ERR_BIGINT_RANGE);
+}
+
+__device__ __forceinline__ bool
+d_fits(long long r, int w)
+{
+	return w == 16 ? (r >= -32768 && r <= 32767) :
+		w == 32 ? (r >= INT_MIN && r <= INT_MAX) : true;
+}
+
+__device__ int
+d_iarith(int op, long long x, long long y, int w, long long *out)
+{
+	long long	r;
+
+	switch (op)
+	{
+		case SJ_OP_ADD_I:
+			r = (long long) ((unsigned long long) x + (unsigned long long) y);
+			if (((x ^ r) & (y ^ r)) < 0)
+				return d_range_err(w);
+			break;
+		case SJ_OP_SUB_I:
+			r = (long long) ((unsigned long long) x - (unsigned long long) y);
+			if (((x ^ y) & (x ^ r)) < 0)
+				return d_range_err(w);
+			break;
+		case SJ_OP_MUL_I:
+			{
+				long long	hi = __mul64hi(x, y);
+
+				r = (long long) ((unsigned long long) x * (unsigned long long) y);
+				if (hi != (r >> 63))
+					return d_range_err(w);
+				break;
+			}
+		case SJ_OP_DIV_I:
+			if (y == 0)
+				return err_state(SJ_THETA_ERR_DIVISION_BY_ZERO);
+			if (y == -1)
+			{
+				if (x == LLONG_MIN)
+					return d_range_err(w);
+				r = -x;
+			}
+			else
+				r = x / y;
+			break;
+		default:				/* MOD_I */
+			if (y == 0)
+				return err_state(SJ_THETA_ERR_DIVISION_BY_ZERO);
+			r = y == -1 ? 0 : x % y;
+			break;
+	}
+	if (!d_fits(r, w))
+		return d_range_err(w);
+	*out = r;
+	return kVal;
+}
+
+__device__ int
+d_farith(int op, double x, double y, int w, double *out)
+{
+	if (w == 32)
+	{
+		float		a = (float) x,
+					b = (float) y,
+					r;
+
+		switch (op)
+		{
+			case SJ_OP_ADD_F:
+				r = __fadd_rn(a, b);
+				if (isinf(r) && !isinf(a) && !isinf(b))
+					return err_state(SJ_THETA_ERR_FLOAT_OVERFLOW);
+				break;
+			case SJ_OP_SUB_F:
+				r = __fsub_rn(a, b);
+				if (isinf(r) && !isinf(a) && !isinf(b))
+					return err_state(SJ_THETA_ERR_FLOAT_OVERFLOW);
+				break;
+			case SJ_OP_MUL_F:
+				r = __fmul_rn(a, b);
+				if (isinf(r) && !isinf(a) && !isinf(b))
+					return err_state(SJ_THETA_ERR_FLOAT_OVERFLOW);
+				if (r == 0.0f && a != 0.0f && b != 0.0f)
+					return err_state(SJ_THETA_ERR_FLOAT_UNDERFLOW);
+				break;
+			default:
+				if (b == 0.0f && !isnan(a))
+					return err_state(SJ_THETA_ERR_DIVISION_BY_ZERO);
+				r = __fdiv_rn(a, b);
+				if (isinf(r) && !isinf(a))
+					return err_state(SJ_THETA_ERR_FLOAT_OVERFLOW);
+				if (r == 0.0f && a != 0.0f && !isinf(b))
+					return err_state(SJ_THETA_ERR_FLOAT_UNDERFLOW);
+				break;
+		}
+		*out = r;
+		return kVal;
+	}
+	else
+	{
+		double		r;
+
+		switch (op)
+		{
+			case SJ_OP_ADD_F:
+				r = __dadd_rn(x, y);
+				if (isinf(r) && !isinf(x) && !isinf(y))
+					return err_state(SJ_THETA_ERR_FLOAT_OVERFLOW);
+				break;
+			case SJ_OP_SUB_F:
+				r = __dsub_rn(x, y);
+				if (isinf(r) && !isinf(x) && !isinf(y))
+					return err_state(SJ_THETA_ERR_FLOAT_OVERFLOW);
+				break;
+			case SJ_OP_MUL_F:
+				r = __dmul_rn(x, y);
+				if (isinf(r) && !isinf(x) && !isinf(y))
+					return err_state(SJ_THETA_ERR_FLOAT_OVERFLOW);
+				if (r == 0.0 && x != 0.0 && y != 0.0)
+					return err_state(SJ_THETA_ERR_FLOAT_UNDERFLOW);
+				break;
+			default:
+				if (y == 0.0 && !isnan(x))
+					return err_state(SJ_THETA_ERR_DIVISION_BY_ZERO);
+				r = __ddiv_rn(x, y);
+				if (isinf(r) && !isinf(x))
+					return err_state(SJ_THETA_ERR_FLOAT_OVERFLOW);
+				if (r == 0.0 && x != 0.0 && !isinf(y))
+					return err_state(SJ_THETA_ERR_FLOAT_UNDERFLOW);
+				break;
+		}
+		*out = r;
+		return kVal;
+	}
+}
+
+__device__ __forceinline__ int
+d_fcmp(double a, double b)
+{
+	if (isnan(a))
+		return isnan(b) ? 0 : 1;
+	if (isnan(b))
+		return -1;
+	return a > b ? 1 : (a < b ? -1 : 0);
+}
+
+__device__ __forceinline__ long long
+d_holds(int base, int c)
+{
+	switch (base)
+	{
+		case 0:
+			return c == 0;
+		case 1:
+			return c != 0;
+		case 2:
+			return c < 0;
+		case 3:
+			return c <= 0;
+		case 4:
+			return c > 0;
+		default:
+			return c >= 0;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * The device interpreter
+ * ------------------------------------------------------------------------ */
+
+struct DV
+{
+	long long	v;
+	int			s;
+};
+
+__device__ __forceinline__ DV
+d_unary(int op, int arg, DV a)
+{
+	switch (op)
+	{
+		case SJ_OP_NOT:
+			if (a.s == kVal)
+				a.v = !a.v;
+			return a;
+		case SJ_OP_IS_NULL:
+		case SJ_OP_IS_NOT_NULL:
+			if (a.s > kNull)
+				return a;
+			a.v = (a.s == kNull) == (op == SJ_OP_IS_NULL);
+			a.s = kVal;
+			return a;
+		case SJ_OP_NEG_I:
+			{
+				int			w = arg ? arg : 64;
+
+				if (a.s)
+					return a;
+				if (a.v == LLONG_MIN || !d_fits(-a.v, w))
+					a.s = d_range_err(w);
+				else
+					a.v = -a.v;
+				return a;
+			}
+		case SJ_OP_NEG_F:
+			if (a.s == kVal)
+			{
+				double		x = __longlong_as_double(a.v);
+
+				a.v = __double_as_longlong(arg == 32 ? (double) -(float) x : -x);
+			}
+			return a;
+		default:				/* I2F */
+			if (a.s == kVal)
+				a.v = __double_as_longlong(arg == 32 ? (double) (float) a.v : (double) a.v);
+			return a;
+	}
+}
+
+__device__ __forceinline__ DV
+d_binary(int op, int arg, DV a, DV b)
+{
+	DV			r;
+
+	if (op == SJ_OP_AND || op == SJ_OP_OR)
+	{
+		long long	dom = op == SJ_OP_OR;
+
+		if (a.s > kNull)
+			return a;
+		if (a.s == kVal && a.v == dom)
+			return a;
+		if (b.s > kNull)
+			return b;
+		if (b.s == kVal && b.v == dom)
+			return b;
+		r.s = (a.s == kNull || b.s == kNull) ? kNull : kVal;
+		r.v = !dom;
+		return r;
+	}
+	if (a.s | b.s)
+	{
+		r.v = 0;
+		r.s = a.s > kNull ? a.s : (b.s > kNull ? b.s : kNull);
+		return r;
+	}
+	r.s = kVal;
+	r.v = 0;
+	if (op >= SJ_OP_ADD_I && op <= SJ_OP_MOD_I)
+		r.s = d_iarith(op, a.v, b.v, arg ? arg : 64, &r.v);
+	else if (op >= SJ_OP_ADD_F && op <= SJ_OP_DIV_F)
+	{
+		double		o = 0;
+
+		r.s = d_farith(op, __longlong_as_double(a.v), __longlong_as_double(b.v), arg, &o);
+		r.v = __double_as_longlong(o);
+	}
+	else if (op >= SJ_OP_EQ_I && op <= SJ_OP_GE_I)
+		r.v = d_holds(op - SJ_OP_EQ_I, (a.v > b.v) - (a.v < b.v));
+	else
+		r.v = d_holds(op - SJ_OP_EQ_F,
+					  d_fcmp(__longlong_as_double(a.v), __longlong_as_double(b.v)));
+	return r;
+}
+
+/*
+ * Run instructions [begin, end) for one pair; Ld supplies column loads.
+ * The top two stack slots live in registers, deeper ones in `spill`.
+ */
+template <class Ld>
+__device__ __forceinline__ DV
+d_run(const DInstr *prog, int begin, int end, const Ld &ld)
+{
+	DV			t0 = {0, kNull},
+				t1 = {0, kNull};
+	DV			spill[SJ_THETA_MAX_STACK];
+	int			sp = 0;
+
+	for (int pc = begin; pc < end; pc++)
+	{
+		const DInstr in = prog[pc];
+		const int	op = in.code & 255;
+		const int	arity = in.code >> 8;
+
+		if (arity == 0)
+		{
+			DV			x;
+
+			if (op == SJ_OP_LOAD_L || op == SJ_OP_LOAD_R)
+				ld.load(op == SJ_OP_LOAD_L, in.arg, x);
+			else if (op == SJ_OP_CONST_NULL)
+			{
+				x.v = 0;
+				x.s = kNull;
+			}
+			else
+			{
+				x.v = in.k;
+				x.s = kVal;
+			}
+			if (sp >= 2)
+				spill[sp - 2] = t1;
+			t1 = t0;
+			t0 = x;
+			sp++;
+		}
+		else if (arity == 1)
+			t0 = d_unary(op, in.arg, t0);
+		else
+		{
+			t0 = d_binary(op, in.arg, t1, t0);
+			sp--;
+			if (sp >= 2)
+				t1 = spill[sp - 2];
+		}
+	}
+	return t0;
+}
+
+__device__ __forceinline__ void
+d_load_col(const DevCol &c, unsigned r, DV &x)
+{
+	x.v = c.v[r];
+	x.s = (c.nul && c.nul[r]) ? kNull : kVal;
+}
+
+/* Loads for one (outer row, inner row) pair from global memory. */
+struct PairLoader
+{
+	const DevCol *oc;
+	const DevCol *ic;
+	unsigned	orow;
+	unsigned	irow;
+	bool		outer_left;
+
+	__device__ __forceinline__ void load(bool left, int col, DV &x) const
+	{
+		if (left == outer_left)
+			d_load_col(oc[col], orow, x);
+		else
+			d_load_col(ic[col], irow, x);
+	}
+};
+
+/* Loads for the nested loop: outer from registers/global, inner from a tile. */
+struct TileLoader
+{
+	const DevCol *oc;
+	unsigned	orow;
+	bool		outer_left;
+	int			c0,
+				c1;				/* cached outer columns (-1: none) */
+	DV			v0,
+				v1;
+	const long long *tv;		/* tile values, slot-major */
+	const unsigned char *tn;	/* tile NULL flags */
+	const signed char *slot;	/* inner column -> tile slot */
+	int			tile;			/* tile stride */
+	int			ti;				/* row within the tile */
+
+	__device__ __forceinline__ void load(bool left, int col, DV &x) const
+	{
+		if (left == outer_left)
+		{
+			if (col == c0)
+				x = v0;
+			else if (col == c1)
+				x = v1;
+			else
+				d_load_col(oc[col], orow, x);
+		}
+		else
+		{
+			int			k = slot[col] * tile + ti;
+
+			x.v = tv[k];
+			x.s = tn[k];
+		}
+	}
+};
+
+/* ------------------------------------------------------------------------
+ * Keys (same functions as theta_cpu.c)
+ * ------------------------------------------------------------------------ */
+
+__host__ __device__ __forceinline__ unsigned long long
+mix64(unsigned long long x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+__device__ __forceinline__ unsigned long long
+d_fbits(long long bits)
+{
+	double		d = __longlong_as_double(bits);
+
+	if (d == 0.0)
+		return 0;
+	if (isnan(d))
+		return 0x7ff8000000000000ULL;
+	return (unsigned long long) bits;
+}
+
+__device__ __forceinline__ unsigned long long
+d_nkey(const DevCol &c, int type, unsigned r)
+{
+	return type == SJ_TF64 ? d_fbits(c.v[r]) : (unsigned long long) c.v[r];
+}
+
+__device__ __forceinline__ unsigned long long
+d_okey(long long bits, int type)
+{
+	if (type == SJ_TI64)
+		return (unsigned long long) bits ^ (1ULL << 63);
+	unsigned long long b = d_fbits(bits);
+
+	return (b >> 63) ? ~b : (b | (1ULL << 63));
+}
+
+__device__ __forceinline__ unsigned long long
+d_okey_f(double x)
+{
+	return d_okey(__double_as_longlong(x), SJ_TF64);
+}
+
+/* Hash keys of a join: probe and build columns and types. */
+struct KKeys
+{
+	int			n;
+	int			pcol[SJ_THETA_MAX_KEYS];
+	int			bcol[SJ_THETA_MAX_KEYS];
+	int			type[SJ_THETA_MAX_KEYS];
+};
+
+__device__ __forceinline__ bool
+d_key_null(const DevCol *cols, const int *kc, int n, unsigned r)
+{
+	for (int k = 0; k < n; k++)
+		if (cols[kc[k]].nul && cols[kc[k]].nul[r])
+			return true;
+	return false;
+}
+
+__device__ __forceinline__ unsigned long long
+d_hash(const DevCol *cols, const int *kc, const int *type, int n, unsigned r)
+{
+	unsigned long long h = mix64(d_nkey(cols[kc[0]], type[0], r));
+
+	for (int k = 1; k < n; k++)
+		h = mix64(h ^ mix64(d_nkey(cols[kc[k]], type[k], r) + (unsigned long long) k));
+	return h;
+}
+
+__device__ __forceinline__ unsigned
+d_lower_bound(const unsigned long long *a, unsigned n, unsigned long long key)
+{
+	unsigned	lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		unsigned	mid = lo + (hi - lo) / 2;
+
+		if (a[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+__device__ __forceinline__ unsigned
+d_upper_bound(const unsigned long long *a, unsigned n, unsigned long long key)
+{
+	unsigned	lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		unsigned	mid = lo + (hi - lo) / 2;
+
+		if (a[mid] <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ------------------------------------------------------------------------
+ * Output staging
+ * ------------------------------------------------------------------------ */
+
+struct Out
+{
+	unsigned   *l;
+	unsigned   *r;
+	unsigned long long cap;
+	unsigned long long *counter;
+	int		   *err;
+};
+
+/* Append a warp's staged pairs to the output (one atomicAdd). */
+__device__ __forceinline__ void
+warp_flush(const unsigned *sl, const unsigned *sr, int fill, const Out &o, int lane)
+{
+	unsigned long long base = 0;
+
+	if (lane == 0 && fill > 0)
+		base = atomicAdd(o.counter, (unsigned long long) fill);
+	base = __shfl_sync(0xffffffffu, base, 0);
+	for (int k = lane; k < fill; k += 32)
+		if (base + k < o.cap)
+		{
+			o.l[base + k] = sl[k];
+			o.r[base + k] = sr[k];
+		}
+	__syncwarp();
+}
+
+/* Sum a per-thread count over the block into *dst (one atomicAdd). */
+__device__ __forceinline__ void
+block_count(unsigned long long cnt, unsigned long long *dst)
+{
+	__shared__ unsigned long long part[kWarps];
+	int			lane = threadIdx.x & 31,
+				warp = threadIdx.x >> 5;
+
+	for (int d = 16; d > 0; d >>= 1)
+		cnt += __shfl_down_sync(0xffffffffu, cnt, d);
+	if (lane == 0)
+		part[warp] = cnt;
+	__syncthreads();
+	if (threadIdx.x == 0)
+	{
+		unsigned long long s = 0;
+
+		for (int w = 0; w < kWarps; w++)
+			s += part[w];
+		if (s)
+			atomicAdd(dst, s);
+	}
+}
+
+__device__ __forceinline__ void
+set_error(int *err, int state)
+{
+	atomicCAS(err, 0, state - 1);
+}
+
+/* Copy the program and column descriptors into shared memory. */
+__device__ __forceinline__ void
+stage_common(const DInstr *prog, int ninstr, const DevCol *oc, int noc,
+			 const DevCol *ic, int nic, DInstr *sprog, DevCol *soc, DevCol *sic)
+{
+	for (int k = threadIdx.x; k < ninstr; k += blockDim.x)
+		sprog[k] = prog[k];
+	for (int k = threadIdx.x; k < noc; k += blockDim.x)
+		soc[k] = oc[k];
+	for (int k = threadIdx.x; k < nic; k += blockDim.x)
+		sic[k] = ic[k];
+}
+
+/* ------------------------------------------------------------------------
+ * Build kernels
+ * ------------------------------------------------------------------------ */
+
+__global__ void
+iota_kernel(unsigned *a, unsigned n)
+{
+	unsigned	i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		a[i] = i;
+}
+
+/* valid[i]: the row can join (no NULL key / b not NULL). */
+__global__ void
+valid_kernel(const DevCol *cols, KKeys keys, int range_col, unsigned n,
+			 unsigned char *valid)
+{
+	unsigned	i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= n)
+		return;
+	if (range_col >= 0)
+		valid[i] = !(cols[range_col].nul && cols[range_col].nul[i]);
+	else
+		valid[i] = !d_key_null(cols, keys.bcol, keys.n, i);
+}
+
+/* Sort keys of the valid rows: hash or order key. */
+__global__ void
+sortkey_kernel(const DevCol *cols, KKeys keys, int range_col, int range_type,
+			   const unsigned *perm, unsigned nv, unsigned long long *out)
+{
+	unsigned	p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p >= nv)
+		return;
+	if (range_col >= 0)
+		out[p] = d_okey(cols[range_col].v[perm[p]], range_type);
+	else
+		out[p] = d_hash(cols, keys.bcol, keys.type, keys.n, perm[p]);
+}
+
+/* Rows of equal hash but different keys: a collision. */
+__global__ void
+collision_kernel(const DevCol *cols, KKeys keys, const unsigned long long *sk,
+				 const unsigned *perm, unsigned nv, int *collision)
+{
+	unsigned	p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p == 0 || p >= nv || sk[p] != sk[p - 1])
+		return;
+	for (int k = 0; k < keys.n; k++)
+		if (d_nkey(cols[keys.bcol[k]], keys.type[k], perm[p]) !=
+			d_nkey(cols[keys.bcol[k]], keys.type[k], perm[p - 1]))
+		{
+			*collision = 1;
+			return;
+		}
+}
+
+/* dir[s] = first group whose hash's top `bits` bits are >= s. */
+__global__ void
+dir_kernel(const unsigned long long *ghash, unsigned ng, int bits, unsigned *dir)
+{
+	unsigned	s = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned	nslots = 1u << bits;
+
+	if (s > nslots)
+		return;
+	if (s == nslots)
+		dir[s] = ng;
+	else
+		dir[s] = d_lower_bound(ghash, ng, (unsigned long long) s << (64 - bits));
+}
+
+/* ------------------------------------------------------------------------
+ * Probe kernels: candidate slice of each outer row of a chunk
+ * ------------------------------------------------------------------------ */
+
+struct Slices
+{
+	unsigned   *start;			/* R */
+	unsigned long long *len;	/* R + 1 (len[R] = 0 for the scan) */
+	unsigned char *eval;		/* R: evaluate the program on the slice */
+	unsigned long long *direct; /* exact count of rows not evaluated */
+};
+
+__global__ void
+hash_probe_kernel(const DevCol *oc, const DevCol *ic, KKeys keys, unsigned R,
+				  const unsigned long long *ghash, const unsigned *gstart,
+				  unsigned ng, const unsigned *dir, int bits,
+				  const unsigned *perm, int collision, int exact,
+				  int direct_count, Slices sl)
+{
+	unsigned	r = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned long long cnt = 0;
+
+	if (r == R)
+		sl.len[R] = 0;
+	if (r < R)
+	{
+		unsigned	gs = 0,
+					gl = 0;
+
+		if (ng > 0 && !d_key_null(oc, keys.pcol, keys.n, r))
+		{
+			unsigned long long h = d_hash(oc, keys.pcol, keys.type, keys.n, r);
+			unsigned	s = (unsigned) (h >> (64 - bits));
+
+			for (unsigned g = dir[s]; g < dir[s + 1]; g++)
+				if (ghash[g] == h)
+				{
+					bool		eq = true;
+
+					/* one key: the hash is a bijection of it */
+					if (!collision && keys.n > 1)
+					{
+						unsigned	rep = perm[gstart[g]];
+
+						for (int k = 0; k < keys.n && eq; k++)
+							eq = d_nkey(oc[keys.pcol[k]], keys.type[k], r) ==
+								d_nkey(ic[keys.bcol[k]], keys.type[k], rep);
+					}
+					if (eq)
+					{
+						gs = gstart[g];
+						gl = gstart[g + 1] - gs;
+					}
+					break;
+				}
+		}
+		if (direct_count)
+		{
+			cnt = gl;
+			gl = 0;
+		}
+		sl.start[r] = gs;
+		sl.len[r] = gl;
+		sl.eval[r] = !exact;
+	}
+	block_count(cnt, sl.direct);
+}
+
+/* Range terms of a join. */
+struct KTerms
+{
+	int			n;
+	int			type;			/* of b */
+	SjThetaTerm t[SJ_THETA_MAX_TERMS];
+};
+
+/* Loads of the outer side only (range bounds). */
+struct OuterLoader
+{
+	const DevCol *oc;
+	unsigned	orow;
+
+	__device__ __forceinline__ void load(bool left, int col, DV &x) const
+	{
+		d_load_col(oc[col], orow, x);
+	}
+};
+
+/* Narrow [*lo, *hi) by one term (see th_term_interval); false: unsure. */
+__device__ bool
+d_term_interval(const SjThetaTerm &t, int type, DV e, DV c,
+				const unsigned long long *keys, unsigned n, unsigned *lo,
+				unsigned *hi)
+{
+	unsigned	a = 0,
+				b = n;
+
+	if (type == SJ_TI64)
+	{
+		__int128	bound,
+					L = (__int128) LLONG_MIN,
+					U = (__int128) LLONG_MAX;
+
+		switch (t.form)
+		{
+			case SJ_TERM_DIRECT:
+				bound = e.v;
+				break;
+			case SJ_TERM_PLUS:
+				bound = (__int128) c.v - e.v;
+				break;
+			case SJ_TERM_MINUS:
+				bound = (__int128) c.v + e.v;
+				break;
+			default:
+				bound = (__int128) e.v - c.v;
+				break;
+		}
+		switch (t.cmp)
+		{
+			case SJ_CMP_EQ:
+				L = bound > L ? bound : L;
+				U = bound < U ? bound : U;
+				break;
+			case SJ_CMP_LT:
+				U = bound - 1 < U ? bound - 1 : U;
+				break;
+			case SJ_CMP_LE:
+				U = bound < U ? bound : U;
+				break;
+			case SJ_CMP_GT:
+				L = bound + 1 > L ? bound + 1 : L;
+				break;
+			default:
+				L = bound > L ? bound : L;
+				break;
+		}
+		if (L > U)
+			a = b = 0;
+		else
+		{
+			a = d_lower_bound(keys, n, d_okey((long long) L, SJ_TI64));
+			b = d_upper_bound(keys, n, d_okey((long long) U, SJ_TI64));
+		}
+	}
+	else if (t.form == SJ_TERM_DIRECT)
+	{
+		unsigned long long key = d_okey(e.v, SJ_TF64);
+
+		if (t.cmp == SJ_CMP_EQ || t.cmp == SJ_CMP_GE)
+			a = d_lower_bound(keys, n, key);
+		else if (t.cmp == SJ_CMP_GT)
+			a = d_upper_bound(keys, n, key);
+		if (t.cmp == SJ_CMP_EQ || t.cmp == SJ_CMP_LE)
+			b = d_upper_bound(keys, n, key);
+		else if (t.cmp == SJ_CMP_LT)
+			b = d_lower_bound(keys, n, key);
+	}
+	else
+	{
+		double		ev = __longlong_as_double(e.v),
+					cv = __longlong_as_double(c.v),
+					bd,
+					m,
+					bl,
+					bh;
+
+		if (!isfinite(ev) || !isfinite(cv))
+			return false;
+		bd = t.form == SJ_TERM_PLUS ? __dsub_rn(cv, ev) : __dadd_rn(cv, ev);
+		m = __dadd_rn(__dmul_rn(__dadd_rn(fabs(ev), fabs(cv)), 0x1p-20), 0x1p-100);
+		bl = __dsub_rn(bd, m);
+		bh = __dadd_rn(bd, m);
+		if (!isfinite(bl) || !isfinite(bh))
+			return false;
+		if (t.cmp == SJ_CMP_EQ || t.cmp == SJ_CMP_GE || t.cmp == SJ_CMP_GT)
+			a = d_lower_bound(keys, n, d_okey_f(bl));
+		if (t.cmp == SJ_CMP_EQ || t.cmp == SJ_CMP_LE || t.cmp == SJ_CMP_LT)
+			b = d_upper_bound(keys, n, d_okey_f(bh));
+	}
+	if (a > *lo)
+		*lo = a;
+	if (b < *hi)
+		*hi = b;
+	return true;
+}
+
+__global__ void
+range_probe_kernel(const DInstr *prog, int ninstr, const DevCol *oc, KTerms terms,
+				   unsigned R, const unsigned long long *keys, unsigned nkeys,
+				   unsigned nperm, int exact, int direct_count, Slices sl)
+{
+	extern __shared__ unsigned char smem[];
+	DInstr	   *sprog = (DInstr *) smem;
+	unsigned	r = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned long long cnt = 0;
+
+	for (int k = threadIdx.x; k < ninstr; k += blockDim.x)
+		sprog[k] = prog[k];
+	__syncthreads();
+	if (r == R)
+		sl.len[R] = 0;
+	if (r < R)
+	{
+		OuterLoader ld = {oc, r};
+		bool		fallback = false,
+					empty = false;
+		unsigned	lo = 0,
+					hi = nkeys;
+		DV			e[SJ_THETA_MAX_TERMS],
+					c[SJ_THETA_MAX_TERMS];
+
+		for (int t = 0; t < terms.n; t++)
+		{
+			const SjThetaTerm &tm = terms.t[t];
+
+			e[t] = d_run(sprog, tm.e_begin, tm.e_end, ld);
+			if (tm.form != SJ_TERM_DIRECT)
+				c[t] = d_run(sprog, tm.c_begin, tm.c_end, ld);
+			else
+			{
+				c[t].v = 0;
+				c[t].s = kVal;
+			}
+			if (e[t].s > kNull || c[t].s > kNull)
+				fallback = true;
+			else if (e[t].s == kNull || c[t].s == kNull)
+				empty = true;
+		}
+		for (int t = 0; t < terms.n && !fallback && !empty; t++)
+			if (!d_term_interval(terms.t[t], terms.type, e[t], c[t], keys, nkeys, &lo, &hi))
+				fallback = true;
+		sl.eval[r] = fallback || !exact;
+		if (fallback)
+		{
+			sl.start[r] = 0;
+			sl.len[r] = nperm;
+		}
+		else if (empty || hi <= lo)
+		{
+			sl.start[r] = 0;
+			sl.len[r] = 0;
+		}
+		else if (direct_count)
+		{
+			cnt = hi - lo;
+			sl.start[r] = 0;
+			sl.len[r] = 0;
+		}
+		else
+		{
+			sl.start[r] = lo;
+			sl.len[r] = hi - lo;
+		}
+	}
+	block_count(cnt, sl.direct);
+}
+
+/* ------------------------------------------------------------------------
+ * Evaluation kernels
+ * ------------------------------------------------------------------------ */
+
+struct EvalArgs
+{
+	const DInstr *prog;
+	int			ninstr;
+	const DevCol *oc;
+	int			noc;
+	const DevCol *ic;
+	int			nic;
+	bool		outer_left;
+	unsigned	orow0;			/* global index of chunk row 0 */
+	int			count_only;
+	Out			out;
+	unsigned long long *count;
+};
+
+/* Candidates [p0, p1) of a chunk: one thread a candidate. */
+__global__ void __launch_bounds__(kThreads)
+cand_kernel(EvalArgs a, const unsigned long long *cum, unsigned R,
+			const unsigned *start, const unsigned char *eval,
+			const unsigned *perm, unsigned long long p0, unsigned long long p1)
+{
+	extern __shared__ unsigned char smem[];
+	DInstr	   *sprog = (DInstr *) smem;
+	DevCol	   *soc = (DevCol *) (sprog + a.ninstr);
+	DevCol	   *sic = soc + a.noc;
+	unsigned   *sl = (unsigned *) (sic + a.nic);
+	int			lane = threadIdx.x & 31,
+				warp = threadIdx.x >> 5;
+	unsigned   *wl = sl + warp * 2 * kStage;
+	unsigned   *wr = wl + kStage;
+	int			fill = 0;
+	unsigned long long cnt = 0;
+
+	stage_common(a.prog, a.ninstr, a.oc, a.noc, a.ic, a.nic, sprog, soc, sic);
+	__syncthreads();
+
+	for (unsigned long long base = p0 + ((unsigned long long) blockIdx.x * kWarps + warp) * 32;
+		 base < p1; base += (unsigned long long) gridDim.x * kThreads)
+	{
+		unsigned long long pos = base + lane;
+		bool		hit = false;
+		unsigned	orow = 0,
+					irow = 0;
+
+		if (pos < p1)
+		{
+			unsigned	lo = 0,
+						hi = R;
+
+			while (lo + 1 < hi)
+			{
+				unsigned	mid = lo + (hi - lo) / 2;
+
+				if (cum[mid] <= pos)
+					lo = mid;
+				else
+					hi = mid;
+			}
+			orow = lo;
+			irow = perm[start[lo] + (unsigned) (pos - cum[lo])];
+			if (eval[lo])
+			{
+				PairLoader	ld = {soc, sic, orow, irow, a.outer_left};
+				DV			res = d_run(sprog, 0, a.ninstr, ld);
+
+				if (res.s > kNull)
+					set_error(a.out.err, res.s);
+				hit = res.s == kVal && res.v;
+			}
+			else
+				hit = true;
+		}
+		if (a.count_only)
+			cnt += hit;
+		else
+		{
+			unsigned	mask = __ballot_sync(0xffffffffu, hit);
+			int			total = __popc(mask);
+
+			if (fill + total > kStage)
+			{
+				warp_flush(wl, wr, fill, a.out, lane);
+				fill = 0;
+			}
+			if (hit)
+			{
+				int			off = fill + __popc(mask & ((1u << lane) - 1));
+				unsigned	og = a.orow0 + orow;
+
+				wl[off] = a.outer_left ? og : irow;
+				wr[off] = a.outer_left ? irow : og;
+			}
+			fill += total;
+			__syncwarp();
+		}
+	}
+	if (a.count_only)
+		block_count(cnt, a.count);
+	else
+		warp_flush(wl, wr, fill, a.out, lane);
+}
+
+/* Nested-loop rectangle geometry. */
+struct NlArgs
+{
+	unsigned	r0,
+				r1;				/* chunk-local outer rows */
+	unsigned	c0,
+				c1;				/* inner rows */
+	unsigned	slice;			/* inner rows a block (multiple of tile) */
+	int			tile;
+	int			nused;			/* inner columns in the tile */
+	int			used[SJ_THETA_MAX_COLS];
+	int			oc0,
+				oc1;			/* outer columns cached in registers */
+};
+
+/* Sliding window: a thread per outer row, inner tiles in shared memory. */
+__global__ void __launch_bounds__(kThreads)
+nl_kernel(EvalArgs a, NlArgs g)
+{
+	extern __shared__ unsigned char smem[];
+	DInstr	   *sprog = (DInstr *) smem;
+	DevCol	   *soc = (DevCol *) (sprog + a.ninstr);
+	DevCol	   *sic = soc + a.noc;
+	long long  *tv = (long long *) (sic + a.nic);
+	unsigned char *tn = (unsigned char *) (tv + (size_t) g.nused * g.tile);
+	signed char *slot = (signed char *) (tn + (size_t) g.nused * g.tile);
+	unsigned   *sl = (unsigned *) (slot + ((SJ_THETA_MAX_COLS + 15) & ~15));
+	int			lane = threadIdx.x & 31,
+				warp = threadIdx.x >> 5;
+	unsigned   *wl = sl + warp * 2 * kStage;
+	unsigned   *wr = wl + kStage;
+	int			fill = 0;
+	unsigned long long cnt = 0;
+	unsigned	orow = g.r0 + blockIdx.x * kThreads + threadIdx.x;
+	bool		valid = orow < g.r1;
+	unsigned	ibeg = g.c0 + blockIdx.y * g.slice;
+	unsigned	iend = min(g.c1, ibeg + g.slice);
+	TileLoader	ld;
+
+	stage_common(a.prog, a.ninstr, a.oc, a.noc, a.ic, a.nic, sprog, soc, sic);
+	for (int k = threadIdx.x; k < SJ_THETA_MAX_COLS; k += blockDim.x)
+		slot[k] = -1;
+	__syncthreads();
+	for (int k = threadIdx.x; k < g.nused; k += blockDim.x)
+		slot[g.used[k]] = (signed char) k;
+
+	ld.oc = soc;
+	ld.orow = valid ? orow : g.r0;
+	ld.outer_left = a.outer_left;
+	ld.c0 = g.oc0;
+	ld.c1 = g.oc1;
+	ld.v0.v = ld.v1.v = 0;
+	ld.v0.s = ld.v1.s = kNull;
+	if (g.oc0 >= 0)
+		d_load_col(soc[g.oc0], ld.orow, ld.v0);
+	if (g.oc1 >= 0)
+		d_load_col(soc[g.oc1], ld.orow, ld.v1);
+	ld.tv = tv;
+	ld.tn = tn;
+	ld.slot = slot;
+	ld.tile = g.tile;
+
+	for (unsigned t0 = ibeg; t0 < iend; t0 += g.tile)
+	{
+		int			tcount = (int) min((unsigned) g.tile, iend - t0);
+
+		__syncthreads();
+		for (int k = threadIdx.x; k < g.nused * g.tile; k += blockDim.x)
+		{
+			int			s = k / g.tile,
+						i = k - s * g.tile;
+
+			if (i < tcount)
+			{
+				const DevCol &c = sic[g.used[s]];
+
+				tv[k] = c.v[t0 + i];
+				tn[k] = (c.nul && c.nul[t0 + i]) ? kNull : kVal;
+			}
+		}
+		__syncthreads();
+		for (int j = 0; j < tcount; j += kNlStep)
+		{
+			unsigned	bits = 0;
+
+			if (valid)
+				for (int q = 0; q < kNlStep; q++)
+					if (j + q < tcount)
+					{
+						DV			res;
+
+						ld.ti = j + q;
+						res = d_run(sprog, 0, a.ninstr, ld);
+						if (res.s > kNull)
+							set_error(a.out.err, res.s);
+						if (res.s == kVal && res.v)
+							bits |= 1u << q;
+					}
+			if (a.count_only)
+				cnt += __popc(bits);
+			else
+			{
+				int			c = __popc(bits),
+							incl = c,
+							total,
+							off;
+				unsigned	og = a.orow0 + orow;
+
+				for (int d = 1; d < 32; d <<= 1)
+				{
+					int			t = __shfl_up_sync(0xffffffffu, incl, d);
+
+					if (lane >= d)
+						incl += t;
+				}
+				total = __shfl_sync(0xffffffffu, incl, 31);
+				if (fill + total > kStage)
+				{
+					warp_flush(wl, wr, fill, a.out, lane);
+					fill = 0;
+				}
+				off = fill + incl - c;
+				while (bits)
+				{
+					int			q = __ffs(bits) - 1;
+					unsigned	ir = t0 + j + q;
+
+					bits &= bits - 1;
+					wl[off] = a.outer_left ? og : ir;
+					wr[off] = a.outer_left ? ir : og;
+					off++;
+				}
+				fill += total;
+				__syncwarp();
+			}
+		}
+	}
+	if (a.count_only)
+		block_count(cnt, a.count);
+	else
+		warp_flush(wl, wr, fill, a.out, lane);
+}
+
+/* ------------------------------------------------------------------------
+ * Host side
+ * ------------------------------------------------------------------------ */
+
+/* Device copy of a table's used columns. */
+struct DevTable
+{
+	std::vector<DeviceBuffer<long long>> vals;
+	std::vector<DeviceBuffer<unsigned char>> nuls;
+	DeviceBuffer<DevCol> desc;
+	std::vector<DevCol> hdesc;
+};
+
+}								/* namespace */
+
+struct SjGpuThetaJoin
+{
+	SjThetaPlan plan;
+	SjThetaInstr prog[SJ_THETA_MAX_INSTR];
+	int			ninstr = 0;
+	SjThetaColumn lcols[SJ_THETA_MAX_COLS];
+	SjThetaColumn rcols[SJ_THETA_MAX_COLS];
+	SjThetaTable left;
+	SjThetaTable right;
+	const SjThetaTable *outer = nullptr;
+	const SjThetaTable *inner = nullptr;
+	bool		outer_left = true;
+	bool		used_outer[SJ_THETA_MAX_COLS] = {};
+	bool		used_inner[SJ_THETA_MAX_COLS] = {};
+	int			exact = 0;
+	int			direct_count = 0;
+	int			count_only = 0;
+	size_t		cap = kDefaultBatch;
+	int			sms = 1;
+
+	Budget		budget;
+	Stream		stream;
+	DeviceBuffer<DInstr> d_prog;
+	DevTable	din;			/* inner side, whole */
+	DevTable	dout;			/* outer side, one chunk */
+
+	/* inner index */
+	DeviceBuffer<unsigned> perm;
+	unsigned	nperm = 0;
+	DeviceBuffer<unsigned long long> keys;	/* range: sorted order keys */
+	unsigned	nkeys = 0;
+	DeviceBuffer<unsigned long long> ghash;
+	DeviceBuffer<unsigned> gstart;
+	unsigned	ngroups = 0;
+	DeviceBuffer<unsigned> dir;
+	int			dir_bits = 1;
+	int			collision = 0;
+
+	/* chunk of outer rows */
+	unsigned	chunk_cap = 0;	/* rows a chunk holds */
+	unsigned	next_row = 0;
+	unsigned	chunk_begin = 0;
+	unsigned	chunk_n = 0;
+	bool		have_chunk = false;
+	DeviceBuffer<unsigned> c_start;
+	DeviceBuffer<unsigned long long> c_len;
+	DeviceBuffer<unsigned long long> c_cum;
+	DeviceBuffer<unsigned char> c_eval;
+	DeviceBuffer<unsigned char> scan_tmp;
+	size_t		scan_tmp_bytes = 0;
+	unsigned long long c_total = 0;
+	unsigned long long c_pos = 0;
+	unsigned	nl_row = 0;		/* nested loop cursor (chunk-local) */
+	unsigned	nl_col = 0;
+	double		nl_cells = 0;	/* cells of the next rectangle */
+
+	/* output */
+	size_t		out_cap = 0;
+	DeviceBuffer<unsigned> d_l;
+	DeviceBuffer<unsigned> d_r;
+	DeviceBuffer<unsigned long long> d_stat;	/* counter, count, direct */
+	DeviceBuffer<int> d_err;
+	std::vector<unsigned> pl;
+	std::vector<unsigned> pr;
+	size_t		ppos = 0;
+	size_t		pn = 0;
+
+	bool		finished = false;
+	int			error = 0;		/* SjThetaDataError */
+	SjTimings	timings;
+};
+
+namespace
+{
+
+/* Opcode arity for the device encoding. */
+int
+op_arity(int op)
+{
+	if (op < SJ_OP_ADD_I)
+		return 0;
+	if (op == SJ_OP_NEG_I || op == SJ_OP_NEG_F || op == SJ_OP_I2F || op == SJ_OP_NOT ||
+		op == SJ_OP_IS_NULL || op == SJ_OP_IS_NOT_NULL)
+		return 1;
+	return 2;
+}
+
+double
+now_ms()
+{
+	return sj_now_ms();
+}
+
+/* Upload rows [row0, row0 + n) of the used columns of t into dt. */
+void
+upload_table(SjGpuThetaJoin *j, const SjThetaTable *t, const bool *used,
+			 DevTable &dt, unsigned row0, unsigned n, unsigned capacity)
+{
+	cudaStream_t s = j->stream.get();
+	double		t0 = now_ms();
+
+	if (dt.vals.empty())
+	{
+		dt.vals.resize(t->ncols);
+		dt.nuls.resize(t->ncols);
+		dt.hdesc.assign(t->ncols > 0 ? t->ncols : 1, DevCol{nullptr, nullptr});
+		dt.desc = DeviceBuffer<DevCol>(&j->budget, t->ncols > 0 ? t->ncols : 1,
+									   "theta column descriptors");
+		for (int c = 0; c < t->ncols; c++)
+		{
+			if (!used[c])
+				continue;
+			dt.vals[c] = DeviceBuffer<long long>(&j->budget, capacity ? capacity : 1,
+												 "theta column");
+			dt.hdesc[c].v = dt.vals[c].get();
+			if (t->cols[c].nulls)
+			{
+				dt.nuls[c] = DeviceBuffer<unsigned char>(&j->budget, capacity ? capacity : 1,
+														 "theta NULL flags");
+				dt.hdesc[c].nul = dt.nuls[c].get();
+			}
+		}
+		SJGPU_CHECK(cudaMemcpyAsync(dt.desc.get(), dt.hdesc.data(),
+									dt.hdesc.size() * sizeof(DevCol),
+									cudaMemcpyHostToDevice, s));
+	}
+	for (int c = 0; c < t->ncols && n > 0; c++)
+	{
+		if (!used[c])
+			continue;
+		SJGPU_CHECK(cudaMemcpyAsync(dt.vals[c].get(),
+									(const long long *) t->cols[c].values + row0,
+									(size_t) n * sizeof(long long),
+									cudaMemcpyHostToDevice, s));
+		if (t->cols[c].nulls)
+			SJGPU_CHECK(cudaMemcpyAsync(dt.nuls[c].get(), t->cols[c].nulls + row0, n,
+										cudaMemcpyHostToDevice, s));
+	}
+	j->stream.synchronize();
+	j->timings.transfer_ms += now_ms() - t0;
+}
+
+KKeys
+make_keys(const SjThetaPlan &p)
+{
+	KKeys		k;
+
+	memset(&k, 0, sizeof(k));
+	k.n = p.nkeys;
+	for (int i = 0; i < p.nkeys; i++)
+	{
+		k.pcol[i] = p.key_probe_col[i];
+		k.bcol[i] = p.key_build_col[i];
+		k.type[i] = p.key_type[i];
+	}
+	return k;
+}
+
+unsigned
+blocks_for(unsigned long long n)
+{
+	return (unsigned) ((n + kThreads - 1) / kThreads);
+}
+
+/* Build the inner index (hash groups or sorted keys). */
+void
+build_index(SjGpuThetaJoin *j)
+{
+	cudaStream_t s = j->stream.get();
+	unsigned	n = j->inner->n;
+	bool		hash = j->plan.strategy == SJ_THETA_HASH;
+	KKeys		keys = make_keys(j->plan);
+	int			range_col = hash ? -1 : j->plan.range_col;
+	size_t		bytes = 0,
+				b2 = 0;
+	unsigned	nv = 0;
+
+	DeviceBuffer<unsigned> iota(&j->budget, n, "theta row ids");
+	DeviceBuffer<unsigned char> valid(&j->budget, n, "theta valid flags");
+	DeviceBuffer<unsigned> part(&j->budget, n, "theta partition");
+	DeviceBuffer<int> nsel(&j->budget, 1, "theta counter");
+
+	iota_kernel<<<blocks_for(n), kThreads, 0, s>>>(iota.get(), n);
+	SJGPU_CHECK_LAUNCH("iota_kernel");
+	valid_kernel<<<blocks_for(n), kThreads, 0, s>>>(j->din.desc.get(), keys, range_col, n,
+													 valid.get());
+	SJGPU_CHECK_LAUNCH("valid_kernel");
+	SJGPU_CHECK(cub::DevicePartition::Flagged(nullptr, bytes, iota.get(), valid.get(),
+											  part.get(), nsel.get(), (int) n, s));
+	{
+		DeviceBuffer<unsigned char> tmp(&j->budget, std::max<size_t>(bytes, 16), "theta partition temp");
+
+		SJGPU_CHECK(cub::DevicePartition::Flagged(tmp.get(), bytes, iota.get(), valid.get(),
+												  part.get(), nsel.get(), (int) n, s));
+		int			h = 0;
+
+		SJGPU_CHECK(cudaMemcpyAsync(&h, nsel.get(), sizeof(int), cudaMemcpyDeviceToHost, s));
+		j->stream.synchronize();
+		nv = (unsigned) h;
+	}
+	iota.reset();
+	valid.reset();
+
+	/* sort the valid rows by key */
+	DeviceBuffer<unsigned long long> k0(&j->budget, nv ? nv : 1, "theta sort keys");
+	DeviceBuffer<unsigned long long> k1(&j->budget, nv ? nv : 1, "theta sort keys");
+	DeviceBuffer<unsigned> v1(&j->budget, nv ? nv : 1, "theta sort values");
+
+	if (nv > 0)
+	{
+		sortkey_kernel<<<blocks_for(nv), kThreads, 0, s>>>(j->din.desc.get(), keys, range_col,
+															j->plan.range_type, part.get(),
+															nv, k0.get());
+		SJGPU_CHECK_LAUNCH("sortkey_kernel");
+	}
+	cub::DoubleBuffer<unsigned long long> dk(k0.get(), k1.get());
+	cub::DoubleBuffer<unsigned> dv(part.get(), v1.get());
+
+	if (nv > 1)
+	{
+		SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, dk, dv, (int) nv, 0, 64, s));
+		DeviceBuffer<unsigned char> tmp(&j->budget, std::max<size_t>(bytes, 16), "theta sort temp");
+
+		SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(tmp.get(), bytes, dk, dv, (int) nv, 0, 64, s));
+	}
+
+	if (!hash)
+	{
+		/* perm = sorted valid rows, then the NULL rows */
+		j->perm = DeviceBuffer<unsigned>(&j->budget, n, "theta permutation");
+		if (nv > 0)
+			SJGPU_CHECK(cudaMemcpyAsync(j->perm.get(), dv.Current(), (size_t) nv * sizeof(unsigned),
+										cudaMemcpyDeviceToDevice, s));
+		if (n > nv)
+			SJGPU_CHECK(cudaMemcpyAsync(j->perm.get() + nv, part.get() + nv,
+										(size_t) (n - nv) * sizeof(unsigned),
+										cudaMemcpyDeviceToDevice, s));
+		j->nperm = n;
+		j->keys = DeviceBuffer<unsigned long long>(&j->budget, nv ? nv : 1, "theta sorted keys");
+		if (nv > 0)
+			SJGPU_CHECK(cudaMemcpyAsync(j->keys.get(), dk.Current(),
+										(size_t) nv * sizeof(unsigned long long),
+										cudaMemcpyDeviceToDevice, s));
+		j->nkeys = nv;
+		j->stream.synchronize();
+		return;
+	}
+
+	/* hash: groups of equal hash */
+	j->perm = DeviceBuffer<unsigned>(&j->budget, nv ? nv : 1, "theta permutation");
+	if (nv > 0)
+		SJGPU_CHECK(cudaMemcpyAsync(j->perm.get(), dv.Current(), (size_t) nv * sizeof(unsigned),
+									cudaMemcpyDeviceToDevice, s));
+	j->nperm = nv;
+	j->ghash = DeviceBuffer<unsigned long long>(&j->budget, nv ? nv : 1, "theta group hashes");
+	j->gstart = DeviceBuffer<unsigned>(&j->budget, (size_t) nv + 1, "theta group starts");
+	{
+		DeviceBuffer<unsigned> counts(&j->budget, (size_t) nv + 1, "theta group sizes");
+		DeviceBuffer<int> coll(&j->budget, 1, "theta collision flag");
+		int			h[2] = {0, 0};
+
+		SJGPU_CHECK(cudaMemsetAsync(coll.get(), 0, sizeof(int), s));
+		SJGPU_CHECK(cudaMemsetAsync(counts.get(), 0, ((size_t) nv + 1) * sizeof(unsigned), s));
+		if (nv > 1 && keys.n > 1)
+		{
+			collision_kernel<<<blocks_for(nv), kThreads, 0, s>>>(j->din.desc.get(), keys,
+																  dk.Current(), dv.Current(),
+																  nv, coll.get());
+			SJGPU_CHECK_LAUNCH("collision_kernel");
+		}
+		if (nv > 0)
+		{
+			SJGPU_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, bytes, dk.Current(),
+														   j->ghash.get(), counts.get(),
+														   nsel.get(), (int) nv, s));
+			DeviceBuffer<unsigned char> tmp(&j->budget, std::max<size_t>(bytes, 16), "theta encode temp");
+
+			SJGPU_CHECK(cub::DeviceRunLengthEncode::Encode(tmp.get(), bytes, dk.Current(),
+														   j->ghash.get(), counts.get(),
+														   nsel.get(), (int) nv, s));
+			SJGPU_CHECK(cudaMemcpyAsync(&h[0], nsel.get(), sizeof(int), cudaMemcpyDeviceToHost, s));
+		}
+		SJGPU_CHECK(cudaMemcpyAsync(&h[1], coll.get(), sizeof(int), cudaMemcpyDeviceToHost, s));
+		j->stream.synchronize();
+		j->ngroups = (unsigned) h[0];
+		j->collision = h[1];
+		/* counts[ng] is 0: the exclusive sum's last entry is nv */
+		SJGPU_CHECK(cudaMemsetAsync(counts.get() + j->ngroups, 0, sizeof(unsigned), s));
+		SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b2, counts.get(), j->gstart.get(),
+												  (int) j->ngroups + 1, s));
+		DeviceBuffer<unsigned char> tmp(&j->budget, std::max<size_t>(b2, 16), "theta scan temp");
+
+		SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(tmp.get(), b2, counts.get(), j->gstart.get(),
+												  (int) j->ngroups + 1, s));
+	}
+	int			bits = 1;
+
+	while (bits < 30 && (1ull << bits) < j->ngroups)
+		bits++;
+	j->dir_bits = bits;
+	j->dir = DeviceBuffer<unsigned>(&j->budget, (size_t) (1u << bits) + 1, "theta directory");
+	dir_kernel<<<blocks_for((1u << bits) + 1), kThreads, 0, s>>>(j->ghash.get(), j->ngroups,
+																  bits, j->dir.get());
+	SJGPU_CHECK_LAUNCH("dir_kernel");
+	j->stream.synchronize();
+}
+
+/* Bytes of shared memory of the evaluation kernels (without the tile). */
+size_t
+common_smem(const SjGpuThetaJoin *j)
+{
+	return (size_t) j->ninstr * sizeof(DInstr) +
+		(size_t) (j->outer->ncols + j->inner->ncols) * sizeof(DevCol);
+}
+
+EvalArgs
+eval_args(SjGpuThetaJoin *j)
+{
+	EvalArgs	a;
+
+	a.prog = j->d_prog.get();
+	a.ninstr = j->ninstr;
+	a.oc = j->dout.desc.get();
+	a.noc = j->outer->ncols;
+	a.ic = j->din.desc.get();
+	a.nic = j->inner->ncols;
+	a.outer_left = j->outer_left;
+	a.orow0 = j->chunk_begin;
+	a.count_only = j->count_only;
+	a.out.l = j->d_l.get();
+	a.out.r = j->d_r.get();
+	a.out.cap = j->out_cap;
+	a.out.counter = j->d_stat.get();
+	a.out.err = j->d_err.get();
+	a.count = j->d_stat.get() + 1;
+	return a;
+}
+
+/* Read counter, count and error after a launch; throws nothing. */
+void
+read_stats(SjGpuThetaJoin *j, unsigned long long *counter, unsigned long long *count,
+		   unsigned long long *direct)
+{
+	unsigned long long st[3];
+	int			err = 0;
+	cudaStream_t s = j->stream.get();
+
+	SJGPU_CHECK(cudaMemcpyAsync(st, j->d_stat.get(), sizeof(st), cudaMemcpyDeviceToHost, s));
+	SJGPU_CHECK(cudaMemcpyAsync(&err, j->d_err.get(), sizeof(int), cudaMemcpyDeviceToHost, s));
+	j->stream.synchronize();
+	if (counter)
+		*counter = st[0];
+	if (count)
+		*count = st[1];
+	if (direct)
+		*direct = st[2];
+	if (err && !j->error)
+		j->error = err;
+	SJGPU_CHECK(cudaMemsetAsync(j->d_stat.get(), 0, sizeof(st), s));
+}
+
+/* Load the next chunk of outer rows and find their candidate slices. */
+void
+load_chunk(SjGpuThetaJoin *j, uint64_t *count)
+{
+	cudaStream_t s = j->stream.get();
+	unsigned	R = std::min(j->chunk_cap, j->outer->n - j->next_row);
+
+	j->chunk_begin = j->next_row;
+	j->chunk_n = R;
+	j->next_row += R;
+	j->have_chunk = true;
+	upload_table(j, j->outer, j->used_outer, j->dout, j->chunk_begin, R, j->chunk_cap);
+
+	if (j->plan.strategy == SJ_THETA_NESTED_LOOP)
+	{
+		j->nl_row = 0;
+		j->nl_col = 0;
+		j->c_total = (unsigned long long) R * j->inner->n;
+		j->c_pos = 0;
+		return;
+	}
+
+	Slices		sl = {j->c_start.get(), j->c_len.get(), j->c_eval.get(), j->d_stat.get() + 2};
+
+	if (j->plan.strategy == SJ_THETA_HASH)
+	{
+		hash_probe_kernel<<<blocks_for((unsigned long long) R + 1), kThreads, 0, s>>>(
+			j->dout.desc.get(), j->din.desc.get(), make_keys(j->plan), R, j->ghash.get(),
+			j->gstart.get(), j->ngroups, j->dir.get(), j->dir_bits, j->perm.get(),
+			j->collision, j->exact, j->direct_count, sl);
+		SJGPU_CHECK_LAUNCH("hash_probe_kernel");
+	}
+	else
+	{
+		KTerms		kt;
+
+		memset(&kt, 0, sizeof(kt));
+		kt.n = j->plan.nterms;
+		kt.type = j->plan.range_type;
+		for (int t = 0; t < kt.n; t++)
+			kt.t[t] = j->plan.terms[t];
+		range_probe_kernel<<<blocks_for((unsigned long long) R + 1), kThreads,
+			j->ninstr * sizeof(DInstr), s>>>(j->d_prog.get(), j->ninstr, j->dout.desc.get(), kt,
+											 R, j->keys.get(), j->nkeys, j->nperm, j->exact,
+											 j->direct_count, sl);
+		SJGPU_CHECK_LAUNCH("range_probe_kernel");
+	}
+	SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(j->scan_tmp.get(), j->scan_tmp_bytes,
+											  j->c_len.get(), j->c_cum.get(), (int) R + 1, s));
+	unsigned long long total = 0,
+				direct = 0;
+
+	SJGPU_CHECK(cudaMemcpyAsync(&total, j->c_cum.get() + R, sizeof(total),
+								cudaMemcpyDeviceToHost, s));
+	read_stats(j, nullptr, nullptr, &direct);
+	j->c_total = total;
+	j->c_pos = 0;
+	*count += direct;
+}
+
+/* Append `n` pairs from the device output to the pending pairs. */
+void
+collect(SjGpuThetaJoin *j, unsigned long long n)
+{
+	cudaStream_t s = j->stream.get();
+	double		t0 = now_ms();
+
+	if (n == 0)
+		return;
+	if (j->ppos > 0)
+	{
+		j->pl.erase(j->pl.begin(), j->pl.begin() + j->ppos);
+		j->pr.erase(j->pr.begin(), j->pr.begin() + j->ppos);
+		j->pn -= j->ppos;
+		j->ppos = 0;
+	}
+	j->pl.resize(j->pn + n);
+	j->pr.resize(j->pn + n);
+	SJGPU_CHECK(cudaMemcpyAsync(j->pl.data() + j->pn, j->d_l.get(), n * sizeof(unsigned),
+								cudaMemcpyDeviceToHost, s));
+	SJGPU_CHECK(cudaMemcpyAsync(j->pr.data() + j->pn, j->d_r.get(), n * sizeof(unsigned),
+								cudaMemcpyDeviceToHost, s));
+	j->stream.synchronize();
+	j->pn += n;
+	j->timings.transfer_ms += now_ms() - t0;
+}
+
+/* Evaluate the next window of candidates (hash, range). */
+void
+run_window(SjGpuThetaJoin *j, uint64_t *count)
+{
+	cudaStream_t s = j->stream.get();
+	unsigned long long w = j->c_total - j->c_pos;
+	unsigned long long limit = j->count_only ? kCountWindow : j->out_cap;
+
+	if (w > limit)
+		w = limit;
+	unsigned	grid = (unsigned) std::min<unsigned long long>(blocks_for(w),
+															  (unsigned long long) j->sms * 8);
+	size_t		smem = common_smem(j) +
+		(j->count_only ? 0 : (size_t) kWarps * 2 * kStage * sizeof(unsigned));
+
+	cand_kernel<<<grid, kThreads, smem, s>>>(eval_args(j), j->c_cum.get(), j->chunk_n,
+											 j->c_start.get(), j->c_eval.get(), j->perm.get(),
+											 j->c_pos, j->c_pos + w);
+	SJGPU_CHECK_LAUNCH("cand_kernel");
+	unsigned long long counter = 0,
+				cnt = 0;
+
+	read_stats(j, &counter, &cnt, nullptr);
+	if (j->error)
+		return;
+	if (counter > j->out_cap)
+		throw Error(SJ_ERR_INTERNAL, "theta_join: candidate window overflowed its buffer");
+	if (j->count_only)
+		*count += cnt;
+	else
+		collect(j, counter);
+	j->c_pos += w;
+}
+
+/* Evaluate the next rectangle of the nested loop. */
+void
+run_rectangle(SjGpuThetaJoin *j, uint64_t *count)
+{
+	cudaStream_t s = j->stream.get();
+	unsigned	m = j->inner->n;
+	double		cells = j->count_only ? (double) kNlMaxCells : j->nl_cells;
+	NlArgs		g;
+	unsigned long long ncells;
+
+	memset(&g, 0, sizeof(g));
+	if (cells < 1)
+		cells = 1;
+	g.r0 = j->nl_row;
+	if (j->nl_col > 0 || cells < m)
+	{
+		/* part of one row */
+		g.r1 = g.r0 + 1;
+		g.c0 = j->nl_col;
+		g.c1 = (unsigned) std::min<double>(m, j->nl_col + cells);
+	}
+	else
+	{
+		unsigned	rows = (unsigned) std::min<double>(j->chunk_n - j->nl_row, cells / m);
+
+		g.r1 = g.r0 + std::max(1u, rows);
+		g.c0 = 0;
+		g.c1 = m;
+	}
+	ncells = (unsigned long long) (g.r1 - g.r0) * (g.c1 - g.c0);
+
+	/* tile: the used inner columns, about 24 KB */
+	for (int c = 0; c < j->inner->ncols; c++)
+		if (j->used_inner[c])
+			g.used[g.nused++] = c;
+	{
+		int			per = 9 * std::max(1, g.nused);
+
+		g.tile = std::max(32, std::min(256, (24 * 1024 / per) & ~31));
+	}
+	g.oc0 = g.oc1 = -1;
+	for (int c = 0; c < j->outer->ncols; c++)
+		if (j->used_outer[c])
+		{
+			if (g.oc0 < 0)
+				g.oc0 = c;
+			else if (g.oc1 < 0)
+				g.oc1 = c;
+		}
+
+	unsigned	gx = blocks_for(g.r1 - g.r0);
+	unsigned	tiles = (g.c1 - g.c0 + g.tile - 1) / g.tile;
+	unsigned	target = (unsigned) j->sms * 8;
+	unsigned	gy = std::max(1u, std::min(tiles, (target + gx - 1) / gx));
+	unsigned	per_block = (tiles + gy - 1) / gy;
+
+	g.slice = per_block * g.tile;
+	gy = (g.c1 - g.c0 + g.slice - 1) / g.slice;
+	if (gy > 65535)
+	{
+		g.slice = ((g.c1 - g.c0 + 65534) / 65535 + g.tile - 1) / g.tile * g.tile;
+		gy = (g.c1 - g.c0 + g.slice - 1) / g.slice;
+	}
+
+	size_t		smem = common_smem(j) + (size_t) g.nused * g.tile * 9 +
+		((SJ_THETA_MAX_COLS + 15) & ~15) + 16 +
+		(j->count_only ? 0 : (size_t) kWarps * 2 * kStage * sizeof(unsigned));
+
+	smem = (smem + 15) & ~(size_t) 15;
+	SJGPU_CHECK(cudaFuncSetAttribute(nl_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+									 (int) smem));
+	nl_kernel<<<dim3(gx, gy), kThreads, smem, s>>>(eval_args(j), g);
+	SJGPU_CHECK_LAUNCH("nl_kernel");
+
+	unsigned long long counter = 0,
+				cnt = 0;
+
+	read_stats(j, &counter, &cnt, nullptr);
+	if (j->error)
+		return;
+	if (!j->count_only && counter > j->out_cap)
+	{
+		/* too many pairs for the buffer: run the rectangle again, smaller */
+		j->timings.reruns++;
+		j->nl_cells = std::max((double) j->out_cap, (double) ncells / 4);
+		if ((double) ncells <= (double) j->out_cap)
+			throw Error(SJ_ERR_INTERNAL, "theta_join: nested-loop rectangle overflowed");
+		return;
+	}
+	if (j->count_only)
+		*count += cnt;
+	else
+	{
+		double		sel = (double) counter / (double) ncells;
+
+		collect(j, counter);
+		/* aim at half the buffer at the selectivity seen */
+		j->nl_cells = std::min((double) kNlMaxCells,
+							   std::max((double) j->out_cap,
+										sel > 0 ? j->out_cap / (2 * sel) : (double) kNlMaxCells));
+	}
+	if (g.c1 == m)
+	{
+		j->nl_row = g.r1;
+		j->nl_col = 0;
+	}
+	else
+		j->nl_col = g.c1;
+	j->c_pos = (unsigned long long) j->nl_row * m + j->nl_col;
+}
+
+/* One step: load a chunk or evaluate one window / rectangle. */
+void
+step(SjGpuThetaJoin *j, uint64_t *count)
+{
+	if (!j->have_chunk || j->c_pos >= j->c_total)
+	{
+		if (j->next_row >= j->outer->n)
+		{
+			j->finished = true;
+			return;
+		}
+		load_chunk(j, count);
+		return;
+	}
+	if (j->plan.strategy == SJ_THETA_NESTED_LOOP)
+		run_rectangle(j, count);
+	else
+		run_window(j, count);
+}
+
+/* Set up device state and choose the chunk size; throws on failure. */
+void
+begin_device(SjGpuThetaJoin *j, const SjJoinOptions *options)
+{
+	cudaStream_t s;
+	unsigned	n_out = j->outer->n,
+				n_in = j->inner->n;
+
+	sjgpu::use_device(options->gpu_device);
+	j->budget.set_limit(sjgpu::memory_limit(options->gpu_memory_limit));
+	j->sms = sjgpu::multiprocessor_count();
+	j->stream.create();
+	s = j->stream.get();
+	if (n_in > (unsigned) INT_MAX || n_out > (unsigned) INT_MAX)
+		throw Error(SJ_ERR_TOO_LARGE, "theta_join: a side of more than %d rows on the GPU", INT_MAX);
+
+	/* program */
+	{
+		DInstr		h[SJ_THETA_MAX_INSTR];
+
+		for (int i = 0; i < j->ninstr; i++)
+		{
+			const SjThetaInstr &in = j->prog[i];
+
+			h[i].code = in.op | op_arity(in.op) << 8;
+			h[i].arg = in.arg;
+			if (in.op == SJ_OP_CONST_F)
+			{
+				double		f = in.fval;
+
+				memcpy(&h[i].k, &f, sizeof(f));
+			}
+			else
+				h[i].k = in.op == SJ_OP_CONST_B ? (in.ival != 0) : in.ival;
+		}
+		j->d_prog = DeviceBuffer<DInstr>(&j->budget, j->ninstr, "theta program");
+		SJGPU_CHECK(cudaMemcpyAsync(j->d_prog.get(), h, j->ninstr * sizeof(DInstr),
+									cudaMemcpyHostToDevice, s));
+	}
+	j->d_stat = DeviceBuffer<unsigned long long>(&j->budget, 3, "theta counters");
+	j->d_err = DeviceBuffer<int>(&j->budget, 1, "theta error flag");
+	SJGPU_CHECK(cudaMemsetAsync(j->d_stat.get(), 0, 3 * sizeof(unsigned long long), s));
+	SJGPU_CHECK(cudaMemsetAsync(j->d_err.get(), 0, sizeof(int), s));
+
+	/* inner side and its index */
+	{
+		double		t0 = now_ms();
+
+		upload_table(j, j->inner, j->used_inner, j->din, 0, n_in, n_in);
+		if (j->plan.strategy != SJ_THETA_NESTED_LOOP)
+			build_index(j);
+		j->timings.build_ms += now_ms() - t0;
+	}
+	j->exact = j->plan.exact && !j->collision;
+	j->direct_count = j->exact && j->count_only;
+
+	/* output buffer and chunk size from what is left of the budget */
+	{
+		size_t		per_row = 4 + 8 + 8 + 1;
+		size_t		avail = j->budget.available();
+		size_t		slack = 1 << 20;
+		unsigned long long bound = (unsigned long long) n_out * n_in;
+		size_t		scan_bytes = 0;
+
+		for (int c = 0; c < j->outer->ncols; c++)
+			if (j->used_outer[c])
+				per_row += 8 + (j->outer->cols[c].nulls ? 1 : 0);
+		SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes,
+												  (unsigned long long *) nullptr,
+												  (unsigned long long *) nullptr,
+												  (int) n_out + 1, s));
+		if (avail < slack + scan_bytes + per_row + 64 * 8)
+			throw Error(SJ_ERR_DEVICE_NOMEM,
+						"theta_join: %zu bytes of device memory left after the index, too few",
+						avail);
+		avail -= slack + scan_bytes;
+		if (!j->count_only)
+		{
+			size_t		out = std::min<unsigned long long>(kMaxOut, std::max<unsigned long long>(bound, 1));
+
+			out = std::min(out, avail / 2 / 8);
+			out = std::max<size_t>(out, 64);
+			j->out_cap = out;
+			j->d_l = DeviceBuffer<unsigned>(&j->budget, out, "theta output");
+			j->d_r = DeviceBuffer<unsigned>(&j->budget, out, "theta output");
+			avail -= out * 8;
+		}
+		j->chunk_cap = (unsigned) std::min<size_t>(n_out, avail / per_row);
+		j->chunk_cap = std::min(j->chunk_cap, 1u << 30);
+		if (j->chunk_cap < 1)
+			throw Error(SJ_ERR_DEVICE_NOMEM, "theta_join: no room for a chunk of outer rows");
+		j->c_start = DeviceBuffer<unsigned>(&j->budget, j->chunk_cap, "theta slices");
+		j->c_len = DeviceBuffer<unsigned long long>(&j->budget, (size_t) j->chunk_cap + 1,
+													"theta slices");
+		j->c_cum = DeviceBuffer<unsigned long long>(&j->budget, (size_t) j->chunk_cap + 1,
+													"theta slices");
+		j->c_eval = DeviceBuffer<unsigned char>(&j->budget, j->chunk_cap, "theta slices");
+		SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, j->scan_tmp_bytes, j->c_len.get(),
+												  j->c_cum.get(), (int) j->chunk_cap + 1, s));
+		j->scan_tmp_bytes = std::max<size_t>(j->scan_tmp_bytes, 16);
+		j->scan_tmp = DeviceBuffer<unsigned char>(&j->budget, j->scan_tmp_bytes,
+												  "theta scan temp");
+		j->nl_cells = (double) std::max<size_t>(j->out_cap, 1);
+	}
+	j->stream.synchronize();
+}
+
+}								/* namespace */
+
+extern "C" SjStatus
+sjgpu_theta_begin(const SjThetaTable *left, const SjThetaTable *right,
+				  const SjThetaProgram *program, SjThetaStrategy strategy,
+				  const SjJoinOptions *options, SjGpuThetaJoin **join,
+				  char *errmsg)
+{
+	SjGpuThetaJoin *j = nullptr;
+	SjStatus	st;
+
+	*join = nullptr;
+	st = sjgpu::guard(errmsg, [&] {
+		double		t0 = now_ms();
+		SjStatus	ps;
+
+		if (options == nullptr)
+			throw Error(SJ_ERR_INVALID, "theta_join: no options");
+		j = new SjGpuThetaJoin();
+		memset(&j->timings, 0, sizeof(j->timings));
+		ps = sj_theta_plan(program, left, right, strategy, &j->plan, errmsg);
+		if (ps != SJ_OK)
+			throw Error(ps, "%s", errmsg);
+		memcpy(j->prog, program->instr, program->ninstr * sizeof(SjThetaInstr));
+		j->ninstr = program->ninstr;
+		if (left->ncols > 0)
+			memcpy(j->lcols, left->cols, left->ncols * sizeof(SjThetaColumn));
+		if (right->ncols > 0)
+			memcpy(j->rcols, right->cols, right->ncols * sizeof(SjThetaColumn));
+		j->left = {left->n, left->ncols, j->lcols};
+		j->right = {right->n, right->ncols, j->rcols};
+		j->outer_left = j->plan.probe_left != 0;
+		j->outer = j->outer_left ? &j->left : &j->right;
+		j->inner = j->outer_left ? &j->right : &j->left;
+		for (int i = 0; i < j->ninstr; i++)
+			if (j->prog[i].op == SJ_OP_LOAD_L || j->prog[i].op == SJ_OP_LOAD_R)
+			{
+				bool		is_outer = (j->prog[i].op == SJ_OP_LOAD_L) == j->outer_left;
+
+				(is_outer ? j->used_outer : j->used_inner)[j->prog[i].arg] = true;
+			}
+		if (j->plan.strategy == SJ_THETA_HASH)
+			for (int k = 0; k < j->plan.nkeys; k++)
+			{
+				j->used_outer[j->plan.key_probe_col[k]] = true;
+				j->used_inner[j->plan.key_build_col[k]] = true;
+			}
+		if (j->plan.strategy == SJ_THETA_RANGE)
+			j->used_inner[j->plan.range_col] = true;
+		j->count_only = options->count_only != 0;
+		j->cap = options->max_batch_pairs ? options->max_batch_pairs : kDefaultBatch;
+		snprintf(j->timings.strategy, sizeof(j->timings.strategy), "%s", j->plan.description);
+		if (left->n == 0 || right->n == 0)
+			j->finished = true;
+		else
+			begin_device(j, options);
+		j->timings.build_ms = now_ms() - t0;
+		j->timings.device_bytes = j->budget.peak();
+	});
+	if (st != SJ_OK)
+	{
+		delete j;
+		return st;
+	}
+	*join = j;
+	return SJ_OK;
+}
+
+extern "C" SjStatus
+sjgpu_theta_next(SjGpuThetaJoin *j, SjPairBatch *batch, int *done, char *errmsg)
+{
+	memset(batch, 0, sizeof(*batch));
+	*done = 0;
+	if (j == nullptr)
+	{
+		sjgpu::set_errmsg(errmsg, "theta_join: no join");
+		return SJ_ERR_INVALID;
+	}
+	if (j->error)
+	{
+		sjgpu::set_errmsg(errmsg, sj_theta_error_message((SjThetaDataError) j->error));
+		return SJ_ERR_DATA;
+	}
+	SjStatus	st = sjgpu::guard(errmsg, [&] {
+		double		t0 = now_ms();
+		uint64_t	count = 0;
+
+		if (j->count_only)
+		{
+			while (!j->finished && !j->error && now_ms() - t0 < kCallMs)
+				step(j, &count);
+			batch->count = count;
+			*done = j->finished;
+		}
+		else
+		{
+			while (j->pn - j->ppos < j->cap && !j->finished && !j->error &&
+				   now_ms() - t0 < kCallMs)
+				step(j, &count);
+			size_t		n = std::min(j->pn - j->ppos, j->cap);
+
+			batch->count = n;
+			batch->left = n ? j->pl.data() + j->ppos : nullptr;
+			batch->right = n ? j->pr.data() + j->ppos : nullptr;
+			j->ppos += n;
+			*done = j->finished && j->ppos == j->pn;
+		}
+		j->timings.probe_ms += now_ms() - t0;
+		j->timings.device_bytes = j->budget.peak();
+	});
+
+	if (st == SJ_OK && j->error)
+	{
+		memset(batch, 0, sizeof(*batch));
+		*done = 0;
+		sjgpu::set_errmsg(errmsg, sj_theta_error_message((SjThetaDataError) j->error));
+		return SJ_ERR_DATA;
+	}
+	if (st != SJ_OK)
+	{
+		memset(batch, 0, sizeof(*batch));
+		*done = 0;
+		return st;
+	}
+	j->timings.batches++;
+	return SJ_OK;
+}
+
+extern "C" void
+sjgpu_theta_timings(const SjGpuThetaJoin *j, SjTimings *timings)
+{
+	if (j)
+		*timings = j->timings;
+	else
+		memset(timings, 0, sizeof(*timings));
+}
+
+extern "C" SjThetaDataError
+sjgpu_theta_data_error(const SjGpuThetaJoin *j)
+{
+	return j ? (SjThetaDataError) j->error : SJ_THETA_OK;
+}
+
+extern "C" void
+sjgpu_theta_end(SjGpuThetaJoin *j)
+{
+	delete j;
+}

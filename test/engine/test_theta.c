@@ -1,0 +1,1943 @@
+/*
+ * test_theta.c
+ *		Engine tests of theta_join: CPU and GPU against an independent oracle.
+ *
+ * Conditions are built as small trees (tn_* helpers).  A tree is written
+ * out post-order as the engine's program, and evaluated directly by the
+ * oracle below: a recursive evaluator with real short-circuit AND/OR,
+ * 128-bit integer arithmetic and PostgreSQL's float checks, sharing no code
+ * with the engines' interpreters.  For each case the oracle computes the
+ * set of joining pairs and whether any pair raises an error; an engine must
+ * then return exactly those pairs, or (only where some pair errs) fail with
+ * SJ_ERR_DATA and one of the oracle's error messages; the nested loop must
+ * fail exactly when the oracle errs.
+ *
+ * SJ_THETA_BENCH=1 adds the timing runs (CPU vs GPU, medians).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sjgpu.h"
+#include "sjtest.h"
+
+/* ------------------------------------------------------------------------
+ * Random numbers
+ * ------------------------------------------------------------------------ */
+
+typedef struct Rng
+{
+	uint64_t	s;
+} Rng;
+
+static uint64_t
+rng_next(Rng *r)
+{
+	uint64_t	z = (r->s += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+static uint64_t
+rng_below(Rng *r, uint64_t n)
+{
+	return n ? rng_next(r) % n : 0;
+}
+
+static double
+rng_unit(Rng *r)
+{
+	return (rng_next(r) >> 11) * 0x1p-53;
+}
+
+static Rng
+rng_for(const char *name)
+{
+	Rng			r;
+	uint64_t	h = 1469598103934665603ULL;
+
+	while (*name)
+		h = (h ^ (uint8_t) *name++) * 1099511628211ULL;
+	r.s = sj_test_seed() ^ h;
+	rng_next(&r);
+	return r;
+}
+
+/* ------------------------------------------------------------------------
+ * Condition trees
+ * ------------------------------------------------------------------------ */
+
+typedef struct TNode
+{
+	int			op;
+	int			arg;
+	int64_t		ival;
+	double		fval;
+	struct TNode *a;
+	struct TNode *b;
+} TNode;
+
+#define TN_POOL 4096
+static TNode tn_pool[TN_POOL];
+static int	tn_used;
+
+static TNode *
+tn(int op, int arg, TNode *a, TNode *b)
+{
+	TNode	   *n = &tn_pool[tn_used++ % TN_POOL];
+
+	memset(n, 0, sizeof(*n));
+	n->op = op;
+	n->arg = arg;
+	n->a = a;
+	n->b = b;
+	return n;
+}
+
+static TNode *
+L(int c)
+{
+	return tn(SJ_OP_LOAD_L, c, NULL, NULL);
+}
+
+static TNode *
+R(int c)
+{
+	return tn(SJ_OP_LOAD_R, c, NULL, NULL);
+}
+
+static TNode *
+CI(int64_t v)
+{
+	TNode	   *n = tn(SJ_OP_CONST_I, 0, NULL, NULL);
+
+	n->ival = v;
+	return n;
+}
+
+static TNode *
+CF(double v)
+{
+	TNode	   *n = tn(SJ_OP_CONST_F, 0, NULL, NULL);
+
+	n->fval = v;
+	return n;
+}
+
+static TNode *
+CB(int v)
+{
+	TNode	   *n = tn(SJ_OP_CONST_B, 0, NULL, NULL);
+
+	n->ival = v;
+	return n;
+}
+
+#define OP2(name, op) static TNode *name(TNode *a, TNode *b) { return tn(op, 0, a, b); }
+#define OPW(name, op) static TNode *name(int w, TNode *a, TNode *b) { return tn(op, w, a, b); }
+OPW(ADDI, SJ_OP_ADD_I)
+OPW(SUBI, SJ_OP_SUB_I)
+OPW(MULI, SJ_OP_MUL_I)
+OPW(DIVI, SJ_OP_DIV_I)
+OPW(MODI, SJ_OP_MOD_I)
+OPW(ADDF, SJ_OP_ADD_F)
+OPW(SUBF, SJ_OP_SUB_F)
+OPW(MULF, SJ_OP_MUL_F)
+OPW(DIVF, SJ_OP_DIV_F)
+OP2(EQI, SJ_OP_EQ_I)
+OP2(NEI, SJ_OP_NE_I)
+OP2(LTI, SJ_OP_LT_I)
+OP2(LEI, SJ_OP_LE_I)
+OP2(GTI, SJ_OP_GT_I)
+OP2(GEI, SJ_OP_GE_I)
+OP2(EQF, SJ_OP_EQ_F)
+OP2(NEF, SJ_OP_NE_F)
+OP2(LTF, SJ_OP_LT_F)
+OP2(LEF, SJ_OP_LE_F)
+OP2(GTF, SJ_OP_GT_F)
+OP2(GEF, SJ_OP_GE_F)
+OP2(AND, SJ_OP_AND)
+OP2(OR, SJ_OP_OR)
+
+static TNode *
+NOT(TNode *a)
+{
+	return tn(SJ_OP_NOT, 0, a, NULL);
+}
+
+static TNode *
+ISNULL(TNode *a)
+{
+	return tn(SJ_OP_IS_NULL, 0, a, NULL);
+}
+
+static TNode *
+ISNOTNULL(TNode *a)
+{
+	return tn(SJ_OP_IS_NOT_NULL, 0, a, NULL);
+}
+
+static TNode *
+NEGI(int w, TNode *a)
+{
+	return tn(SJ_OP_NEG_I, w, a, NULL);
+}
+
+static TNode *
+NEGF(TNode *a)
+{
+	return tn(SJ_OP_NEG_F, 0, a, NULL);
+}
+
+static TNode *
+I2F(int w, TNode *a)
+{
+	return tn(SJ_OP_I2F, w, a, NULL);
+}
+
+static TNode *
+CNULL(int type)
+{
+	return tn(SJ_OP_CONST_NULL, type, NULL, NULL);
+}
+
+/* Write a tree post-order into a program. */
+static int
+tn_emit(const TNode *n, SjThetaInstr *out, int k)
+{
+	if (n->a)
+		k = tn_emit(n->a, out, k);
+	if (n->b)
+		k = tn_emit(n->b, out, k);
+	out[k].op = n->op;
+	out[k].arg = n->arg;
+	out[k].ival = n->ival;
+	out[k].fval = n->fval;
+	return k + 1;
+}
+
+/* ------------------------------------------------------------------------
+ * Tables: five columns a side
+ *	0 int64 key (small domain)		1 int64 wide (extremes possible)
+ *	2 float8 (NaN, inf, -0 mixed in)	3 float8 key (few values, NaN, -0)
+ *	4 int64 small (int4-like)
+ * ------------------------------------------------------------------------ */
+
+#define NCOLS 5
+
+typedef struct Side
+{
+	uint32_t	n;
+	int64_t    *i[NCOLS];		/* int columns (NULL for float) */
+	double	   *f[NCOLS];		/* float columns */
+	uint8_t    *nul[NCOLS];
+	SjThetaColumn cols[NCOLS];
+	SjThetaTable t;
+} Side;
+
+typedef struct Shape
+{
+	uint32_t	n;
+	int64_t		keys;			/* col 0 domain; 1 = all equal */
+	double		nullp;			/* NULL probability (0: no bitmaps) */
+	double		extremep;		/* col 1 near int64 limits, col 4 near int32 */
+	double		zerop;			/* col 4 zero */
+	int64_t		wide;			/* col 1 range */
+} Shape;
+
+static void
+side_free(Side *s)
+{
+	int			c;
+
+	for (c = 0; c < NCOLS; c++)
+	{
+		free(s->i[c]);
+		free(s->f[c]);
+		free(s->nul[c]);
+	}
+	memset(s, 0, sizeof(*s));
+}
+
+static void
+side_make(Side *s, const Shape *sh, Rng *r)
+{
+	static const double fkeys[] = {0.0, -0.0, 1.5, -2.25, NAN, INFINITY, 3.0};
+	uint32_t	n = sh->n,
+				k;
+	int			c;
+
+	memset(s, 0, sizeof(*s));
+	s->n = n;
+	for (c = 0; c < NCOLS; c++)
+	{
+		int			isf = c == 2 || c == 3;
+
+		if (isf)
+			s->f[c] = malloc((n ? n : 1) * sizeof(double));
+		else
+			s->i[c] = malloc((n ? n : 1) * sizeof(int64_t));
+		if (sh->nullp > 0)
+			s->nul[c] = calloc(n ? n : 1, 1);
+		for (k = 0; k < n; k++)
+		{
+			switch (c)
+			{
+				case 0:
+					s->i[0][k] = (int64_t) rng_below(r, sh->keys) + (sh->keys == 1 ? 7 : 0);
+					break;
+				case 1:
+					if (rng_unit(r) < sh->extremep)
+						s->i[1][k] = rng_below(r, 2) ? INT64_MAX - (int64_t) rng_below(r, 8) :
+							INT64_MIN + (int64_t) rng_below(r, 8);
+					else
+						s->i[1][k] = (int64_t) rng_below(r, (uint64_t) sh->wide * 2 + 1) - sh->wide;
+					break;
+				case 2:
+					{
+						double		u = rng_unit(r);
+
+						if (u < 0.03)
+							s->f[2][k] = NAN;
+						else if (u < 0.05)
+							s->f[2][k] = rng_below(r, 2) ? INFINITY : -INFINITY;
+						else if (u < 0.08)
+							s->f[2][k] = rng_below(r, 2) ? 0.0 : -0.0;
+						else if (u < 0.10)
+							s->f[2][k] = rng_below(r, 2) ? 1e308 : 1e-300;
+						else
+							s->f[2][k] = (double) ((int64_t) rng_below(r, 4001) - 2000) / 64.0 +
+								rng_unit(r) * 0x1p-10;
+						break;
+					}
+				case 3:
+					s->f[3][k] = fkeys[rng_below(r, sizeof(fkeys) / sizeof(fkeys[0]))];
+					break;
+				default:
+					if (rng_unit(r) < sh->zerop)
+						s->i[4][k] = 0;
+					else if (rng_unit(r) < sh->extremep)
+						s->i[4][k] = rng_below(r, 2) ? INT32_MAX - (int64_t) rng_below(r, 4) :
+							INT32_MIN + (int64_t) rng_below(r, 4);
+					else
+						s->i[4][k] = (int64_t) rng_below(r, 61) - 30;
+					break;
+			}
+			if (s->nul[c] && rng_unit(r) < sh->nullp)
+				s->nul[c][k] = 1;
+		}
+		s->cols[c].type = isf ? SJ_TF64 : SJ_TI64;
+		s->cols[c].values = isf ? (const void *) s->f[c] : (const void *) s->i[c];
+		s->cols[c].nulls = s->nul[c];
+	}
+	s->t.n = n;
+	s->t.ncols = NCOLS;
+	s->t.cols = s->cols;
+}
+
+/* ------------------------------------------------------------------------
+ * The oracle: direct evaluation with real short circuits
+ * ------------------------------------------------------------------------ */
+
+typedef struct OVal
+{
+	int			st;				/* 0 value, 1 NULL, 2 error */
+	int			err;			/* SjThetaDataError when st == 2 */
+	int			type;			/* SjThetaType */
+	__int128	i;
+	double		f;
+} OVal;
+
+static OVal
+o_err(int code)
+{
+	OVal		v = {2, code, 0, 0, 0};
+
+	return v;
+}
+
+static OVal
+o_null(int type)
+{
+	OVal		v = {1, 0, type, 0, 0};
+
+	return v;
+}
+
+static OVal
+o_int(__int128 x)
+{
+	OVal		v = {0, 0, SJ_TI64, x, 0};
+
+	return v;
+}
+
+static OVal
+o_flt(double x)
+{
+	OVal		v = {0, 0, SJ_TF64, 0, x};
+
+	return v;
+}
+
+static OVal
+o_bool(int b)
+{
+	OVal		v = {0, 0, SJ_TBOOL, b != 0, 0};
+
+	return v;
+}
+
+/* Error for an int result outside width w, or the value. */
+static OVal
+o_ranged(__int128 x, int w)
+{
+	__int128	lim = w == 16 ? 32767 : w == 32 ? 2147483647 : (__int128) INT64_MAX;
+
+	if (x > lim || x < -lim - 1)
+		return o_err(w == 16 ? SJ_THETA_ERR_SMALLINT_RANGE :
+					 w == 32 ? SJ_THETA_ERR_INTEGER_RANGE : SJ_THETA_ERR_BIGINT_RANGE);
+	return o_int(x);
+}
+
+static int
+f8_eq(double a, double b)
+{
+	return isnan(a) ? isnan(b) : !isnan(b) && a == b;
+}
+
+static int
+f8_lt(double a, double b)
+{
+	return !isnan(a) && (isnan(b) || a < b);
+}
+
+static OVal
+o_eval(const TNode *n, const Side *ls, uint32_t li, const Side *rs, uint32_t ri)
+{
+	OVal		a,
+				b;
+
+	switch (n->op)
+	{
+		case SJ_OP_LOAD_L:
+		case SJ_OP_LOAD_R:
+			{
+				const Side *s = n->op == SJ_OP_LOAD_L ? ls : rs;
+				uint32_t	k = n->op == SJ_OP_LOAD_L ? li : ri;
+
+				if (s->nul[n->arg] && s->nul[n->arg][k])
+					return o_null(s->f[n->arg] ? SJ_TF64 : SJ_TI64);
+				return s->f[n->arg] ? o_flt(s->f[n->arg][k]) : o_int(s->i[n->arg][k]);
+			}
+		case SJ_OP_CONST_I:
+			return o_int(n->ival);
+		case SJ_OP_CONST_F:
+			return o_flt(n->fval);
+		case SJ_OP_CONST_B:
+			return o_bool(n->ival != 0);
+		case SJ_OP_CONST_NULL:
+			return o_null(n->arg);
+		case SJ_OP_AND:
+		case SJ_OP_OR:
+			{
+				int			isor = n->op == SJ_OP_OR;
+
+				a = o_eval(n->a, ls, li, rs, ri);
+				if (a.st == 2)
+					return a;
+				if (a.st == 0 && (a.i != 0) == isor)
+					return a;	/* short circuit */
+				b = o_eval(n->b, ls, li, rs, ri);
+				if (b.st == 2)
+					return b;
+				if (b.st == 0 && (b.i != 0) == isor)
+					return b;
+				if (a.st == 1 || b.st == 1)
+					return o_null(SJ_TBOOL);
+				return o_bool(!isor);
+			}
+		case SJ_OP_IS_NULL:
+		case SJ_OP_IS_NOT_NULL:
+			a = o_eval(n->a, ls, li, rs, ri);
+			if (a.st == 2)
+				return a;
+			return o_bool((a.st == 1) == (n->op == SJ_OP_IS_NULL));
+		default:
+			break;
+	}
+
+	/* strict operators: evaluate all operands, then errors, then NULLs */
+	a = o_eval(n->a, ls, li, rs, ri);
+	if (a.st == 2)
+		return a;
+	if (n->b)
+	{
+		b = o_eval(n->b, ls, li, rs, ri);
+		if (b.st == 2)
+			return b;
+	}
+	else
+		b = o_int(0);
+	if (a.st == 1 || b.st == 1)
+		return o_null(SJ_TBOOL);
+
+	switch (n->op)
+	{
+		case SJ_OP_NOT:
+			return o_bool(!a.i);
+		case SJ_OP_ADD_I:
+			return o_ranged(a.i + b.i, n->arg ? n->arg : 64);
+		case SJ_OP_SUB_I:
+			return o_ranged(a.i - b.i, n->arg ? n->arg : 64);
+		case SJ_OP_MUL_I:
+			return o_ranged(a.i * b.i, n->arg ? n->arg : 64);
+		case SJ_OP_DIV_I:
+			if (b.i == 0)
+				return o_err(SJ_THETA_ERR_DIVISION_BY_ZERO);
+			return o_ranged(a.i / b.i, n->arg ? n->arg : 64);
+		case SJ_OP_MOD_I:
+			if (b.i == 0)
+				return o_err(SJ_THETA_ERR_DIVISION_BY_ZERO);
+			return o_int(a.i % b.i);
+		case SJ_OP_NEG_I:
+			return o_ranged(-a.i, n->arg ? n->arg : 64);
+		case SJ_OP_I2F:
+			return o_flt(n->arg == 32 ? (double) (float) (int64_t) a.i : (double) (int64_t) a.i);
+		case SJ_OP_NEG_F:
+			return o_flt(-a.f);
+		case SJ_OP_ADD_F:
+		case SJ_OP_SUB_F:
+		case SJ_OP_MUL_F:
+		case SJ_OP_DIV_F:
+			{
+				double		x = a.f,
+							y = b.f,
+							r;
+				int			ovf,
+							unf = 0;
+
+				if (n->arg == 32)
+				{
+					float		fx = (float) x,
+								fy = (float) y,
+								fr;
+
+					if (n->op == SJ_OP_DIV_F && fy == 0.0f && !isnan(fx))
+						return o_err(SJ_THETA_ERR_DIVISION_BY_ZERO);
+					fr = n->op == SJ_OP_ADD_F ? fx + fy : n->op == SJ_OP_SUB_F ? fx - fy :
+						n->op == SJ_OP_MUL_F ? fx * fy : fx / fy;
+					x = fx;
+					y = fy;
+					r = fr;
+					if (n->op == SJ_OP_DIV_F)
+					{
+						ovf = isinf(fr) && !isinf(fx);
+						unf = fr == 0.0f && fx != 0.0f && !isinf(fy);
+					}
+					else
+					{
+						ovf = isinf(fr) && !isinf(fx) && !isinf(fy);
+						unf = n->op == SJ_OP_MUL_F && fr == 0.0f && fx != 0.0f && fy != 0.0f;
+					}
+				}
+				else
+				{
+					if (n->op == SJ_OP_DIV_F && y == 0.0 && !isnan(x))
+						return o_err(SJ_THETA_ERR_DIVISION_BY_ZERO);
+					r = n->op == SJ_OP_ADD_F ? x + y : n->op == SJ_OP_SUB_F ? x - y :
+						n->op == SJ_OP_MUL_F ? x * y : x / y;
+					if (n->op == SJ_OP_DIV_F)
+					{
+						ovf = isinf(r) && !isinf(x);
+						unf = r == 0.0 && x != 0.0 && !isinf(y);
+					}
+					else
+					{
+						ovf = isinf(r) && !isinf(x) && !isinf(y);
+						unf = n->op == SJ_OP_MUL_F && r == 0.0 && x != 0.0 && y != 0.0;
+					}
+				}
+				if (ovf)
+					return o_err(SJ_THETA_ERR_FLOAT_OVERFLOW);
+				if (unf)
+					return o_err(SJ_THETA_ERR_FLOAT_UNDERFLOW);
+				return o_flt(r);
+			}
+		case SJ_OP_EQ_I:
+			return o_bool(a.i == b.i);
+		case SJ_OP_NE_I:
+			return o_bool(a.i != b.i);
+		case SJ_OP_LT_I:
+			return o_bool(a.i < b.i);
+		case SJ_OP_LE_I:
+			return o_bool(a.i <= b.i);
+		case SJ_OP_GT_I:
+			return o_bool(a.i > b.i);
+		case SJ_OP_GE_I:
+			return o_bool(a.i >= b.i);
+		case SJ_OP_EQ_F:
+			return o_bool(f8_eq(a.f, b.f));
+		case SJ_OP_NE_F:
+			return o_bool(!f8_eq(a.f, b.f));
+		case SJ_OP_LT_F:
+			return o_bool(f8_lt(a.f, b.f));
+		case SJ_OP_LE_F:
+			return o_bool(f8_lt(a.f, b.f) || f8_eq(a.f, b.f));
+		case SJ_OP_GT_F:
+			return o_bool(f8_lt(b.f, a.f));
+		case SJ_OP_GE_F:
+			return o_bool(f8_lt(b.f, a.f) || f8_eq(a.f, b.f));
+		default:
+			return o_err(-1);
+	}
+}
+
+typedef struct Truth
+{
+	uint32_t	n,
+				m;
+	uint8_t    *bits;			/* n * m bits */
+	uint64_t	count;
+	int			errs;			/* bit e set: error code e seen */
+} Truth;
+
+static void
+truth_free(Truth *t)
+{
+	free(t->bits);
+	memset(t, 0, sizeof(*t));
+}
+
+static int
+bit_get(const uint8_t *b, uint64_t k)
+{
+	return (b[k >> 3] >> (k & 7)) & 1;
+}
+
+static void
+bit_set(uint8_t *b, uint64_t k)
+{
+	b[k >> 3] |= (uint8_t) (1 << (k & 7));
+}
+
+static void
+oracle(const TNode *cond, const Side *ls, const Side *rs, Truth *t)
+{
+	uint32_t	i,
+				j;
+
+	memset(t, 0, sizeof(*t));
+	t->n = ls->n;
+	t->m = rs->n;
+	t->bits = calloc(((uint64_t) ls->n * rs->n + 8) / 8, 1);
+	for (i = 0; i < ls->n; i++)
+		for (j = 0; j < rs->n; j++)
+		{
+			OVal		v = o_eval(cond, ls, i, rs, j);
+
+			if (v.st == 2)
+				t->errs |= 1 << v.err;
+			else if (v.st == 0 && v.i)
+			{
+				bit_set(t->bits, (uint64_t) i * rs->n + j);
+				t->count++;
+			}
+		}
+}
+
+/* ------------------------------------------------------------------------
+ * Running an engine
+ * ------------------------------------------------------------------------ */
+
+typedef struct Engine
+{
+	const char *name;
+	SjStatus	(*begin) (const SjThetaTable *, const SjThetaTable *,
+						  const SjThetaProgram *, SjThetaStrategy,
+						  const SjJoinOptions *, void **, char *);
+	SjStatus	(*next) (void *, SjPairBatch *, int *, char *);
+	void		(*timings) (const void *, SjTimings *);
+	void		(*end) (void *);
+} Engine;
+
+static SjStatus
+cpu_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p,
+		  SjThetaStrategy s, const SjJoinOptions *o, void **j, char *e)
+{
+	return sj_theta_cpu_begin(l, r, p, s, o, (SjThetaJoin **) j, e);
+}
+
+static SjStatus
+cpu_next(void *j, SjPairBatch *b, int *d, char *e)
+{
+	return sj_theta_cpu_next((SjThetaJoin *) j, b, d, e);
+}
+
+static void
+cpu_timings(const void *j, SjTimings *t)
+{
+	sj_theta_cpu_timings((const SjThetaJoin *) j, t);
+}
+
+static void
+cpu_end(void *j)
+{
+	sj_theta_cpu_end((SjThetaJoin *) j);
+}
+
+static SjStatus
+gpu_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p,
+		  SjThetaStrategy s, const SjJoinOptions *o, void **j, char *e)
+{
+	return sjgpu_theta_begin(l, r, p, s, o, (SjGpuThetaJoin **) j, e);
+}
+
+static SjStatus
+gpu_next(void *j, SjPairBatch *b, int *d, char *e)
+{
+	return sjgpu_theta_next((SjGpuThetaJoin *) j, b, d, e);
+}
+
+static void
+gpu_timings(const void *j, SjTimings *t)
+{
+	sjgpu_theta_timings((const SjGpuThetaJoin *) j, t);
+}
+
+static void
+gpu_end(void *j)
+{
+	sjgpu_theta_end((SjGpuThetaJoin *) j);
+}
+
+static const Engine cpu_engine = {"cpu", cpu_begin, cpu_next, cpu_timings, cpu_end};
+static const Engine gpu_engine = {"gpu", gpu_begin, gpu_next, gpu_timings, gpu_end};
+
+/* What one run returned. */
+typedef struct Got
+{
+	SjStatus	status;
+	char		msg[SJ_ERRMSG_LEN];
+	uint64_t	count;
+	uint64_t	batches;
+	char		strategy[64];
+} Got;
+
+/*
+ * Run a join to the end.  Pairs go into bits (n * m, must start zeroed);
+ * returns a description of the first contract violation, or NULL.
+ */
+static const char *
+run_join(const Engine *eng, const Side *ls, const Side *rs, const TNode *cond,
+		 SjThetaStrategy strat, const SjJoinOptions *opt, uint8_t *bits,
+		 Got *got)
+{
+	static char why[512];
+	SjThetaInstr prog[SJ_THETA_MAX_INSTR];
+	SjThetaProgram p;
+	void	   *j = NULL;
+	SjTimings	tm;
+	size_t		cap = opt->max_batch_pairs ? opt->max_batch_pairs : 1048576;
+	int			done = 0;
+	double		t0 = sj_now_ms();
+
+	memset(got, 0, sizeof(*got));
+	p.ninstr = tn_emit(cond, prog, 0);
+	p.instr = prog;
+	got->status = eng->begin(&ls->t, &rs->t, &p, strat, opt, &j, got->msg);
+	if (got->status != SJ_OK)
+	{
+		eng->end(j);
+		return NULL;
+	}
+	while (!done)
+	{
+		SjPairBatch b;
+		size_t		k;
+
+		got->status = eng->next(j, &b, &done, got->msg);
+		if (got->status != SJ_OK)
+			break;
+		if (sj_now_ms() - t0 > 60000)
+		{
+			eng->end(j);
+			return "next() does not finish within 60 s";
+		}
+		if (opt->count_only)
+		{
+			if (b.left || b.right)
+			{
+				eng->end(j);
+				return "count_only batch carries pairs";
+			}
+			got->count += b.count;
+			continue;
+		}
+		if (b.count > cap)
+		{
+			snprintf(why, sizeof(why), "batch of %zu pairs exceeds max_batch_pairs %zu", b.count, cap);
+			eng->end(j);
+			return why;
+		}
+		if (b.value != NULL)
+		{
+			eng->end(j);
+			return "theta batches carry no value";
+		}
+		for (k = 0; k < b.count; k++)
+		{
+			uint64_t	bit;
+
+			if (b.left[k] >= ls->n || b.right[k] >= rs->n)
+			{
+				snprintf(why, sizeof(why), "pair (%u, %u) out of range", b.left[k], b.right[k]);
+				eng->end(j);
+				return why;
+			}
+			bit = (uint64_t) b.left[k] * rs->n + b.right[k];
+			if (bit_get(bits, bit))
+			{
+				snprintf(why, sizeof(why), "pair (%u, %u) returned twice", b.left[k], b.right[k]);
+				eng->end(j);
+				return why;
+			}
+			bit_set(bits, bit);
+		}
+		got->count += b.count;
+	}
+	eng->timings(j, &tm);
+	got->batches = tm.batches;
+	snprintf(got->strategy, sizeof(got->strategy), "%s", tm.strategy);
+	eng->end(j);
+	return NULL;
+}
+
+/* First pair in which two bit sets differ, written to why; 0 if equal. */
+static int
+bits_differ(const uint8_t *a, const uint8_t *b, uint32_t n, uint32_t m,
+			char *why, size_t len)
+{
+	uint64_t	k,
+				nb = (uint64_t) n * m,
+				byte;
+
+	for (byte = 0; byte < (nb + 7) / 8; byte++)
+	{
+		if (a[byte] == b[byte])
+			continue;
+		for (k = byte * 8; k < byte * 8 + 8 && k < nb; k++)
+			if (bit_get(a, k) != bit_get(b, k))
+			{
+				snprintf(why, len, "pair (%llu, %llu) %s by the engine",
+						 (unsigned long long) (k / m), (unsigned long long) (k % m),
+						 bit_get(a, k) ? "missed" : "invented");
+				return 1;
+			}
+	}
+	return 0;
+}
+
+/*
+ * Check one engine run against the oracle's truth.  Returns NULL when the
+ * run is right, else a description.  strat NESTED_LOOP must err exactly when
+ * the oracle does.
+ */
+static const char *
+check_case(const Engine *eng, const Side *ls, const Side *rs, const TNode *cond,
+		   SjThetaStrategy strat, int count_only, size_t max_batch,
+		   const Truth *truth, int *skipped)
+{
+	static char why[1024];
+	SjJoinOptions opt;
+	uint8_t    *bits = calloc(((uint64_t) ls->n * rs->n + 8) / 8, 1);
+	Got			got;
+	const char *bad;
+
+	*skipped = 0;
+	memset(&opt, 0, sizeof(opt));
+	opt.count_only = count_only;
+	opt.cpu_threads = 4;
+	opt.max_batch_pairs = max_batch;
+	opt.gpu_memory_limit = 0;
+	bad = run_join(eng, ls, rs, cond, strat, &opt, bits, &got);
+	if (bad)
+	{
+		free(bits);
+		return bad;
+	}
+	if (got.status == SJ_ERR_INVALID && strat != SJ_THETA_AUTO &&
+		strat != SJ_THETA_NESTED_LOOP)
+	{
+		/* the forced strategy does not apply to this condition */
+		free(bits);
+		*skipped = 1;
+		return NULL;
+	}
+	if (got.status == SJ_ERR_DATA)
+	{
+		int			code,
+					ok = 0;
+
+		for (code = 1; code <= 6; code++)
+			if ((truth->errs >> code & 1) &&
+				strcmp(got.msg, sj_theta_error_message((SjThetaDataError) code)) == 0)
+				ok = 1;
+		free(bits);
+		if (!ok)
+		{
+			snprintf(why, sizeof(why), "%s: unexpected data error \"%s\" (oracle errors 0x%x)",
+					 eng->name, got.msg, truth->errs);
+			return why;
+		}
+		return NULL;
+	}
+	if (got.status != SJ_OK)
+	{
+		snprintf(why, sizeof(why), "%s: status %d: %s", eng->name, (int) got.status, got.msg);
+		free(bits);
+		return why;
+	}
+	if (strat == SJ_THETA_NESTED_LOOP && truth->errs)
+	{
+		snprintf(why, sizeof(why), "%s nested loop: no error, oracle errors 0x%x",
+				 eng->name, truth->errs);
+		free(bits);
+		return why;
+	}
+	if (got.count != truth->count)
+	{
+		snprintf(why, sizeof(why), "%s [%s]: %llu pairs, oracle %llu", eng->name,
+				 got.strategy, (unsigned long long) got.count,
+				 (unsigned long long) truth->count);
+		free(bits);
+		return why;
+	}
+	if (!count_only && bits_differ(truth->bits, bits, ls->n, rs->n, why, sizeof(why)))
+	{
+		free(bits);
+		return why;
+	}
+	free(bits);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * The condition catalogue
+ * ------------------------------------------------------------------------ */
+
+typedef struct Case
+{
+	const char *name;
+	TNode	   *cond;
+} Case;
+
+#define MAX_CASES 64
+
+/* Build every test condition (fresh nodes). */
+static int
+make_cases(Case *c)
+{
+	int			n = 0;
+
+	tn_used = 0;
+	c[n].name = "equi int";
+	c[n++].cond = EQI(L(0), R(0));
+	c[n].name = "equi float (NaN = NaN, -0 = 0)";
+	c[n++].cond = EQF(R(3), L(3));
+	c[n].name = "equi + residual";
+	c[n++].cond = AND(EQI(L(0), R(0)), LTF(L(2), R(2)));
+	c[n].name = "two keys";
+	c[n++].cond = AND(EQI(L(0), R(0)), EQI(R(4), L(4)));
+	c[n].name = "band int BETWEEN offsets";
+	c[n++].cond = AND(GEI(R(4), SUBI(64, L(4), CI(5))), LEI(R(4), ADDI(64, L(4), CI(5))));
+	c[n].name = "band float BETWEEN offsets";
+	c[n++].cond = AND(GEF(R(2), SUBF(64, L(2), CF(0.5))), LEF(R(2), ADDF(64, L(2), CF(0.5))));
+	c[n].name = "band int r - l BETWEEN";
+	c[n++].cond = AND(GEI(SUBI(64, R(4), L(4)), CI(-3)), LEI(SUBI(64, R(4), L(4)), CI(3)));
+	c[n].name = "band float r - l";
+	c[n++].cond = AND(LEF(SUBF(64, R(2), L(2)), CF(1.0)), GEF(SUBF(64, R(2), L(2)), CF(-1.0)));
+	c[n].name = "band float4 r + l";
+	c[n++].cond = LTF(ADDF(32, R(2), L(2)), CF(0.75));
+	c[n].name = "int l - r < 2";
+	c[n++].cond = LTI(SUBI(64, L(4), R(4)), CI(2));
+	c[n].name = "inequality l.a < r.b";
+	c[n++].cond = LTI(L(1), R(1));
+	c[n].name = "inequality float (NaN greatest)";
+	c[n++].cond = GTF(L(2), R(2));
+	c[n].name = "l.a >= r.a float keys";
+	c[n++].cond = GEF(L(3), R(3));
+	c[n].name = "<>";
+	c[n++].cond = NEI(L(0), R(0));
+	c[n].name = "<> float keys";
+	c[n++].cond = NEF(L(3), R(3));
+	c[n].name = "OR across sides";
+	c[n++].cond = OR(EQI(L(0), R(0)), GTF(L(2), R(2)));
+	c[n].name = "arithmetic mixing sides";
+	c[n++].cond = GTI(ADDI(64, MULI(64, L(4), R(4)), L(0)), MULI(64, R(0), CI(3)));
+	c[n].name = "NOT / IS NULL";
+	c[n++].cond = OR(NOT(EQI(L(0), R(0))), ISNULL(R(2)));
+	c[n].name = "IS NOT NULL + range";
+	c[n++].cond = AND(ISNOTNULL(L(1)), LEI(L(4), R(4)));
+	c[n].name = "float arithmetic, division";
+	c[n++].cond = GTF(DIVF(64, ADDF(64, L(2), CF(1.0)), R(2)), CF(0.0));
+	c[n].name = "float4 multiply";
+	c[n++].cond = LTF(MULF(32, L(2), R(2)), CF(10.0));
+	c[n].name = "int4 overflow";
+	c[n++].cond = GTI(ADDI(32, L(4), R(4)), CI(0));
+	c[n].name = "int2 negation";
+	c[n++].cond = LTI(NEGI(16, L(4)), R(4));
+	c[n].name = "bigint multiply overflow";
+	c[n++].cond = GTI(MULI(64, L(1), R(4)), CI(0));
+	c[n].name = "division by zero";
+	c[n++].cond = GTI(DIVI(64, L(4), R(4)), CI(1));
+	c[n].name = "guarded division (short circuit)";
+	c[n++].cond = AND(NEI(R(4), CI(0)), GTI(DIVI(64, L(4), R(4)), CI(1)));
+	c[n].name = "modulo";
+	c[n++].cond = EQI(MODI(64, L(0), ADDI(64, R(4), CI(31))), CI(1));
+	c[n].name = "int -> float";
+	c[n++].cond = LTF(I2F(64, L(4)), R(2));
+	c[n].name = "range bound overflow (l.k + 5 near max)";
+	c[n++].cond = AND(GEI(R(1), SUBI(64, L(1), CI(5))), LEI(R(1), ADDI(64, L(1), CI(5))));
+	c[n].name = "bound evaluated first overflows";
+	c[n++].cond = AND(LEI(R(1), ADDI(64, L(1), CI(5))), GEI(R(1), SUBI(64, L(1), CI(5))));
+	c[n].name = "constant true (cross join)";
+	c[n++].cond = CB(1);
+	c[n].name = "one-side filter r.b > 3";
+	c[n++].cond = GTI(R(4), CI(3));
+	c[n].name = "NULL constant";
+	c[n++].cond = OR(EQI(L(0), CNULL(SJ_TI64)), LEI(L(0), R(0)));
+	c[n].name = "equi on expression";
+	c[n++].cond = EQI(ADDI(64, L(0), CI(1)), R(0));
+	c[n].name = "neg float";
+	c[n++].cond = LTF(NEGF(L(2)), R(3));
+	c[n].name = "int4 from int2 wrap";
+	c[n++].cond = AND(EQI(L(0), R(0)), GEI(MULI(16, L(4), CI(1000)), R(4)));
+	return n;
+}
+
+static const char *
+strat_name(SjThetaStrategy s)
+{
+	return s == SJ_THETA_AUTO ? "auto" : s == SJ_THETA_HASH ? "hash" :
+		s == SJ_THETA_RANGE ? "range" : "nested-loop";
+}
+
+/*
+ * Run every condition over one pair of shapes with every strategy and mode
+ * on the given engine.  Returns a failure description or NULL.
+ */
+static const char *
+run_catalogue(const Engine *eng, const char *label, const Shape *lsh,
+			  const Shape *rsh, Rng *rng, int *ran)
+{
+	static char why[2048];
+	Side		ls,
+				rs;
+	Case		cases[MAX_CASES];
+	int			nc = make_cases(cases),
+				c;
+	static const SjThetaStrategy strats[] = {SJ_THETA_AUTO, SJ_THETA_NESTED_LOOP,
+	SJ_THETA_HASH, SJ_THETA_RANGE};
+
+	side_make(&ls, lsh, rng);
+	side_make(&rs, rsh, rng);
+	for (c = 0; c < nc; c++)
+	{
+		Truth		t;
+		int			s,
+					mode;
+
+		oracle(cases[c].cond, &ls, &rs, &t);
+		for (s = 0; s < 4; s++)
+			for (mode = 0; mode < 2; mode++)
+			{
+				size_t		mb = rng_below(rng, 3) == 0 ? 0 : 1 + rng_below(rng, 300);
+				int			skipped;
+				const char *bad = check_case(eng, &ls, &rs, cases[c].cond, strats[s],
+											 mode, mb, &t, &skipped);
+
+				if (bad)
+				{
+					snprintf(why, sizeof(why), "%s, %u x %u, \"%s\", %s, %s, batch %zu: %s",
+							 label, ls.n, rs.n, cases[c].name, strat_name(strats[s]),
+							 mode ? "count" : "pairs", mb, bad);
+					truth_free(&t);
+					side_free(&ls);
+					side_free(&rs);
+					return why;
+				}
+				*ran += !skipped;
+			}
+		truth_free(&t);
+	}
+	side_free(&ls);
+	side_free(&rs);
+	return NULL;
+}
+
+/* The shapes every engine is tested on. */
+static const char *
+run_shapes(const Engine *eng, const char *test, int *ran)
+{
+	Rng			rng = rng_for(test);
+	const char *bad;
+	int			round;
+	Shape		a,
+				b;
+
+	/* empty and single-row sides */
+	memset(&a, 0, sizeof(a));
+	a.keys = 5;
+	a.wide = 100;
+	a.nullp = 0.1;
+	b = a;
+	a.n = 0;
+	b.n = 17;
+	if ((bad = run_catalogue(eng, "empty left", &a, &b, &rng, ran)))
+		return bad;
+	a.n = 23;
+	b.n = 0;
+	if ((bad = run_catalogue(eng, "empty right", &a, &b, &rng, ran)))
+		return bad;
+	a.n = 1;
+	b.n = 1;
+	if ((bad = run_catalogue(eng, "1 x 1", &a, &b, &rng, ran)))
+		return bad;
+	a.n = 1;
+	b.n = 300;
+	if ((bad = run_catalogue(eng, "1 x 300", &a, &b, &rng, ran)))
+		return bad;
+
+	for (round = 0; round < 8; round++)
+	{
+		char		label[128];
+
+		memset(&a, 0, sizeof(a));
+		a.n = 50 + (uint32_t) rng_below(&rng, 250);
+		a.keys = round % 4 == 0 ? 3 : round % 4 == 1 ? 40 : 1 + (int64_t) rng_below(&rng, 400);
+		a.nullp = round % 4 == 2 ? 0.0 : 0.02 + 0.2 * rng_unit(&rng);
+		a.extremep = round % 4 == 3 ? 0.2 : 0.01;
+		a.zerop = 0.1;
+		a.wide = round % 4 == 1 ? 50 : 1000000;
+		b = a;
+		b.n = 50 + (uint32_t) rng_below(&rng, 250);
+		if (round % 4 == 3)
+			b.keys = 2;			/* skew: few keys on one side */
+		snprintf(label, sizeof(label), "round %d", round);
+		if ((bad = run_catalogue(eng, label, &a, &b, &rng, ran)))
+			return bad;
+	}
+	return NULL;
+}
+
+SJ_TEST(theta_cpu_validate)
+{
+	SjThetaColumn ci = {SJ_TI64, NULL, NULL},
+				cf = {SJ_TF64, NULL, NULL};
+	int64_t		iv[1] = {1};
+	double		fv[1] = {1.0};
+	SjThetaColumn cols[2];
+	SjThetaTable t = {1, 2, cols};
+	char		msg[SJ_ERRMSG_LEN];
+	SjThetaInstr p[8];
+	SjThetaProgram pr = {0, p};
+	SjThetaPlan plan;
+
+	ci.values = iv;
+	cf.values = fv;
+	cols[0] = ci;
+	cols[1] = cf;
+	memset(p, 0, sizeof(p));
+
+	/* stack underflow */
+	p[0].op = SJ_OP_LOAD_L;
+	p[1].op = SJ_OP_AND;
+	pr.ninstr = 2;
+	SJ_CHECK(sj_theta_validate(&pr, &t, &t, msg) == SJ_ERR_INVALID, "underflow accepted");
+	/* type mismatch: int = float */
+	p[0].op = SJ_OP_LOAD_L;
+	p[0].arg = 0;
+	p[1].op = SJ_OP_LOAD_R;
+	p[1].arg = 1;
+	p[2].op = SJ_OP_EQ_I;
+	pr.ninstr = 3;
+	SJ_CHECK(sj_theta_validate(&pr, &t, &t, msg) == SJ_ERR_INVALID, "int = float accepted");
+	p[1].arg = 0;
+	SJ_CHECK(sj_theta_validate(&pr, &t, &t, msg) == SJ_OK, "l.0 = r.0 rejected: %s", msg);
+	SJ_CHECK(sj_theta_plan(&pr, &t, &t, SJ_THETA_AUTO, &plan, msg) == SJ_OK &&
+			 plan.strategy == SJ_THETA_HASH && plan.exact, "plan of equi is not exact hash");
+	/* bad column */
+	p[1].arg = 2;
+	SJ_CHECK(sj_theta_validate(&pr, &t, &t, msg) == SJ_ERR_INVALID, "column 2 accepted");
+	p[1].arg = 0;
+	/* result not bool */
+	pr.ninstr = 1;
+	SJ_CHECK(sj_theta_validate(&pr, &t, &t, msg) == SJ_ERR_INVALID, "int result accepted");
+	/* leftover values */
+	pr.ninstr = 2;
+	SJ_CHECK(sj_theta_validate(&pr, &t, &t, msg) == SJ_ERR_INVALID, "two results accepted");
+	/* unknown opcode, bad width */
+	p[2].op = 99;
+	pr.ninstr = 3;
+	SJ_CHECK(sj_theta_validate(&pr, &t, &t, msg) == SJ_ERR_INVALID, "opcode 99 accepted");
+	p[2].op = SJ_OP_ADD_I;
+	p[2].arg = 8;
+	SJ_CHECK(sj_theta_validate(&pr, &t, &t, msg) == SJ_ERR_INVALID, "width 8 accepted");
+	/* too deep */
+	{
+		SjThetaInstr deep[2 * SJ_THETA_MAX_STACK + 2];
+		SjThetaProgram dp = {0, deep};
+		int			k;
+
+		memset(deep, 0, sizeof(deep));
+		for (k = 0; k <= SJ_THETA_MAX_STACK; k++)
+		{
+			deep[k].op = SJ_OP_CONST_B;
+			deep[k].ival = 1;
+		}
+		for (; k < 2 * SJ_THETA_MAX_STACK + 1; k++)
+			deep[k].op = SJ_OP_AND;
+		dp.ninstr = k;
+		SJ_CHECK(sj_theta_validate(&dp, &t, &t, msg) == SJ_ERR_INVALID, "stack overflow accepted");
+		dp.ninstr = 0;
+		SJ_CHECK(sj_theta_validate(&dp, &t, &t, msg) == SJ_ERR_INVALID, "empty program accepted");
+	}
+	/* forced strategy that does not apply */
+	tn_used = 0;
+	{
+		TNode	   *c = NEI(L(0), R(0));
+		SjThetaProgram q;
+
+		q.ninstr = tn_emit(c, p, 0);
+		q.instr = p;
+		SJ_CHECK(sj_theta_plan(&q, &t, &t, SJ_THETA_HASH, &plan, msg) == SJ_ERR_INVALID,
+				 "hash forced on <>");
+		SJ_CHECK(sj_theta_plan(&q, &t, &t, SJ_THETA_AUTO, &plan, msg) == SJ_OK &&
+				 plan.strategy == SJ_THETA_NESTED_LOOP, "<> is not a nested loop");
+	}
+	/* the plans of typical conditions */
+	{
+		TNode	   *c = AND(GEI(R(0), SUBI(64, L(0), CI(5))), LEI(R(0), ADDI(64, L(0), CI(5))));
+		SjThetaProgram q;
+
+		q.ninstr = tn_emit(c, p, 0);
+		q.instr = p;
+		SJ_CHECK(sj_theta_plan(&q, &t, &t, SJ_THETA_AUTO, &plan, msg) == SJ_OK &&
+				 plan.strategy == SJ_THETA_RANGE && plan.exact && plan.nterms == 2 &&
+				 plan.probe_left, "band is not an exact two-term range on the right");
+	}
+	SJ_CHECK(strcmp(sj_theta_error_message(SJ_THETA_ERR_BIGINT_RANGE), "bigint out of range") == 0,
+			 "message");
+	sj_theta_cpu_end(NULL);
+}
+
+SJ_TEST(theta_cpu_oracle)
+{
+	int			ran = 0;
+	const char *bad = run_shapes(&cpu_engine, "theta_cpu_oracle", &ran);
+
+	SJ_CHECK(bad == NULL, "%s", bad);
+	SJ_CHECK(ran > 1000, "only %d runs", ran);
+}
+
+/* Equal keys on both sides: n * m pairs over many small batches. */
+static const char *
+all_equal(const Engine *eng, uint32_t n, uint32_t m, size_t batch, int nthreads)
+{
+	static char why[512];
+	Shape		sh;
+	Side		ls,
+				rs;
+	Rng			rng = rng_for("all_equal");
+	SjJoinOptions opt;
+	uint8_t    *bits;
+	Got			got;
+	const char *bad;
+	uint64_t	k;
+	int			mode;
+
+	memset(&sh, 0, sizeof(sh));
+	sh.keys = 1;
+	sh.wide = 10;
+	sh.n = n;
+	side_make(&ls, &sh, &rng);
+	sh.n = m;
+	side_make(&rs, &sh, &rng);
+	tn_used = 0;
+	for (mode = 0; mode < 2; mode++)
+	{
+		memset(&opt, 0, sizeof(opt));
+		opt.cpu_threads = nthreads;
+		opt.max_batch_pairs = batch;
+		opt.count_only = mode;
+		bits = calloc(((uint64_t) n * m + 8) / 8, 1);
+		bad = run_join(eng, &ls, &rs, EQI(L(0), R(0)), SJ_THETA_AUTO, &opt, bits, &got);
+		if (!bad && got.status != SJ_OK)
+		{
+			snprintf(why, sizeof(why), "status %d: %.200s", (int) got.status, got.msg);
+			bad = why;
+		}
+		if (!bad && got.count != (uint64_t) n * m)
+		{
+			snprintf(why, sizeof(why), "%llu pairs, expected %llu",
+					 (unsigned long long) got.count, (unsigned long long) n * m);
+			bad = why;
+		}
+		if (!bad && !mode)
+		{
+			for (k = 0; k < (uint64_t) n * m; k++)
+				if ((k & 7) == 0 && k + 8 <= (uint64_t) n * m && bits[k >> 3] == 0xff)
+					k += 7;
+				else if (!bit_get(bits, k))
+				{
+					bad = "a pair is missing";
+					break;
+				}
+			if (!bad && got.batches < (uint64_t) n * m / batch)
+				bad = "too few batches";
+		}
+		free(bits);
+		if (bad)
+			break;
+	}
+	side_free(&ls);
+	side_free(&rs);
+	return bad;
+}
+
+SJ_TEST(theta_cpu_all_equal)
+{
+	const char *bad = all_equal(&cpu_engine, 3000, 2000, 65536, 4);
+
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+/* Specific error semantics on hand-made rows. */
+static const char *
+errors_case(const Engine *eng)
+{
+	static char why[512];
+	int64_t		lk[3] = {INT64_MAX - 2, 10, 20};
+	int64_t		rk[4] = {5, 12, INT64_MAX, 0};
+	SjThetaColumn lc = {SJ_TI64, lk, NULL},
+				rc = {SJ_TI64, rk, NULL};
+	SjThetaTable lt = {3, 1, &lc},
+				rt = {4, 1, &rc};
+	SjThetaInstr p[64];
+	SjThetaProgram pr;
+	SjJoinOptions opt;
+	void	   *j = NULL;
+	char		msg[SJ_ERRMSG_LEN];
+	SjPairBatch b;
+	int			done = 0;
+	SjStatus	st;
+	int			s;
+
+	memset(&opt, 0, sizeof(opt));
+	opt.cpu_threads = 2;
+	for (s = 0; s < 2; s++)
+	{
+		SjThetaStrategy strat = s ? SJ_THETA_NESTED_LOOP : SJ_THETA_AUTO;
+
+		/* r.k BETWEEN l.k - 5 AND l.k + 5: l.k + 5 overflows for row 0 */
+		tn_used = 0;
+		pr.ninstr = tn_emit(AND(GEI(R(0), SUBI(64, L(0), CI(5))),
+								LEI(R(0), ADDI(64, L(0), CI(5)))), p, 0);
+		pr.instr = p;
+		st = eng->begin(&lt, &rt, &pr, strat, &opt, &j, msg);
+		while (st == SJ_OK && !done)
+			st = eng->next(j, &b, &done, msg);
+		eng->end(j);
+		j = NULL;
+		done = 0;
+		if (st != SJ_ERR_DATA || strcmp(msg, "bigint out of range") != 0)
+		{
+			snprintf(why, sizeof(why), "%s: overflowing bound gave %d \"%s\"",
+					 strat_name(strat), (int) st, msg);
+			return why;
+		}
+	}
+	/* 1 / r.k with r.k = 0 */
+	tn_used = 0;
+	pr.ninstr = tn_emit(GTI(DIVI(64, L(0), R(0)), CI(0)), p, 0);
+	st = eng->begin(&lt, &rt, &pr, SJ_THETA_AUTO, &opt, &j, msg);
+	while (st == SJ_OK && !done)
+		st = eng->next(j, &b, &done, msg);
+	if (st != SJ_ERR_DATA || strcmp(msg, "division by zero") != 0 ||
+		(eng == &cpu_engine && sj_theta_cpu_data_error(j) != SJ_THETA_ERR_DIVISION_BY_ZERO) ||
+		(eng == &gpu_engine && sjgpu_theta_data_error(j) != SJ_THETA_ERR_DIVISION_BY_ZERO))
+	{
+		snprintf(why, sizeof(why), "division by zero gave %d \"%s\"", (int) st, msg);
+		eng->end(j);
+		return why;
+	}
+	/* a second next() repeats the error */
+	st = eng->next(j, &b, &done, msg);
+	eng->end(j);
+	j = NULL;
+	done = 0;
+	if (st != SJ_ERR_DATA)
+		return "error not repeated by the next call";
+	/* guarded: no error, and the pairs */
+	tn_used = 0;
+	pr.ninstr = tn_emit(AND(NEI(R(0), CI(0)), GTI(DIVI(64, R(0), L(0)), CI(0))), p, 0);
+	st = eng->begin(&lt, &rt, &pr, SJ_THETA_AUTO, &opt, &j, msg);
+	{
+		size_t		total = 0;
+
+		while (st == SJ_OK && !done)
+		{
+			st = eng->next(j, &b, &done, msg);
+			if (st == SJ_OK)
+				total += b.count;
+		}
+		eng->end(j);
+		j = NULL;
+		done = 0;
+		/* r/l > 0: (row0: r=INT64_MAX) (row1: 12, MAX) (row2: MAX) */
+		if (st != SJ_OK || total != 4)
+		{
+			snprintf(why, sizeof(why), "guarded division gave %d \"%s\", %zu pairs",
+					 (int) st, st ? msg : "", total);
+			return why;
+		}
+	}
+	/* float overflow and underflow */
+	{
+		double		lf[2] = {1e300, 1e-300};
+		double		rf[1] = {1e10};
+		SjThetaColumn lfc = {SJ_TF64, lf, NULL},
+					rfc = {SJ_TF64, rf, NULL};
+		SjThetaTable lft = {1, 1, &lfc},
+					rft = {1, 1, &rfc};
+
+		tn_used = 0;
+		pr.ninstr = tn_emit(GTF(MULF(64, L(0), R(0)), CF(0)), p, 0);
+		st = eng->begin(&lft, &rft, &pr, SJ_THETA_AUTO, &opt, &j, msg);
+		while (st == SJ_OK && !done)
+			st = eng->next(j, &b, &done, msg);
+		eng->end(j);
+		j = NULL;
+		done = 0;
+		if (st != SJ_ERR_DATA || strcmp(msg, "value out of range: overflow") != 0)
+			return "float overflow not reported";
+		lf[0] = 1e-300;
+		rf[0] = 1e300;
+		tn_used = 0;
+		pr.ninstr = tn_emit(GTF(DIVF(64, L(0), R(0)), CF(0)), p, 0);
+		st = eng->begin(&lft, &rft, &pr, SJ_THETA_AUTO, &opt, &j, msg);
+		while (st == SJ_OK && !done)
+			st = eng->next(j, &b, &done, msg);
+		eng->end(j);
+		j = NULL;
+		done = 0;
+		if (st != SJ_ERR_DATA || strcmp(msg, "value out of range: underflow") != 0)
+			return "float underflow not reported";
+	}
+	return NULL;
+}
+
+SJ_TEST(theta_cpu_errors)
+{
+	const char *bad = errors_case(&cpu_engine);
+
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+/*
+ * Float bands at rounding boundaries: right values a few ulps around
+ * fl(left + c), so that fl(r - l) == c while r - l != c and the like.
+ */
+static const char *
+rounding_case(const Engine *eng, const char *test)
+{
+	static char why[1024];
+	Rng			rng = rng_for(test);
+	Shape		sh;
+	Side		ls,
+				rs;
+	uint32_t	k;
+	int			c,
+				s;
+	static const double cs[] = {1.0, 0x1p53, 0.1, 1e-3, 3.0e10};
+
+	memset(&sh, 0, sizeof(sh));
+	sh.keys = 3;
+	sh.wide = 10;
+	sh.n = 60;
+	side_make(&ls, &sh, &rng);
+	sh.n = 60 * 7;
+	side_make(&rs, &sh, &rng);
+	for (c = 0; c < 5; c++)
+	{
+		double		cc = cs[c];
+		Case		cases[8];
+		int			nc = 0,
+					i;
+
+		for (k = 0; k < ls.n; k++)
+		{
+			double		base = ldexp(1.0 + rng_unit(&rng), (int) rng_below(&rng, 120) - 60);
+
+			if (k % 3 == 0)
+				base = (float) base;
+			ls.f[2][k] = k % 5 == 0 ? 1.0 : base;
+		}
+		for (k = 0; k < rs.n; k++)
+		{
+			double		v = ls.f[2][k / 7] + cc;
+			int			steps = (int) (k % 7) - 3;
+
+			while (steps > 0)
+				v = nextafter(v, INFINITY), steps--;
+			while (steps < 0)
+				v = nextafter(v, -INFINITY), steps++;
+			rs.f[2][k] = k % 11 == 0 ? (double) (float) v : v;
+		}
+		tn_used = 0;
+		cases[nc].name = "r - l <= c";
+		cases[nc++].cond = LEF(SUBF(64, R(2), L(2)), CF(cc));
+		cases[nc].name = "r - l >= c";
+		cases[nc++].cond = GEF(SUBF(64, R(2), L(2)), CF(cc));
+		cases[nc].name = "r - l = c";
+		cases[nc++].cond = EQF(SUBF(64, R(2), L(2)), CF(cc));
+		cases[nc].name = "r + l < c + 2l";
+		cases[nc++].cond = LTF(ADDF(64, R(2), L(2)), ADDF(64, CF(cc), MULF(64, L(2), CF(2.0))));
+		cases[nc].name = "float4 r - l <= c";
+		cases[nc++].cond = LEF(SUBF(32, R(2), L(2)), CF((float) cc));
+		cases[nc].name = "float4 r - l > c";
+		cases[nc++].cond = GTF(SUBF(32, R(2), L(2)), CF((float) cc));
+		cases[nc].name = "r between l + c and l + c";
+		cases[nc++].cond = AND(GEF(R(2), ADDF(64, L(2), CF(cc))), LEF(R(2), ADDF(64, L(2), CF(cc))));
+		for (i = 0; i < nc; i++)
+		{
+			Truth		t;
+
+			oracle(cases[i].cond, &ls, &rs, &t);
+			for (s = 0; s < 4; s++)
+			{
+				static const SjThetaStrategy st[] = {SJ_THETA_AUTO, SJ_THETA_NESTED_LOOP,
+				SJ_THETA_HASH, SJ_THETA_RANGE};
+				int			skipped;
+				const char *bad = check_case(eng, &ls, &rs, cases[i].cond, st[s], s & 1,
+											 0, &t, &skipped);
+
+				if (bad)
+				{
+					snprintf(why, sizeof(why), "c = %g, \"%s\", %s: %.600s", cc,
+							 cases[i].name, strat_name(st[s]), bad);
+					truth_free(&t);
+					side_free(&ls);
+					side_free(&rs);
+					return why;
+				}
+			}
+			truth_free(&t);
+		}
+	}
+	side_free(&ls);
+	side_free(&rs);
+	return NULL;
+}
+
+SJ_TEST(theta_cpu_float_rounding)
+{
+	const char *bad = rounding_case(&cpu_engine, "theta_cpu_float_rounding");
+
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+/* A larger join than the oracle can check: strategies must agree. */
+static const char *
+cross_check(const Engine *a, const Engine *b, uint32_t n, uint32_t m,
+			const TNode *cond, SjThetaStrategy sa, SjThetaStrategy sb,
+			size_t memlimit, int count_only)
+{
+	static char why[512];
+	Shape		sh;
+	Side		ls,
+				rs;
+	Rng			rng = rng_for("cross_check");
+	SjJoinOptions opt;
+	uint8_t    *ba,
+			   *bb;
+	Got			ga,
+				gb;
+	const char *bad;
+
+	memset(&sh, 0, sizeof(sh));
+	sh.keys = n / 4 + 1;
+	sh.nullp = 0.01;
+	sh.wide = n;
+	sh.zerop = 0.0;
+	sh.n = n;
+	side_make(&ls, &sh, &rng);
+	sh.n = m;
+	side_make(&rs, &sh, &rng);
+	memset(&opt, 0, sizeof(opt));
+	opt.cpu_threads = 4;
+	opt.count_only = count_only;
+	opt.max_batch_pairs = 100000;
+	opt.gpu_memory_limit = memlimit;
+	ba = calloc(((uint64_t) n * m + 8) / 8, 1);
+	bb = calloc(((uint64_t) n * m + 8) / 8, 1);
+	bad = run_join(a, &ls, &rs, cond, sa, &opt, ba, &ga);
+	if (!bad)
+		bad = run_join(b, &ls, &rs, cond, sb, &opt, bb, &gb);
+	if (!bad && (ga.status != SJ_OK || gb.status != SJ_OK))
+	{
+		snprintf(why, sizeof(why), "status %d \"%.200s\" / %d \"%.200s\"", (int) ga.status, ga.msg,
+				 (int) gb.status, gb.msg);
+		bad = why;
+	}
+	if (!bad && ga.count != gb.count)
+	{
+		snprintf(why, sizeof(why), "%s [%s] %llu pairs, %s [%s] %llu", a->name, ga.strategy,
+				 (unsigned long long) ga.count, b->name, gb.strategy,
+				 (unsigned long long) gb.count);
+		bad = why;
+	}
+	if (!bad && !count_only && bits_differ(ba, bb, n, m, why, sizeof(why)))
+		bad = why;
+	free(ba);
+	free(bb);
+	side_free(&ls);
+	side_free(&rs);
+	return bad;
+}
+
+SJ_TEST(theta_cpu_strategies_agree)
+{
+	const char *bad;
+
+	tn_used = 0;
+	bad = cross_check(&cpu_engine, &cpu_engine, 8000, 6000,
+					  AND(GEI(R(1), SUBI(64, L(1), CI(50))), LEI(R(1), ADDI(64, L(1), CI(50)))),
+					  SJ_THETA_RANGE, SJ_THETA_NESTED_LOOP, 0, 0);
+	SJ_CHECK(bad == NULL, "band: %s", bad);
+	bad = cross_check(&cpu_engine, &cpu_engine, 8000, 6000,
+					  AND(EQI(L(0), R(0)), LTF(L(2), R(2))),
+					  SJ_THETA_HASH, SJ_THETA_RANGE, 0, 0);
+	SJ_CHECK(bad == NULL, "equi: %s", bad);
+	bad = cross_check(&cpu_engine, &cpu_engine, 8000, 6000, LTI(L(1), R(1)),
+					  SJ_THETA_RANGE, SJ_THETA_NESTED_LOOP, 0, 1);
+	SJ_CHECK(bad == NULL, "inequality count: %s", bad);
+}
+
+/* ------------------------------------------------------------------------
+ * GPU
+ * ------------------------------------------------------------------------ */
+
+SJ_TEST(theta_gpu_oracle)
+{
+	int			ran = 0;
+	const char *bad;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	bad = run_shapes(&gpu_engine, "theta_gpu_oracle", &ran);
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+SJ_TEST(theta_gpu_float_rounding)
+{
+	const char *bad;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	bad = rounding_case(&gpu_engine, "theta_gpu_float_rounding");
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+SJ_TEST(theta_gpu_all_equal)
+{
+	const char *bad;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	bad = all_equal(&gpu_engine, 3000, 2000, 65536, 4);
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+SJ_TEST(theta_gpu_errors)
+{
+	const char *bad;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	bad = errors_case(&gpu_engine);
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+SJ_TEST(theta_gpu_vs_cpu)
+{
+	const char *bad;
+	int			mode;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	for (mode = 0; mode < 2; mode++)
+	{
+		size_t		lim = mode ? 0 : (size_t) 4 << 20;	/* force outer batches */
+
+		tn_used = 0;
+		bad = cross_check(&cpu_engine, &gpu_engine, 40000, 30000,
+						  AND(GEI(R(1), SUBI(64, L(1), CI(20))), LEI(R(1), ADDI(64, L(1), CI(20)))),
+						  SJ_THETA_AUTO, SJ_THETA_AUTO, lim, mode);
+		SJ_CHECK(bad == NULL, "band: %s", bad);
+		bad = cross_check(&cpu_engine, &gpu_engine, 40000, 30000,
+						  AND(EQI(L(0), R(0)), LTF(L(2), R(2))),
+						  SJ_THETA_AUTO, SJ_THETA_AUTO, lim, mode);
+		SJ_CHECK(bad == NULL, "equi + residual: %s", bad);
+		bad = cross_check(&cpu_engine, &gpu_engine, 40000, 30000,
+						  AND(EQI(L(0), R(0)), LTF(L(2), R(2))),
+						  SJ_THETA_HASH, SJ_THETA_NESTED_LOOP, lim, mode);
+		SJ_CHECK(bad == NULL, "equi + residual, gpu nested loop: %s", bad);
+		bad = cross_check(&cpu_engine, &gpu_engine, 20000, 30000,
+						  OR(EQI(L(0), R(0)), GTF(ADDF(64, L(2), CF(60.0)), R(2))),
+						  SJ_THETA_AUTO, SJ_THETA_AUTO, lim, mode);
+		SJ_CHECK(bad == NULL, "OR: %s", bad);
+		bad = cross_check(&cpu_engine, &gpu_engine, 40000, 30000,
+						  AND(LEF(SUBF(64, R(2), L(2)), CF(1.0)), GEF(SUBF(64, R(2), L(2)), CF(-1.0))),
+						  SJ_THETA_AUTO, SJ_THETA_AUTO, lim, mode);
+		SJ_CHECK(bad == NULL, "float band: %s", bad);
+	}
+}
+
+/*
+ * Nested loop whose selectivity grows along the outer side, under a small
+ * memory limit: rectangles sized from the first rows overflow the output
+ * buffer and must be re-run, with no pair lost or repeated.
+ */
+SJ_TEST(theta_gpu_nl_rerun)
+{
+	uint32_t	n = 6000,
+				m = 3000,
+				k;
+	int64_t    *lv = malloc(n * sizeof(int64_t)),
+			   *rv = malloc(m * sizeof(int64_t));
+	SjThetaColumn lc = {SJ_TI64, lv, NULL},
+				rc = {SJ_TI64, rv, NULL};
+	Side		ls,
+				rs;
+	Rng			rng = rng_for("theta_gpu_nl_rerun");
+	SjJoinOptions opt;
+	SjThetaInstr prog[8];
+	SjThetaProgram p;
+	SjGpuThetaJoin *j = NULL;
+	char		msg[SJ_ERRMSG_LEN];
+	uint8_t    *bits;
+	uint64_t	count = 0,
+				expect = 0;
+	SjTimings	tm;
+	int			done = 0;
+	SjStatus	st;
+
+	if (!sj_test_gpu_usable())
+	{
+		free(lv);
+		free(rv);
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	for (k = 0; k < n; k++)
+		lv[k] = k;
+	for (k = 0; k < m; k++)
+		rv[k] = (int64_t) rng_below(&rng, n);
+	memset(&ls, 0, sizeof(ls));
+	memset(&rs, 0, sizeof(rs));
+	ls.t.n = n;
+	ls.t.ncols = 1;
+	ls.t.cols = &lc;
+	rs.t.n = m;
+	rs.t.ncols = 1;
+	rs.t.cols = &rc;
+	for (k = 0; k < m; k++)
+		expect += n - 1 - (uint64_t) rv[k];
+	tn_used = 0;
+	p.ninstr = tn_emit(GTI(L(0), R(0)), prog, 0);
+	p.instr = prog;
+	memset(&opt, 0, sizeof(opt));
+	opt.max_batch_pairs = 1 << 20;
+	opt.gpu_memory_limit = (size_t) 3 << 20;
+	bits = calloc((uint64_t) n * m / 8 + 1, 1);
+	st = sjgpu_theta_begin(&ls.t, &rs.t, &p, SJ_THETA_NESTED_LOOP, &opt, &j, msg);
+	while (st == SJ_OK && !done)
+	{
+		SjPairBatch b;
+		size_t		i;
+
+		st = sjgpu_theta_next(j, &b, &done, msg);
+		for (i = 0; st == SJ_OK && i < b.count; i++)
+		{
+			uint64_t	bit = (uint64_t) b.left[i] * m + b.right[i];
+
+			if (bit_get(bits, bit) || lv[b.left[i]] <= rv[b.right[i]])
+				st = SJ_ERR_INTERNAL;
+			bit_set(bits, bit);
+		}
+		if (st == SJ_OK)
+			count += b.count;
+	}
+	sjgpu_theta_timings(j, &tm);
+	sjgpu_theta_end(j);
+	free(bits);
+	free(lv);
+	free(rv);
+	SJ_CHECK(st == SJ_OK, "status %d: %s", (int) st, msg);
+	SJ_CHECK(count == expect, "%llu pairs, expected %llu", (unsigned long long) count,
+			 (unsigned long long) expect);
+	SJ_CHECK(tm.reruns > 0, "no rectangle was re-run (%llu batches)",
+			 (unsigned long long) tm.batches);
+}
+
+/* ------------------------------------------------------------------------
+ * Timing (SJ_THETA_BENCH=1)
+ * ------------------------------------------------------------------------ */
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Median wall time of reps count-only runs (after one warm-up). */
+static double
+time_count(const Engine *eng, const SjThetaTable *l, const SjThetaTable *r,
+		   const TNode *cond, SjThetaStrategy strat, int threads, int reps,
+		   uint64_t *count, char *strategy)
+{
+	SjThetaInstr prog[SJ_THETA_MAX_INSTR];
+	SjThetaProgram p;
+	SjJoinOptions opt;
+	double		t[16];
+	int			k;
+
+	p.ninstr = tn_emit(cond, prog, 0);
+	p.instr = prog;
+	memset(&opt, 0, sizeof(opt));
+	opt.count_only = 1;
+	opt.cpu_threads = threads;
+	for (k = 0; k <= reps; k++)
+	{
+		void	   *j = NULL;
+		char		msg[SJ_ERRMSG_LEN];
+		SjPairBatch b;
+		SjTimings	tm;
+		int			done = 0;
+		double		t0 = sj_now_ms();
+		SjStatus	st = eng->begin(l, r, &p, strat, &opt, &j, msg);
+
+		*count = 0;
+		while (st == SJ_OK && !done)
+		{
+			st = eng->next(j, &b, &done, msg);
+			*count += b.count;
+		}
+		eng->timings(j, &tm);
+		eng->end(j);
+		if (st != SJ_OK)
+		{
+			printf("  %s: error %d %s\n", eng->name, (int) st, msg);
+			return -1;
+		}
+		snprintf(strategy, 64, "%s", tm.strategy);
+		if (k > 0)
+			t[k - 1] = sj_now_ms() - t0;
+	}
+	qsort(t, reps, sizeof(double), cmp_double);
+	return t[reps / 2];
+}
+
+/* Int64 column of n rows, uniform in [0, domain). */
+static int64_t *
+bench_column(uint32_t n, uint64_t domain, Rng *rng)
+{
+	int64_t    *v = malloc((size_t) n * sizeof(int64_t));
+	uint32_t	k;
+
+	for (k = 0; k < n; k++)
+		v[k] = (int64_t) rng_below(rng, domain);
+	return v;
+}
+
+static void
+bench_one(const char *what, uint32_t n, uint32_t m, uint64_t domain,
+		  const TNode *cond, SjThetaStrategy strat, int cpu_ok, int reps)
+{
+	Rng			rng = rng_for(what);
+	int64_t    *lv = bench_column(n, domain, &rng),
+			   *rv = bench_column(m, domain, &rng);
+	SjThetaColumn lc = {SJ_TI64, lv, NULL},
+				rc = {SJ_TI64, rv, NULL};
+	SjThetaTable lt = {n, 1, &lc},
+				rt = {m, 1, &rc};
+	uint64_t	cc = 0,
+				gc = 0;
+	char		cs[64] = "",
+				gs[64] = "";
+	double		tc = -1,
+				tg = -1;
+
+	if (cpu_ok)
+		tc = time_count(&cpu_engine, &lt, &rt, cond, strat, 16, reps, &cc, cs);
+	if (sj_test_gpu_usable())
+		tg = time_count(&gpu_engine, &lt, &rt, cond, strat, 16, reps, &gc, gs);
+	printf("  BENCH %-34s %8u x %-8u cpu(16t) %10.2f ms [%s] gpu %9.2f ms [%s] count %llu%s\n",
+		   what, n, m, tc, cs, tg, gs, (unsigned long long) (cpu_ok ? cc : gc),
+		   cpu_ok && sj_test_gpu_usable() && cc != gc ? "  MISMATCH" : "");
+	fflush(stdout);
+	free(lv);
+	free(rv);
+}
+
+SJ_TEST(theta_timing)
+{
+	if (!getenv("SJ_THETA_BENCH"))
+	{
+		sj_test_skip("set SJ_THETA_BENCH=1");
+		return;
+	}
+	tn_used = 0;
+	bench_one("equi l.k = r.k", 10000000, 10000000, 10000000, EQI(L(0), R(0)),
+			  SJ_THETA_AUTO, 1, 3);
+	bench_one("band r.k between l.k-5, l.k+5", 1000000, 1000000, 1000000,
+			  AND(GEI(R(0), SUBI(64, L(0), CI(5))), LEI(R(0), ADDI(64, L(0), CI(5)))),
+			  SJ_THETA_AUTO, 1, 5);
+	bench_one("l.a > r.a (range)", 500000, 50000, 1000000, GTI(L(0), R(0)),
+			  SJ_THETA_AUTO, 1, 5);
+	bench_one("l.a > r.a (nested loop)", 500000, 50000, 1000000, GTI(L(0), R(0)),
+			  SJ_THETA_NESTED_LOOP, 0, 3);
+	bench_one("band, nested loop", 200000, 50000, 1000000,
+			  AND(GEI(R(0), SUBI(64, L(0), CI(5))), LEI(R(0), ADDI(64, L(0), CI(5)))),
+			  SJ_THETA_NESTED_LOOP, 0, 3);
+	bench_one("l.a > r.a (nested loop)", 50000, 50000, 1000000, GTI(L(0), R(0)),
+			  SJ_THETA_NESTED_LOOP, 1, 3);
+	bench_one("band + residual l.a*3 <> r.a", 1000000, 1000000, 1000000,
+			  AND(AND(GEI(R(0), SUBI(64, L(0), CI(5))), LEI(R(0), ADDI(64, L(0), CI(5)))),
+				  NEI(MULI(64, L(0), CI(3)), R(0))),
+			  SJ_THETA_AUTO, 1, 3);
+}

@@ -57,7 +57,7 @@ SELECT sj_theta_check('l.ts BETWEEN r.ts - interval ''20 minutes'' AND r.ts + in
 SELECT sj_theta_check('l.tz > r.tz');
 SELECT sj_theta_check('l.d <= r.d - 2');
 SELECT sj_theta_check('l.n < r.n');
-SELECT sj_theta_check('l.t < r.t');
+SELECT sj_theta_check('l.t < r.t COLLATE "C"');
 SELECT sj_theta_check('l.i2 - r.i2 >= 2');
 SELECT sj_theta_check('l.f4 > r.f4 AND l.i4 <> r.i4');
 -- general conditions (nested loop)
@@ -74,7 +74,7 @@ SELECT sj_theta_check('-l.i4 > -r.i4 + 10');
 SELECT sj_theta_check('l.d - r.d > 30');
 SELECT sj_theta_check('l.i4 % 3 = r.i4 % 3 AND l.i4 < r.i4');
 SELECT sj_theta_check('l.n > 5.5 AND r.n < 5.5 AND l.i4 = r.i4');
-SELECT sj_theta_check('l.t = ''a1'' AND r.t > ''c''');
+SELECT sj_theta_check('l.t = ''a1'' AND r.t > ''c'' COLLATE "C"');
 SELECT sj_theta_check('true');
 SELECT sj_theta_check('l.i4 > NULL');
 SELECT sj_theta_check('l.i4 = r.i4 OR NULL');
@@ -116,6 +116,7 @@ SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 IS DISTINC
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l = r')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4::text = r.t')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.ts::date = r.d')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.t < r.t COLLATE "C" AND l.t > r.t COLLATE "POSIX"')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'count(*) > 1')$$);
 -- bad input
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 + 1')$$);

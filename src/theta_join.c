@@ -55,6 +55,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/pg_locale.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -416,9 +417,17 @@ SjCompileCall(SjThetaCompiler *c, Oid fn, List *args, Oid inputcollid,
 			SjEmit(c, m->op, 0, 0, 0);
 			return SJ_V_BOOL;
 		case 'r':
-			if (get_func_rettype(fn) == BOOLOID && OidIsValid(inputcollid) &&
+
+			/*
+			 * Text ranks are ordered under one collation: the one of the
+			 * ordering comparisons.  Equality under a deterministic
+			 * collation is byte equality, which any deterministic order
+			 * preserves, so it does not constrain the choice.
+			 */
+			if (OidIsValid(inputcollid) &&
 				(fn == F_TEXT_LT || fn == F_TEXT_LE || fn == F_TEXT_GT || fn == F_TEXT_GE ||
-				 fn == F_TEXTEQ || fn == F_TEXTNE))
+				 ((fn == F_TEXTEQ || fn == F_TEXTNE) &&
+				  !get_collation_isdeterministic(inputcollid))))
 			{
 				if (c->have_text_order && c->text_collation != inputcollid)
 					SjThetaRefuse("text comparisons under different collations");

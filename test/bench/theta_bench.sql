@@ -14,8 +14,8 @@ CREATE TABLE ineq_r AS SELECT i AS id, (random() * 1000000)::int AS a FROM gener
 CREATE TABLE ineq_s AS SELECT i AS id, (random() * 1000000)::int AS a FROM generate_series(1, 25000) i;
 CREATE TABLE ineq_r5 AS SELECT i AS id, (random() * 1000000)::int AS a FROM generate_series(1, 500000) i;
 CREATE TABLE ineq_s5 AS SELECT i AS id, (random() * 1000000)::int AS a FROM generate_series(1, 50000) i;
-CREATE TABLE mp_r AS SELECT i AS id, (random() * 1000)::int AS a, random() * 100 AS f FROM generate_series(1, 100000) i;
-CREATE TABLE mp_s AS SELECT i AS id, (random() * 1000)::int AS a, random() * 100 AS f FROM generate_series(1, 100000) i;
+CREATE TABLE mp_r AS SELECT i AS id, (random() * 1000)::int AS a, random() * 100 AS f FROM generate_series(1, 30000) i;
+CREATE TABLE mp_s AS SELECT i AS id, (random() * 1000)::int AS a, random() * 100 AS f FROM generate_series(1, 30000) i;
 VACUUM ANALYZE eq_r, eq_s, band_r, band_s, ineq_r, ineq_s, ineq_r5, ineq_s5, mp_r, mp_s;
 
 SELECT sjb_time('equi 10M x 10M', 'count', e, $$SELECT theta_join_count('eq_r', 'id', 'eq_s', 'id', 'l.k = r.k')$$) FROM unnest('{gpu,cpu}'::text[]) e;
@@ -23,11 +23,11 @@ SELECT sjb_time('band 1M x 1M +-5', 'count', e, $$SELECT theta_join_count('band_
 SELECT sjb_time('band 1M x 1M +-5', 'count(*) of pairs', e, $$SELECT count(*) FROM theta_join('band_r', 'id', 'band_s', 'id', 'r.k BETWEEN l.k - 5 AND l.k + 5')$$) FROM unnest('{gpu,cpu}'::text[]) e;
 SELECT sjb_time('R.a > S.a 50K x 25K', 'count', e, $$SELECT theta_join_count('ineq_r', 'id', 'ineq_s', 'id', 'l.a > r.a')$$) FROM unnest('{gpu,cpu}'::text[]) e;
 SELECT sjb_time('R.a > S.a 500K x 50K', 'count', e, $$SELECT theta_join_count('ineq_r5', 'id', 'ineq_s5', 'id', 'l.a > r.a')$$) FROM unnest('{gpu,cpu}'::text[]) e;
-SELECT sjb_time('OR 100K x 100K', 'count', e, $$SELECT theta_join_count('mp_r', 'id', 'mp_s', 'id', 'l.a = r.a OR (l.f < r.f - 99.9 AND l.a < 10)')$$) FROM unnest('{gpu,cpu}'::text[]) e;
+SELECT sjb_time('OR 30K x 30K', 'count', e, $$SELECT theta_join_count('mp_r', 'id', 'mp_s', 'id', 'l.a = r.a OR (l.f < r.f - 99.9 AND l.a < 10)')$$) FROM unnest('{gpu,cpu}'::text[]) e;
 
 SET statement_timeout = '150s';
 SELECT sjb_time('equi 10M x 10M', 'count', 'native', $$SELECT count(*) FROM eq_r l JOIN eq_s r ON l.k = r.k$$, 1);
 SELECT sjb_time('band 1M x 1M +-5', 'count', 'native', $$SELECT count(*) FROM band_r l JOIN band_s r ON r.k BETWEEN l.k - 5 AND l.k + 5$$, 1);
 SELECT sjb_time('R.a > S.a 50K x 25K', 'count', 'native', $$SELECT count(*) FROM ineq_r l JOIN ineq_s r ON l.a > r.a$$, 1);
-SELECT sjb_time('OR 100K x 100K', 'count', 'native', $$SELECT count(*) FROM mp_r l JOIN mp_s r ON l.a = r.a OR (l.f < r.f - 99.9 AND l.a < 10)$$, 1);
+SELECT sjb_time('OR 30K x 30K', 'count', 'native', $$SELECT count(*) FROM mp_r l JOIN mp_s r ON l.a = r.a OR (l.f < r.f - 99.9 AND l.a < 10)$$, 1);
 RESET statement_timeout;

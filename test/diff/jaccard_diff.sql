@@ -128,5 +128,10 @@ SELECT sjd_jaccard_case('two-table zipf x uniform t=0.7', 'j_zipf', 'j_uni', 0.7
 SELECT sjd_sets('j_big', 200000, 'zipf');
 SELECT sjd_sets('j_bigdup', 12000, 'dups');
 SELECT sjd_jaccard_case('200k zipf self t=0.5', 'j_big', NULL, 0.5, false);
-SELECT sjd_jaccard_case('200k zipf self t=0.8, 16MB device memory', 'j_big', NULL, 0.8, false, '16MB');
+SELECT sjd_jaccard_case('200k zipf self t=0.8, 48MB device memory', 'j_big', NULL, 0.8, false, '48MB');
+-- below the GPU engine's resident floor: device = auto runs the CPU engine
+SELECT sjd_report('200k zipf, 2MB device memory, auto falls back to the CPU',
+       CASE WHEN NOT sjd_gpu() OR sjd_scalar('auto', $$SELECT jaccard_join_count('j_big', 'id', 's', 0.8)$$, '2MB')
+                                  = sjd_scalar('cpu', $$SELECT jaccard_join_count('j_big', 'id', 's', 0.8)$$)
+            THEN NULL ELSE 'counts differ' END);
 SELECT sjd_jaccard_case('12k duplicates self t=0.9 (~2.4M pairs)', 'j_bigdup', NULL, 0.9, false, '64MB');

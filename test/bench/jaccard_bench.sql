@@ -16,23 +16,27 @@ FROM generate_series(1, 1000000) i;
 CREATE TABLE z500k5 AS
 SELECT i AS id, array(SELECT floor(exp(random() * ln(500000)))::int FROM generate_series(1, 1 + i % 9)) AS s
 FROM generate_series(1, 1000000) i;
--- titles: 4 to 9 words from a Zipf-like vocabulary of 20,000 words
-CREATE TABLE vocab AS SELECT w, substr(md5(w::text), 1, 3 + w % 6) AS word FROM generate_series(1, 20000) w;
+-- titles: 4 to 9 words from a Zipf-like vocabulary of 20,000 words (word k
+-- is a prefix of md5(k), 3 to 8 characters)
 CREATE TABLE titles AS
-SELECT i AS id, (SELECT string_agg(v.word, ' ') FROM generate_series(1, 4 + i % 6) g
-                 JOIN vocab v ON v.w = floor(exp(random() * ln(20000)))::int + (g * 0)) AS t
+SELECT i AS id, (SELECT string_agg(substr(md5(k::text), 1, 3 + k % 6), ' ')
+                 FROM (SELECT floor(exp(random() * ln(20000)))::int + g * 0 AS k
+                       FROM generate_series(1, 4 + i % 6) g) w) AS t
 FROM generate_series(1, 200000) i;
 CREATE TABLE title_grams AS SELECT id, simjoin_qgrams(t) AS g FROM titles;
 VACUUM ANALYZE z50k5, z50k25, z500k5, titles, title_grams;
 
 SELECT sjb_time(format('%s t=%s', c, t), 'count', e,
                 format('SELECT jaccard_join_count(%L, %L, %L, %s)', c, 'id', 's', t))
-FROM unnest('{z50k5,z500k5,z50k25}'::text[]) c,
-     unnest('{0.5,0.6,0.7,0.8,0.9,0.95}'::float8[]) t,
+FROM unnest('{z50k5,z50k25}'::text[]) c,
+     unnest('{0.5,0.7,0.9}'::float8[]) t,
      unnest('{gpu,cpu}'::text[]) e;
+SELECT sjb_time(format('z500k5 t=%s', t), 'count', e,
+                format('SELECT jaccard_join_count(%L, %L, %L, %s)', 'z500k5', 'id', 's', t))
+FROM unnest('{0.5,0.9}'::float8[]) t, unnest('{gpu,cpu}'::text[]) e;
 SELECT sjb_time(format('titles 3-grams t=%s', t), 'count', e,
                 format('SELECT jaccard_join_count(%L, %L, %L, %s)', 'title_grams', 'id', 'g', t))
-FROM unnest('{0.5,0.7,0.9}'::float8[]) t, unnest('{gpu,cpu}'::text[]) e;
+FROM unnest('{0.5,0.9}'::float8[]) t, unnest('{gpu,cpu}'::text[]) e;
 SELECT sjb_time('titles 3-grams t=0.5', 'count(*) of pairs', e,
                 $$SELECT count(*) FROM jaccard_join('title_grams', 'id', 'g', 0.5)$$)
 FROM unnest('{gpu,cpu}'::text[]) e;
@@ -42,15 +46,10 @@ FROM unnest('{gpu,cpu}'::text[]) e;
 -- 10,000 (time and count); the count is of ordered pairs a <> b, about
 -- twice the unordered pairs that jaccard_join_count counts.
 CREATE INDEX ON z50k5 USING gin (s);
-CREATE INDEX ON z50k25 USING gin (s);
 SET statement_timeout = '60s';
 SELECT sjb_time('z50k5 t=0.5', 'count', 'native', $$SELECT 10000 * count(*) FROM (SELECT * FROM z50k5 WHERE id <= 100) a JOIN z50k5 b ON a.s && b.s AND jaccard(a.s, b.s) >= 0.5 AND a.id <> b.id$$, 1, 10000);
 SELECT sjb_time('z50k5 t=0.9', 'count', 'native', $$SELECT 10000 * count(*) FROM (SELECT * FROM z50k5 WHERE id <= 100) a JOIN z50k5 b ON a.s && b.s AND jaccard(a.s, b.s) >= 0.9 AND a.id <> b.id$$, 1, 10000);
-SELECT sjb_time('z50k25 t=0.5', 'count', 'native', $$SELECT 10000 * count(*) FROM (SELECT * FROM z50k25 WHERE id <= 100) a JOIN z50k25 b ON a.s && b.s AND jaccard(a.s, b.s) >= 0.5 AND a.id <> b.id$$, 1, 10000);
-SELECT sjb_time('z50k25 t=0.9', 'count', 'native', $$SELECT 10000 * count(*) FROM (SELECT * FROM z50k25 WHERE id <= 100) a JOIN z50k25 b ON a.s && b.s AND jaccard(a.s, b.s) >= 0.9 AND a.id <> b.id$$, 1, 10000);
 CREATE INDEX ON titles USING gin (t gin_trgm_ops);
 SET pg_trgm.similarity_threshold = 0.5;
 SELECT sjb_time('titles 3-grams t=0.5', 'count', 'native', $$SELECT count(*) FROM titles a JOIN titles b ON a.t % b.t AND a.id < b.id$$, 1);
-SET pg_trgm.similarity_threshold = 0.9;
-SELECT sjb_time('titles 3-grams t=0.9', 'count', 'native', $$SELECT count(*) FROM titles a JOIN titles b ON a.t % b.t AND a.id < b.id$$, 1);
 RESET statement_timeout;

@@ -251,41 +251,12 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 static void
 SjEpsEmit(void *arg, const SjPairBatch *batch)
 {
-	SjEpsJob   *job = (SjEpsJob *) arg;
-	const int64 *lk = job->left.keys;
-	const int64 *rk = job->self ? job->left.keys : job->right.keys;
-	Datum		values[3];
-	bool		nulls[3] = {false, false, false};
-	size_t		i;
+	SjEpsJob *job = (SjEpsJob *) arg;
 
-	for (i = 0; i < batch->count; i++)
-	{
-		int64		a = lk[batch->left[i]];
-		int64		b = rk[batch->right[i]];
-
-		if (job->self && a > b)
-		{
-			int64		t = a;
-
-			a = b;
-			b = t;
-		}
-		values[0] = Int64GetDatum(a);
-		values[1] = Int64GetDatum(b);
-		values[2] = Float8GetDatum(batch->value[i]);
-		tuplestore_putvalues(job->store, job->desc, values, nulls);
-	}
+	SjEmitKeyPairs(job->store, job->desc, job->left.keys,
+				   job->self ? job->left.keys : job->right.keys, job->self, batch);
 }
 
-/* SjRunSpec.reset: forget pairs before a restart on the CPU. */
-static void
-SjEpsReset(void *arg)
-{
-	SjEpsJob   *job = (SjEpsJob *) arg;
-
-	if (job->store)
-		tuplestore_clear(job->store);
-}
 
 /*
  * The body shared by the four SQL functions: marshal, run, emit.
@@ -339,7 +310,7 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 		spec.arg = &job;
 		spec.begin = SjEpsBegin;
 		spec.emit = SjEpsEmit;
-		spec.reset = SjEpsReset;
+		spec.store = store;
 		pairs = SjRunJoin(&spec, store == NULL, &stats);
 	}
 	SjStatsFinish(&stats, t0);

@@ -373,40 +373,11 @@ static void
 SjJaccardEmit(void *arg, const SjPairBatch *batch)
 {
 	SjJaccardJob *job = (SjJaccardJob *) arg;
-	const int64 *lk = job->left_keys;
-	const int64 *rk = job->self ? job->left_keys : job->right_keys;
-	Datum		values[3];
-	bool		nulls[3] = {false, false, false};
-	size_t		i;
 
-	for (i = 0; i < batch->count; i++)
-	{
-		int64		a = lk[batch->left[i]];
-		int64		b = rk[batch->right[i]];
-
-		if (job->self && a > b)
-		{
-			int64		t = a;
-
-			a = b;
-			b = t;
-		}
-		values[0] = Int64GetDatum(a);
-		values[1] = Int64GetDatum(b);
-		values[2] = Float8GetDatum(batch->value[i]);
-		tuplestore_putvalues(job->store, job->desc, values, nulls);
-	}
+	SjEmitKeyPairs(job->store, job->desc, job->left_keys,
+				   job->self ? job->left_keys : job->right_keys, job->self, batch);
 }
 
-/* SjRunSpec.reset: forget pairs before a restart on the CPU. */
-static void
-SjJaccardReset(void *arg)
-{
-	SjJaccardJob *job = (SjJaccardJob *) arg;
-
-	if (job->store)
-		tuplestore_clear(job->store);
-}
 
 /*
  * The body shared by the four SQL functions.  right_relid == InvalidOid
@@ -473,7 +444,7 @@ SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 		spec.arg = &job;
 		spec.begin = SjJaccardBegin;
 		spec.emit = SjJaccardEmit;
-		spec.reset = SjJaccardReset;
+		spec.store = store;
 		pairs = SjRunJoin(&spec, store == NULL, &stats);
 	}
 	SjStatsFinish(&stats, t0);

@@ -19,6 +19,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/tuplestore.h"
 
 #include "simjoin.h"
 #include "sjgpu.h"
@@ -306,12 +307,46 @@ SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats)
 							spec->name),
 					 errdetail("%s", engmsg),
 					 errhint("Raise simjoin.gpu_memory_limit or free GPU memory.")));
-			if (spec->reset)
-				spec->reset(spec->arg);
+			if (spec->store)
+				tuplestore_clear(spec->store);
 			gpu = false;
 			continue;
 		}
 		SjReportStatus(status, engmsg, spec->name);
+	}
+}
+
+/*
+ * Store a batch of pairs as rows (left key, right key[, value]): the keys
+ * of the row indices, and the batch's value when the result has a third
+ * column.  A self-join orients each pair so that left key <= right key.
+ */
+void
+SjEmitKeyPairs(Tuplestorestate *store, TupleDesc desc, const int64 *left_keys,
+			   const int64 *right_keys, bool self, const SjPairBatch *batch)
+{
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	bool		with_value = desc->natts >= 3 && batch->value != NULL;
+	size_t		i;
+
+	for (i = 0; i < batch->count; i++)
+	{
+		int64		a = left_keys[batch->left[i]];
+		int64		b = right_keys[batch->right[i]];
+
+		if (self && a > b)
+		{
+			int64		t = a;
+
+			a = b;
+			b = t;
+		}
+		values[0] = Int64GetDatum(a);
+		values[1] = Int64GetDatum(b);
+		if (with_value)
+			values[2] = Float8GetDatum(batch->value[i]);
+		tuplestore_putvalues(store, desc, values, nulls);
 	}
 }
 

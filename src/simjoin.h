@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "access/attnum.h"
+#include "access/tupdesc.h"
 #include "fmgr.h"
 #include "utils/array.h"
 #include "utils/palloc.h"
@@ -63,8 +64,8 @@ typedef struct SjRun
 /*
  * What an operator gives SjRunJoin: how to begin its engine on the CPU or
  * the GPU (filling run's handle and dispatch table), how to emit a batch of
- * pairs, and how to forget what was emitted when the join restarts on the
- * CPU after the GPU ran out of memory.
+ * pairs, and the tuplestore receiving them (NULL when counting), which is
+ * emptied when the join restarts on the CPU after the GPU ran out of memory.
  */
 typedef struct SjRunSpec
 {
@@ -73,7 +74,7 @@ typedef struct SjRunSpec
 	SjStatus	(*begin) (void *arg, bool gpu, const SjJoinOptions *options,
 						  SjRun *run, char *errmsg);
 	void		(*emit) (void *arg, const SjPairBatch *batch);
-	void		(*reset) (void *arg);
+	struct Tuplestorestate *store;
 } SjRunSpec;
 
 /* Statistics of the last join run in this backend (simjoin_last_stats()). */
@@ -104,6 +105,9 @@ extern bool SjGpuUsable(void);
 extern bool SjUseGpu(void);
 extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
 extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);
+extern void SjEmitKeyPairs(struct Tuplestorestate *store, TupleDesc desc,
+						   const int64 *left_keys, const int64 *right_keys,
+						   bool self, const SjPairBatch *batch);
 extern void SjStatsStart(SjStats *stats, const char *operator_name);
 extern void SjStatsFinish(SjStats *stats, double start_ms);
 

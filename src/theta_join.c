@@ -956,34 +956,16 @@ SjThetaBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 	}
 }
 
-/* SjRunSpec.emit: one tuple per pair. */
+/* SjRunSpec.emit: one tuple per pair, keys in place of row indices. */
 static void
 SjThetaEmit(void *arg, const SjPairBatch *batch)
 {
 	SjThetaJob *job = (SjThetaJob *) arg;
-	const int64 *lk = job->sides[0]->keys;
-	const int64 *rk = job->sides[1]->keys;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
-	size_t		i;
 
-	for (i = 0; i < batch->count; i++)
-	{
-		values[0] = Int64GetDatum(lk[batch->left[i]]);
-		values[1] = Int64GetDatum(rk[batch->right[i]]);
-		tuplestore_putvalues(job->store, job->desc, values, nulls);
-	}
+	SjEmitKeyPairs(job->store, job->desc, job->sides[0]->keys, job->sides[1]->keys,
+				   false, batch);
 }
 
-/* SjRunSpec.reset: forget pairs before a restart on the CPU. */
-static void
-SjThetaReset(void *arg)
-{
-	SjThetaJob *job = (SjThetaJob *) arg;
-
-	if (job->store)
-		tuplestore_clear(job->store);
-}
 
 /* Scan one side: the key, then the condition's columns. */
 static void
@@ -1122,7 +1104,7 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 		spec.arg = &job;
 		spec.begin = SjThetaBegin;
 		spec.emit = SjThetaEmit;
-		spec.reset = SjThetaReset;
+		spec.store = store;
 		pairs = SjRunJoin(&spec, store == NULL, &stats);
 	}
 	SjStatsFinish(&stats, t0);

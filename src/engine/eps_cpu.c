@@ -39,7 +39,6 @@
  */
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,24 +147,6 @@ struct SjEpsJoin
 	int			said_done;		/* next has returned done */
 	SjTimings	timings;
 };
-
-static SjStatus eps_error(char *errmsg, SjStatus status, const char *fmt,...)
-			__attribute__((format(printf, 3, 4)));
-
-/* Write a message and return the status. */
-static SjStatus
-eps_error(char *errmsg, SjStatus status, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (errmsg)
-	{
-		va_start(ap, fmt);
-		vsnprintf(errmsg, SJ_ERRMSG_LEN, fmt, ap);
-		va_end(ap);
-	}
-	return status;
-}
 
 /* Free one side's grid. */
 static void
@@ -534,7 +515,7 @@ eps_grid_build(SjEpsJoin *j, const SjVectors *v, EpsGrid *g, char *errmsg)
 	tidx = malloc(sizeof(uint32_t) * (size_t) n);
 	if (!key || !tkey || !idx || !tidx)
 	{
-		st = eps_error(errmsg, SJ_ERR_NOMEM,
+		st = sj_error(errmsg, SJ_ERR_NOMEM,
 					   "out of memory sorting %u points into grid cells", n);
 		goto fail;
 	}
@@ -546,7 +527,7 @@ eps_grid_build(SjEpsJoin *j, const SjVectors *v, EpsGrid *g, char *errmsg)
 	st = sj_parallel_for(j->threads, nchunk, eps_key_task, &ctx);
 	if (st != SJ_OK)
 	{
-		eps_error(errmsg, st, "could not start worker threads");
+		sj_error(errmsg, st, "could not start worker threads");
 		goto fail;
 	}
 	for (i = 0; i < n; i++)
@@ -585,7 +566,7 @@ eps_grid_build(SjEpsJoin *j, const SjVectors *v, EpsGrid *g, char *errmsg)
 	g->pts = malloc(sizeof(double) * (size_t) n * v->dim);
 	if (!g->cellid || !g->cellstart || !g->pts)
 	{
-		st = eps_error(errmsg, SJ_ERR_NOMEM,
+		st = sj_error(errmsg, SJ_ERR_NOMEM,
 					   "out of memory building a grid of %u points", n);
 		goto fail;
 	}
@@ -603,7 +584,7 @@ eps_grid_build(SjEpsJoin *j, const SjVectors *v, EpsGrid *g, char *errmsg)
 	st = sj_parallel_for(j->threads, nchunk, eps_gather_task, &ctx);
 	if (st != SJ_OK)
 	{
-		eps_error(errmsg, st, "could not start worker threads");
+		sj_error(errmsg, st, "could not start worker threads");
 		goto fail;
 	}
 	return SJ_OK;
@@ -1090,25 +1071,25 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 	SjStatus	st;
 
 	if (join == NULL)
-		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: no handle pointer");
+		return sj_error(errmsg, SJ_ERR_INVALID, "eps_join: no handle pointer");
 	*join = NULL;
 	if (left == NULL || options == NULL)
-		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: missing input or options");
+		return sj_error(errmsg, SJ_ERR_INVALID, "eps_join: missing input or options");
 	if (left->dim < 1)
-		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: dimension %d is not positive",
+		return sj_error(errmsg, SJ_ERR_INVALID, "eps_join: dimension %d is not positive",
 						 left->dim);
 	if (right != NULL && right->dim != left->dim)
-		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: different dimensions %d and %d",
+		return sj_error(errmsg, SJ_ERR_INVALID, "eps_join: different dimensions %d and %d",
 						 left->dim, right->dim);
 	if ((left->n > 0 && left->coords == NULL) ||
 		(right != NULL && right->n > 0 && right->coords == NULL))
-		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: missing coordinates");
+		return sj_error(errmsg, SJ_ERR_INVALID, "eps_join: missing coordinates");
 	if (!(eps >= 0.0))
-		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: eps %g is negative or NaN", eps);
+		return sj_error(errmsg, SJ_ERR_INVALID, "eps_join: eps %g is negative or NaN", eps);
 
 	j = calloc(1, sizeof(SjEpsJoin));
 	if (j == NULL)
-		return eps_error(errmsg, SJ_ERR_NOMEM, "out of memory starting eps_join");
+		return sj_error(errmsg, SJ_ERR_NOMEM, "out of memory starting eps_join");
 	j->dim = left->dim;
 	j->self = right == NULL;
 	j->count_only = options->count_only != 0;
@@ -1142,7 +1123,7 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 		free(eb.mn);
 		free(eb.mx);
 		sj_eps_cpu_end(j);
-		return eps_error(errmsg, SJ_ERR_NOMEM, "out of memory starting eps_join");
+		return sj_error(errmsg, SJ_ERR_NOMEM, "out of memory starting eps_join");
 	}
 	st = sj_parallel_for(j->threads, (uint64_t) j->dim, eps_bounds_task, &eb);
 	if (st == SJ_OK)
@@ -1153,7 +1134,7 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 	if (st != SJ_OK)
 	{
 		sj_eps_cpu_end(j);
-		return eps_error(errmsg, st, "could not start worker threads");
+		return sj_error(errmsg, st, "could not start worker threads");
 	}
 
 	st = eps_grid_build(j, right ? right : left, &j->build, errmsg);
@@ -1170,7 +1151,7 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 	if (j->tasks == NULL)
 	{
 		sj_eps_cpu_end(j);
-		return eps_error(errmsg, SJ_ERR_NOMEM, "out of memory planning eps_join");
+		return sj_error(errmsg, SJ_ERR_NOMEM, "out of memory planning eps_join");
 	}
 	for (i = 0; i < j->ntasks; i++)
 	{
@@ -1209,7 +1190,7 @@ eps_collect(SjEpsJoin *j, size_t total, char *errmsg)
 		if (v)
 			j->out_value = v;
 		if (!l || !r || !v)
-			return eps_error(errmsg, SJ_ERR_NOMEM,
+			return sj_error(errmsg, SJ_ERR_NOMEM,
 							 "out of memory for a batch of %zu pairs", total);
 		j->out_alloc = total;
 	}
@@ -1241,7 +1222,7 @@ sj_eps_cpu_next(SjEpsJoin *j, SjPairBatch *batch, int *done, char *errmsg)
 	SjStatus	st;
 
 	if (j == NULL || batch == NULL || done == NULL)
-		return eps_error(errmsg, SJ_ERR_INVALID, "eps_join: missing argument to next");
+		return sj_error(errmsg, SJ_ERR_INVALID, "eps_join: missing argument to next");
 	memset(batch, 0, sizeof(*batch));
 	*done = 0;
 	if (j->finished)
@@ -1289,11 +1270,11 @@ sj_eps_cpu_next(SjEpsJoin *j, SjPairBatch *batch, int *done, char *errmsg)
 	j->deadline = t0 + EPS_CALL_MS;
 	st = sj_parallel_for(j->threads, j->nslot, eps_slot_task, j);
 	if (st != SJ_OK)
-		return eps_error(errmsg, st, "could not start worker threads");
+		return sj_error(errmsg, st, "could not start worker threads");
 	for (i = 0; i < j->nslot; i++)
 	{
 		if (j->slots[i].nomem)
-			return eps_error(errmsg, SJ_ERR_NOMEM,
+			return sj_error(errmsg, SJ_ERR_NOMEM,
 							 "out of memory buffering eps_join pairs");
 		total += j->slots[i].n;
 		late |= j->slots[i].late;

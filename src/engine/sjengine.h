@@ -133,6 +133,10 @@ extern SjStatus sj_parallel_for(int nthreads, uint64_t ntasks, SjTaskFn fn,
 /* Monotonic clock in milliseconds, for SjTimings. */
 extern double sj_now_ms(void);
 
+/* Write a message into errmsg (may be NULL) and return status. */
+extern SjStatus sj_error(char *errmsg, SjStatus status, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
 /* ---------------------------------------------------------------------
  * jaccard_join: pairs with |A n B| / |A u B| >= threshold.
  *

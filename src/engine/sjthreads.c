@@ -1,6 +1,7 @@
 /*
  * sjthreads.c
- *		The CPU engine's parallel loop.
+ *		Utilities shared by the CPU engines: the parallel loop, the clock and
+ *		the error-message helper.
  *
  * sj_parallel_for runs fn(arg, task, worker) for every task in [0, ntasks)
  * on up to nthreads threads, handing tasks out one at a time through an
@@ -16,7 +17,9 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -121,4 +124,19 @@ sj_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+/* Write a message into errmsg (SJ_ERRMSG_LEN bytes, may be NULL); return status. */
+SjStatus
+sj_error(char *errmsg, SjStatus status, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (errmsg)
+	{
+		va_start(ap, fmt);
+		vsnprintf(errmsg, SJ_ERRMSG_LEN, fmt, ap);
+		va_end(ap);
+	}
+	return status;
 }

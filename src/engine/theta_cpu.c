@@ -37,7 +37,6 @@
  * Memory is the engine's own (malloc); nothing here prints or exits.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -157,24 +156,6 @@ struct SjThetaJoin
 	atomic_int	error;			/* SjThetaDataError of the first error */
 	SjTimings	timings;
 };
-
-static SjStatus th_fail(char *errmsg, SjStatus status, const char *fmt,...)
-			__attribute__((format(printf, 3, 4)));
-
-/* Write a message and return status. */
-static SjStatus
-th_fail(char *errmsg, SjStatus status, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (errmsg)
-	{
-		va_start(ap, fmt);
-		vsnprintf(errmsg, SJ_ERRMSG_LEN, fmt, ap);
-		va_end(ap);
-	}
-	return status;
-}
 
 /* ------------------------------------------------------------------------
  * Scalar semantics (PostgreSQL's int and float operators)
@@ -1061,7 +1042,7 @@ th_build(SjThetaJoin *j, char *errmsg)
 	{
 		free(k);
 		free(valid);
-		return th_fail(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory building the index");
+		return sj_error(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory building the index");
 	}
 	kt.j = j;
 	kt.k = k;
@@ -1089,7 +1070,7 @@ th_build(SjThetaJoin *j, char *errmsg)
 	if (!th_radix_sort(k, j->perm, nv, j->threads))
 	{
 		free(k);
-		return th_fail(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory sorting the index");
+		return sj_error(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory sorting the index");
 	}
 
 	if (j->plan.strategy == SJ_THETA_RANGE)
@@ -1125,7 +1106,7 @@ th_build(SjThetaJoin *j, char *errmsg)
 		if (!j->groups || !j->dir)
 		{
 			free(k);
-			return th_fail(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory building the hash table");
+			return sj_error(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory building the hash table");
 		}
 		for (i = 0, g = 0; i < nv; i++)
 			if (i == 0 || k[i] != k[i - 1])
@@ -1658,7 +1639,7 @@ th_step(SjThetaJoin *j, uint64_t *count, char *errmsg)
 		}
 		if (!th_grow(&j->wl, &j->wr, &j->wcap, (size_t) w.total) ||
 			!th_grow(&j->pl, &j->pr, &j->pcap, j->pn + (size_t) w.total))
-			return th_fail(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory for result pairs");
+			return sj_error(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory for result pairs");
 	}
 	for (t = 0; t < ntasks; t++)
 		j->task_n[t] = 0;
@@ -1667,7 +1648,7 @@ th_step(SjThetaJoin *j, uint64_t *count, char *errmsg)
 	{
 		SjThetaDataError e = (SjThetaDataError) atomic_load(&j->error);
 
-		return th_fail(errmsg, SJ_ERR_DATA, "%s", sj_theta_error_message(e));
+		return sj_error(errmsg, SJ_ERR_DATA, "%s", sj_theta_error_message(e));
 	}
 	for (t = 0; t < ntasks; t++)
 	{
@@ -1701,10 +1682,10 @@ sj_theta_cpu_begin(const SjThetaTable *left, const SjThetaTable *right,
 
 	*join = NULL;
 	if (options == NULL)
-		return th_fail(errmsg, SJ_ERR_INVALID, "theta_join: no options");
+		return sj_error(errmsg, SJ_ERR_INVALID, "theta_join: no options");
 	j = calloc(1, sizeof(SjThetaJoin));
 	if (!j)
-		return th_fail(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory");
+		return sj_error(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory");
 	if ((st = sj_theta_plan(program, left, right, strategy, &j->plan, errmsg)) != SJ_OK)
 	{
 		free(j);
@@ -1770,7 +1751,7 @@ sj_theta_cpu_begin(const SjThetaTable *left, const SjThetaTable *right,
 nomem:
 	sj_theta_cpu_end(j);
 	*join = NULL;
-	return th_fail(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory");
+	return sj_error(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory");
 }
 
 SjStatus
@@ -1783,9 +1764,9 @@ sj_theta_cpu_next(SjThetaJoin *j, SjPairBatch *batch, int *done, char *errmsg)
 	memset(batch, 0, sizeof(*batch));
 	*done = 0;
 	if (j == NULL)
-		return th_fail(errmsg, SJ_ERR_INVALID, "theta_join: no join");
+		return sj_error(errmsg, SJ_ERR_INVALID, "theta_join: no join");
 	if (atomic_load(&j->error))
-		return th_fail(errmsg, SJ_ERR_DATA, "%s",
+		return sj_error(errmsg, SJ_ERR_DATA, "%s",
 					   sj_theta_error_message((SjThetaDataError) atomic_load(&j->error)));
 
 	if (j->count_only)

@@ -12,7 +12,6 @@
  * AND conjuncts and classifies each as a hash key, a range term or residual
  * (the rules are in sjtheta.h).  The evaluators live with each engine.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,24 +47,6 @@ sj_theta_error_message(SjThetaDataError code)
 	if ((int) code < 0 || (int) code >= (int) (sizeof(theta_messages) / sizeof(theta_messages[0])))
 		return "unknown data error";
 	return theta_messages[code];
-}
-
-/* Write a message and return status. */
-static SjStatus theta_fail(char *errmsg, SjStatus status, const char *fmt,...)
-			__attribute__((format(printf, 3, 4)));
-
-static SjStatus
-theta_fail(char *errmsg, SjStatus status, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (errmsg)
-	{
-		va_start(ap, fmt);
-		vsnprintf(errmsg, SJ_ERRMSG_LEN, fmt, ap);
-		va_end(ap);
-	}
-	return status;
 }
 
 /* Arity of an opcode (0, 1, 2), or -1 for an unknown one. */
@@ -188,16 +169,16 @@ theta_check_table(const SjThetaTable *t, const char *side, char *errmsg)
 	int			c;
 
 	if (t == NULL)
-		return theta_fail(errmsg, SJ_ERR_INVALID, "theta_join: %s table is NULL", side);
+		return sj_error(errmsg, SJ_ERR_INVALID, "theta_join: %s table is NULL", side);
 	if (t->ncols < 0 || t->ncols > SJ_THETA_MAX_COLS)
-		return theta_fail(errmsg, SJ_ERR_INVALID,
+		return sj_error(errmsg, SJ_ERR_INVALID,
 						  "theta_join: %s table has %d columns (at most %d)",
 						  side, t->ncols, SJ_THETA_MAX_COLS);
 	if (t->ncols > 0 && t->cols == NULL)
-		return theta_fail(errmsg, SJ_ERR_INVALID, "theta_join: %s columns are NULL", side);
+		return sj_error(errmsg, SJ_ERR_INVALID, "theta_join: %s columns are NULL", side);
 	for (c = 0; c < t->ncols; c++)
 		if (t->cols[c].type != SJ_TI64 && t->cols[c].type != SJ_TF64)
-			return theta_fail(errmsg, SJ_ERR_INVALID,
+			return sj_error(errmsg, SJ_ERR_INVALID,
 							  "theta_join: %s column %d has invalid type %d",
 							  side, c, (int) t->cols[c].type);
 	return SJ_OK;
@@ -214,9 +195,9 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 	SjStatus	st;
 
 	if (p == NULL || p->instr == NULL)
-		return theta_fail(errmsg, SJ_ERR_INVALID, "theta_join: no program");
+		return sj_error(errmsg, SJ_ERR_INVALID, "theta_join: no program");
 	if (p->ninstr < 1 || p->ninstr > SJ_THETA_MAX_INSTR)
-		return theta_fail(errmsg, SJ_ERR_INVALID,
+		return sj_error(errmsg, SJ_ERR_INVALID,
 						  "theta_join: program has %d instructions (1 to %d allowed)",
 						  p->ninstr, SJ_THETA_MAX_INSTR);
 	if ((st = theta_check_table(left, "left", errmsg)) != SJ_OK ||
@@ -231,16 +212,16 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 		int			ar = theta_arity(in->op);
 
 		if (ar < 0)
-			return theta_fail(errmsg, SJ_ERR_INVALID,
+			return sj_error(errmsg, SJ_ERR_INVALID,
 							  "theta_join: instruction %d has unknown opcode %d", i, in->op);
 		if (depth < ar)
-			return theta_fail(errmsg, SJ_ERR_INVALID,
+			return sj_error(errmsg, SJ_ERR_INVALID,
 							  "theta_join: instruction %d (opcode %d) needs %d operands, stack holds %d",
 							  i, in->op, ar, depth);
 		if (ar == 0)
 		{
 			if (depth >= SJ_THETA_MAX_STACK)
-				return theta_fail(errmsg, SJ_ERR_INVALID,
+				return sj_error(errmsg, SJ_ERR_INVALID,
 								  "theta_join: instruction %d exceeds the stack depth of %d",
 								  i, SJ_THETA_MAX_STACK);
 			tree->start[i] = i;
@@ -254,11 +235,11 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 						const char *side = in->op == SJ_OP_LOAD_L ? "left" : "right";
 
 						if (in->arg < 0 || in->arg >= t->ncols)
-							return theta_fail(errmsg, SJ_ERR_INVALID,
+							return sj_error(errmsg, SJ_ERR_INVALID,
 											  "theta_join: instruction %d loads %s column %d of %d",
 											  i, side, in->arg, t->ncols);
 						if (t->n > 0 && t->cols[in->arg].values == NULL)
-							return theta_fail(errmsg, SJ_ERR_INVALID,
+							return sj_error(errmsg, SJ_ERR_INVALID,
 											  "theta_join: %s column %d has no values", side, in->arg);
 						tree->type[i] = t->cols[in->arg].type;
 						tree->sides[i] = in->op == SJ_OP_LOAD_L ? SIDE_L : SIDE_R;
@@ -275,7 +256,7 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 					break;
 				default:		/* CONST_NULL */
 					if (in->arg != SJ_TI64 && in->arg != SJ_TF64 && in->arg != SJ_TBOOL)
-						return theta_fail(errmsg, SJ_ERR_INVALID,
+						return sj_error(errmsg, SJ_ERR_INVALID,
 										  "theta_join: instruction %d: NULL of invalid type %d",
 										  i, in->arg);
 					tree->type[i] = in->arg;
@@ -293,7 +274,7 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 			theta_signature(in->op, &operand, &result);
 			if (operand >= 0 &&
 				(tree->type[a] != operand || tree->type[b] != operand))
-				return theta_fail(errmsg, SJ_ERR_INVALID,
+				return sj_error(errmsg, SJ_ERR_INVALID,
 								  "theta_join: instruction %d (opcode %d) expects %s operands, got %s%s%s",
 								  i, in->op, theta_type_name(operand),
 								  theta_type_name(tree->type[a]),
@@ -308,7 +289,7 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 				case SJ_OP_MOD_I:
 				case SJ_OP_NEG_I:
 					if (in->arg != 0 && in->arg != 16 && in->arg != 32 && in->arg != 64)
-						return theta_fail(errmsg, SJ_ERR_INVALID,
+						return sj_error(errmsg, SJ_ERR_INVALID,
 										  "theta_join: instruction %d: integer width %d (0, 16, 32 or 64)",
 										  i, in->arg);
 					break;
@@ -319,7 +300,7 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 				case SJ_OP_NEG_F:
 				case SJ_OP_I2F:
 					if (in->arg != 0 && in->arg != 32 && in->arg != 64)
-						return theta_fail(errmsg, SJ_ERR_INVALID,
+						return sj_error(errmsg, SJ_ERR_INVALID,
 										  "theta_join: instruction %d: float width %d (0, 32 or 64)",
 										  i, in->arg);
 					break;
@@ -336,10 +317,10 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 			tree->max_stack = depth;
 	}
 	if (depth != 1)
-		return theta_fail(errmsg, SJ_ERR_INVALID,
+		return sj_error(errmsg, SJ_ERR_INVALID,
 						  "theta_join: program leaves %d values on the stack (1 expected)", depth);
 	if (tree->type[p->ninstr - 1] != SJ_TBOOL)
-		return theta_fail(errmsg, SJ_ERR_INVALID,
+		return sj_error(errmsg, SJ_ERR_INVALID,
 						  "theta_join: program yields %s, not bool",
 						  theta_type_name(tree->type[p->ninstr - 1]));
 	return SJ_OK;
@@ -572,7 +553,7 @@ sj_theta_plan(const SjThetaProgram *program, const SjThetaTable *left,
 	if ((st = theta_build_tree(program, left, right, &tree, errmsg)) != SJ_OK)
 		return st;
 	if (strategy < SJ_THETA_AUTO || strategy > SJ_THETA_NESTED_LOOP)
-		return theta_fail(errmsg, SJ_ERR_INVALID, "theta_join: unknown strategy %d", (int) strategy);
+		return sj_error(errmsg, SJ_ERR_INVALID, "theta_join: unknown strategy %d", (int) strategy);
 	in = program->instr;
 	nl = left->n;
 	nr = right->n;
@@ -602,7 +583,7 @@ sj_theta_plan(const SjThetaProgram *program, const SjThetaTable *left,
 	if ((strategy == SJ_THETA_AUTO && nkeys > 0) || strategy == SJ_THETA_HASH)
 	{
 		if (nkeys == 0)
-			return theta_fail(errmsg, SJ_ERR_INVALID,
+			return sj_error(errmsg, SJ_ERR_INVALID,
 							  "theta_join: hash join needs an equality between a left and a right column");
 		plan->strategy = SJ_THETA_HASH;
 		/* build on the smaller side, probe with the larger */
@@ -634,7 +615,7 @@ sj_theta_plan(const SjThetaProgram *program, const SjThetaTable *left,
 					k;
 
 		if (ncand == 0)
-			return theta_fail(errmsg, SJ_ERR_INVALID,
+			return sj_error(errmsg, SJ_ERR_INVALID,
 							  "theta_join: range join needs a comparison of a column with an expression over the other side");
 		/* score each (side, column) that has terms */
 		for (c = 0; c < ncand; c++)

@@ -67,6 +67,17 @@ SELECT count(*) FROM eps_join('dropped', 'id', 'v', 1);
 ROLLBACK;
 SELECT count(*) FROM eps_join('dropped', 'id', 'v', 1);
 
+-- the schema must be usable, as for a SELECT, even when the table is named by OID
+CREATE SCHEMA sj_hidden;
+CREATE TABLE sj_hidden.h (id int, v float8[]);
+INSERT INTO sj_hidden.h VALUES (1, '{0}'), (2, '{0.5}');
+GRANT SELECT ON sj_hidden.h TO regress_sj_eve;
+SELECT 'sj_hidden.h'::regclass::oid AS hidden_oid \gset
+SET ROLE regress_sj_eve;
+SELECT sj_err('SELECT count(*) FROM eps_join(' || :hidden_oid || '::regclass, ''id'', ''v'', 1)');
+RESET ROLE;
+DROP SCHEMA sj_hidden CASCADE;
+
 DROP VIEW sec_view;
 DROP TABLE sec;
 DROP ROLE regress_sj_alice;

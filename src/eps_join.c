@@ -82,6 +82,8 @@ SjEpsRow(void *arg, Datum *values, bool *isnull)
 	scan->rows = SjGrow(scan->rows, &scan->cap_rows, (scan->n + 1) * dim, sizeof(double));
 	scan->keys = SjGrow(scan->keys, &scan->cap_keys, scan->n + 1, sizeof(int64));
 	dst = scan->rows + scan->n * dim;
+	if (ARR_ELEMTYPE(a) != FLOAT4OID && ARR_ELEMTYPE(a) != FLOAT8OID)
+		elog(ERROR, "unexpected element type %u in %s", ARR_ELEMTYPE(a), scan->what);
 	if (ARR_ELEMTYPE(a) == FLOAT4OID)
 	{
 		const float4 *src = (const float4 *) ARR_DATA_PTR(a);

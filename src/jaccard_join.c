@@ -179,6 +179,9 @@ SjSetRow(void *arg, Datum *values, bool *isnull)
 		return;
 	}
 	a = DatumGetArrayTypeP(values[1]);
+	if ((ARR_ELEMTYPE(a) == TEXTOID) != dict->is_text ||
+		(ARR_ELEMTYPE(a) != TEXTOID && ARR_ELEMTYPE(a) != INT4OID && ARR_ELEMTYPE(a) != INT8OID))
+		elog(ERROR, "unexpected element type %u in %s", ARR_ELEMTYPE(a), scan->what);
 	SjCheckSetNulls(a, scan->what);
 	nitems = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
 	if (nitems == 0)

@@ -30,6 +30,7 @@
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -42,12 +43,27 @@
 
 #define SJ_SPI_FETCH 10000
 
-/* The relation must be something a SELECT can read rows from. */
+/*
+ * Lock the relation for reading, and check that it is something a SELECT can
+ * read rows from and that its schema may be used.  The lock is taken before
+ * any column is looked up, so that the columns stay as resolved until the
+ * end of the transaction.
+ */
 void
 SjCheckRelation(Oid relid)
 {
-	char		relkind = get_rel_relkind(relid);
+	char		relkind;
+	Oid			nsp;
 
+	LockRelationOid(relid, AccessShareLock);
+	relkind = get_rel_relkind(relid);
+	if (relkind == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	nsp = get_rel_namespace(relid);
+	if (pg_namespace_aclcheck(nsp, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(nsp));
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW &&
 		relkind != RELKIND_PARTITIONED_TABLE && relkind != RELKIND_VIEW &&
 		relkind != RELKIND_FOREIGN_TABLE)

@@ -346,6 +346,8 @@ SjEmitKeyPairs(Tuplestorestate *store, TupleDesc desc, const int64 *left_keys,
 		values[1] = Int64GetDatum(b);
 		if (with_value)
 			values[2] = Float8GetDatum(batch->value[i]);
+		else
+			nulls[2] = true;
 		tuplestore_putvalues(store, desc, values, nulls);
 	}
 }

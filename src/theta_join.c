@@ -36,6 +36,7 @@
 
 #include "access/relation.h"
 #include "catalog/pg_collation.h"
+#include "common/int.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "funcapi.h"
@@ -50,6 +51,7 @@
 #include "parser/parse_relation.h"
 #include "parser/parser.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
 #include "utils/datetime.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -116,6 +118,11 @@ typedef struct SjThetaCompiler
 	List	   *rank_consts;	/* SjRankConst * */
 	Oid			text_collation; /* collation of text comparisons */
 	bool		have_text_order;
+	bool		have_text_byte_eq;	/* equality under a deterministic collation */
+	int			depth;			/* stack depth after the last instruction */
+	bool		temporal_arith; /* date/timestamp arithmetic in the program */
+	int64		shift_days;		/* sum of |day constants| in date arithmetic */
+	int64		shift_usecs;	/* sum of |interval constants| */
 } SjThetaCompiler;
 
 /* What the engine begin callback and the emitter need. */
@@ -235,6 +242,33 @@ SjEmit(SjThetaCompiler *c, int op, int arg, int64 ival, double fval)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("theta_join condition is too long"),
 				 errdetail("At most %d operations are supported.", SJ_THETA_MAX_INSTR)));
+	/* track the evaluation stack, whose depth the engines bound */
+	switch (op)
+	{
+		case SJ_OP_LOAD_L:
+		case SJ_OP_LOAD_R:
+		case SJ_OP_CONST_I:
+		case SJ_OP_CONST_F:
+		case SJ_OP_CONST_B:
+		case SJ_OP_CONST_NULL:
+			c->depth++;
+			break;
+		case SJ_OP_NEG_I:
+		case SJ_OP_NEG_F:
+		case SJ_OP_I2F:
+		case SJ_OP_NOT:
+		case SJ_OP_IS_NULL:
+		case SJ_OP_IS_NOT_NULL:
+			break;
+		default:
+			c->depth--;			/* binary operators */
+			break;
+	}
+	if (c->depth > SJ_THETA_MAX_STACK)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("theta_join condition is nested too deeply"),
+				 errdetail("At most %d operands can be pending at once.", SJ_THETA_MAX_STACK)));
 	in = &c->instr[c->ninstr];
 	in->op = op;
 	in->arg = arg;
@@ -372,6 +406,92 @@ SjIntervalMicros(Node *node, bool tz)
 	return iv->time + (int64) iv->day * USECS_PER_DAY;
 }
 
+/*
+ * Text ranks are ordered under one collation: the one of the ordering
+ * comparisons, and of equalities under a nondeterministic collation (which
+ * merge values that differ in bytes).  Equality under a deterministic
+ * collation is byte equality, which ranks under any deterministic collation
+ * preserve, so it only requires that the rank collation be deterministic.
+ */
+static void
+SjNoteTextCollation(SjThetaCompiler *c, Oid fn, Oid collid)
+{
+	if (!OidIsValid(collid))
+		SjThetaRefuse("a text comparison whose collation cannot be determined");
+	if ((fn == F_TEXTEQ || fn == F_TEXTNE) && get_collation_isdeterministic(collid))
+		c->have_text_byte_eq = true;
+	else
+	{
+		if (c->have_text_order && c->text_collation != collid)
+			SjThetaRefuse("text comparisons under different collations");
+		c->text_collation = collid;
+		c->have_text_order = true;
+	}
+	if (c->have_text_order && c->have_text_byte_eq &&
+		!get_collation_isdeterministic(c->text_collation))
+		SjThetaRefuse("text equality under a deterministic collation together with "
+					  "comparisons under a nondeterministic one");
+}
+
+/* Is a date or timestamp constant infinite? */
+static bool
+SjConstInfinite(Const *k)
+{
+	if (k->constisnull)
+		return false;
+	if (k->consttype == DATEOID)
+		return DATE_NOT_FINITE(DatumGetDateADT(k->constvalue));
+	if (k->consttype == TIMESTAMPOID || k->consttype == TIMESTAMPTZOID)
+		return TIMESTAMP_NOT_FINITE(DatumGetTimestamp(k->constvalue));
+	return false;
+}
+
+/*
+ * Date and timestamp arithmetic runs as int64 arithmetic in the engines,
+ * which know neither infinity nor the types' ranges.  Record how far the
+ * condition's constants can shift a value, so that SjThetaCheckTemporal can
+ * make sure no row comes near infinity or a range limit (where PostgreSQL
+ * would keep infinity or raise an error); refuse what cannot be bounded.
+ */
+static void
+SjTemporalOperands(SjThetaCompiler *c, Oid fn, List *args)
+{
+	ListCell   *lc;
+
+	foreach(lc, args)
+	{
+		Node	   *arg = lfirst(lc);
+
+		if (IsA(arg, Const) && SjConstInfinite((Const *) arg))
+			SjThetaRefuse("date/time arithmetic on an infinite constant");
+	}
+	if (fn == F_DATE_PLI || fn == F_DATE_MII)
+	{
+		Node	   *days = lsecond(args);
+
+		if (!IsA(days, Const))
+			SjThetaRefuse("date arithmetic with a non-constant number of days");
+		if (!((Const *) days)->constisnull)
+			c->shift_days += Abs((int64) DatumGetInt32(((Const *) days)->constvalue));
+	}
+	else if (fn != F_DATE_MI && fn != F_TIMESTAMP_DATE)
+	{
+		Node	   *iv = lsecond(args);
+
+		if (IsA(iv, Const) && !((Const *) iv)->constisnull &&
+			((Const *) iv)->consttype == INTERVALOID)
+		{
+			Interval   *v = DatumGetIntervalP(((Const *) iv)->constvalue);
+			int64		us;
+
+			if (pg_mul_s64_overflow((int64) v->day, USECS_PER_DAY, &us) ||
+				pg_add_s64_overflow(us, v->time, &us) || us == PG_INT64_MIN ||
+				pg_add_s64_overflow(c->shift_usecs, Abs(us), &c->shift_usecs))
+				SjThetaRefuse("intervals this large");
+		}
+	}
+}
+
 /* Compile a call of a built-in function (operator or cast). */
 static SjValType
 SjCompileCall(SjThetaCompiler *c, Oid fn, List *args, Oid inputcollid,
@@ -417,23 +537,9 @@ SjCompileCall(SjThetaCompiler *c, Oid fn, List *args, Oid inputcollid,
 			SjEmit(c, m->op, 0, 0, 0);
 			return SJ_V_BOOL;
 		case 'r':
-
-			/*
-			 * Text ranks are ordered under one collation: the one of the
-			 * ordering comparisons.  Equality under a deterministic
-			 * collation is byte equality, which any deterministic order
-			 * preserves, so it does not constrain the choice.
-			 */
-			if (OidIsValid(inputcollid) &&
-				(fn == F_TEXT_LT || fn == F_TEXT_LE || fn == F_TEXT_GT || fn == F_TEXT_GE ||
-				 ((fn == F_TEXTEQ || fn == F_TEXTNE) &&
-				  !get_collation_isdeterministic(inputcollid))))
-			{
-				if (c->have_text_order && c->text_collation != inputcollid)
-					SjThetaRefuse("text comparisons under different collations");
-				c->text_collation = inputcollid;
-				c->have_text_order = true;
-			}
+			if (fn == F_TEXT_LT || fn == F_TEXT_LE || fn == F_TEXT_GT || fn == F_TEXT_GE ||
+				fn == F_TEXTEQ || fn == F_TEXTNE)
+				SjNoteTextCollation(c, fn, inputcollid);
 			a = SjCompileValue(c, linitial(args));
 			b = SjCompileValue(c, lsecond(args));
 			if (a != SJ_V_RANK || b != SJ_V_RANK)
@@ -441,6 +547,8 @@ SjCompileCall(SjThetaCompiler *c, Oid fn, List *args, Oid inputcollid,
 			SjEmit(c, m->op, 0, 0, 0);
 			return SJ_V_BOOL;
 		case 't':
+			c->temporal_arith = true;
+			SjTemporalOperands(c, fn, args);
 			if (fn == F_TIMESTAMP_DATE)
 			{
 				SjCompileValue(c, linitial(args));
@@ -888,6 +996,62 @@ SjRankAll(SjThetaCompiler *c, SjThetaKind kind)
 	pfree(items);
 }
 
+/*
+ * With date/time arithmetic in the condition, every date and timestamp
+ * value it reads must be finite and far enough from its type's limits that
+ * the condition's constants cannot carry it past them: then the engines'
+ * int64 arithmetic is exactly PostgreSQL's.  Otherwise refuse.
+ */
+static void
+SjThetaCheckTemporal(SjThetaCompiler *c)
+{
+	int			s,
+				k;
+
+	if (!c->temporal_arith)
+		return;
+	for (s = 0; s < 2; s++)
+	{
+		SjThetaSide *side = c->sides[s];
+
+		for (k = 0; k < side->ncols; k++)
+		{
+			SjThetaCol *col = &side->cols[k];
+			int64		lo,
+						hi;
+			size_t		i;
+
+			if (col->typid == DATEOID)
+			{
+				/* within the timestamp range, so a cast to timestamp is safe too */
+				lo = DATETIME_MIN_JULIAN - POSTGRES_EPOCH_JDATE + 1 + c->shift_days +
+					c->shift_usecs / USECS_PER_DAY + 1;
+				hi = TIMESTAMP_END_JULIAN - POSTGRES_EPOCH_JDATE - 1 - c->shift_days -
+					c->shift_usecs / USECS_PER_DAY - 1;
+			}
+			else if (col->typid == TIMESTAMPOID || col->typid == TIMESTAMPTZOID)
+			{
+				lo = MIN_TIMESTAMP + c->shift_usecs + c->shift_days * USECS_PER_DAY;
+				hi = END_TIMESTAMP - 1 - c->shift_usecs - c->shift_days * USECS_PER_DAY;
+			}
+			else
+				continue;
+			for (i = 0; i < side->n; i++)
+			{
+				if (col->nulls[i] || (col->ivals[i] >= lo && col->ivals[i] <= hi))
+					continue;
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("theta_join cannot evaluate date/time arithmetic over column \"%s\" of relation \"%s\"",
+								get_attname(side->relid, col->attnum, false),
+								get_rel_name(side->relid)),
+						 errdetail("The column holds an infinite value, or one too close to the limits of its type for the condition's offsets."),
+						 errhint("Filter such rows out through a view, or write the condition without date/time arithmetic.")));
+			}
+		}
+	}
+}
+
 /* Engine dispatch: CPU */
 static SjStatus
 SjThetaCpuNext(void *h, SjPairBatch *b, int *done, char *e)
@@ -1071,6 +1235,7 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	/* read both sides; rank text and numeric values jointly */
 	for (s = 0; s < 2; s++)
 		SjThetaMarshal(sides[s]);
+	SjThetaCheckTemporal(&comp);
 	SjRankAll(&comp, SJ_KIND_TEXT);
 	SjRankAll(&comp, SJ_KIND_NUMERIC);
 

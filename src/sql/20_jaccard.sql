@@ -35,24 +35,24 @@ CREATE FUNCTION jaccard_join(left_table regclass, left_key text, left_set text,
                              threshold float8)
 RETURNS TABLE (left_id bigint, right_id bigint, similarity float8)
 AS 'MODULE_PATHNAME', 'jaccard_join'
-LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10000 ROWS 10000;
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED COST 10000 ROWS 10000;
 
 CREATE FUNCTION jaccard_join(tbl regclass, key text, set text, threshold float8)
 RETURNS TABLE (left_id bigint, right_id bigint, similarity float8)
 AS 'MODULE_PATHNAME', 'jaccard_join_self'
-LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10000 ROWS 10000;
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED COST 10000 ROWS 10000;
 
 CREATE FUNCTION jaccard_join_count(left_table regclass, left_key text, left_set text,
                                    right_table regclass, right_key text, right_set text,
                                    threshold float8)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'jaccard_join_count'
-LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10000;
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED COST 10000;
 
 CREATE FUNCTION jaccard_join_count(tbl regclass, key text, set text, threshold float8)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'jaccard_join_count_self'
-LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10000;
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED COST 10000;
 
 COMMENT ON FUNCTION jaccard_join(regclass, text, text, regclass, text, text, float8) IS
 'pairs (left_id, right_id, similarity) with jaccard(left, right) >= threshold';

@@ -275,7 +275,6 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	SjRunSpec	spec;
 	SjStats		stats;
 	double		t0 = sj_now_ms();
-	int64		pairs;
 
 	SjEpsCheck(eps);
 	SjStatsStart(&stats, store ? "eps_join" : "eps_join_count");
@@ -299,24 +298,15 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	stats.right_rows = job.self ? job.left.vectors.n : job.right.vectors.n;
 	stats.scan_ms = sj_now_ms() - t0;
 
-	if (job.left.vectors.n == 0 || (!job.self && job.right.vectors.n == 0))
-	{
-		/* nothing can join; no engine, and no GPU start-up */
-		strlcpy(stats.device, "none", sizeof(stats.device));
-		strlcpy(stats.strategy, "empty input", sizeof(stats.strategy));
-		pairs = 0;
-	}
-	else
-	{
-		spec.name = store ? "eps_join" : "eps_join_count";
-		spec.arg = &job;
-		spec.begin = SjEpsBegin;
-		spec.emit = SjEpsEmit;
-		spec.store = store;
-		pairs = SjRunJoin(&spec, store == NULL, &stats);
-	}
-	SjStatsFinish(&stats, t0);
-	return pairs;
+	spec.name = store ? "eps_join" : "eps_join_count";
+	spec.arg = &job;
+	spec.begin = SjEpsBegin;
+	spec.emit = SjEpsEmit;
+	spec.store = store;
+	return SjJoinAndReport(&spec,
+						   job.left.vectors.n == 0 ||
+						   (!job.self && job.right.vectors.n == 0),
+						   &stats, t0);
 }
 
 /* Set up the SRF's tuplestore and run. */

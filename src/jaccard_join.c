@@ -398,7 +398,6 @@ SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 	SjStats		stats;
 	SjDict	   *dict;
 	double		t0 = sj_now_ms();
-	int64		pairs;
 	Oid			lelem,
 				relem;
 
@@ -435,23 +434,13 @@ SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 	stats.right_rows = job.self ? job.left.n : job.right.n;
 	stats.scan_ms = sj_now_ms() - t0;
 
-	if (job.left.n == 0 || (!job.self && job.right.n == 0))
-	{
-		strlcpy(stats.device, "none", sizeof(stats.device));
-		strlcpy(stats.strategy, "empty input", sizeof(stats.strategy));
-		pairs = 0;
-	}
-	else
-	{
-		spec.name = store ? "jaccard_join" : "jaccard_join_count";
-		spec.arg = &job;
-		spec.begin = SjJaccardBegin;
-		spec.emit = SjJaccardEmit;
-		spec.store = store;
-		pairs = SjRunJoin(&spec, store == NULL, &stats);
-	}
-	SjStatsFinish(&stats, t0);
-	return pairs;
+	spec.name = store ? "jaccard_join" : "jaccard_join_count";
+	spec.arg = &job;
+	spec.begin = SjJaccardBegin;
+	spec.emit = SjJaccardEmit;
+	spec.store = store;
+	return SjJoinAndReport(&spec, job.left.n == 0 || (!job.self && job.right.n == 0),
+						   &stats, t0);
 }
 
 /* Set up the SRF's tuplestore and run. */

@@ -352,6 +352,27 @@ SjEmitKeyPairs(Tuplestorestate *store, TupleDesc desc, const int64 *left_keys,
 	}
 }
 
+/*
+ * Run a prepared join, unless one side has no row that can join (then no
+ * engine starts, and no GPU is touched), and publish its statistics.
+ * Counts when spec->store is NULL.  Returns the number of pairs.
+ */
+int64
+SjJoinAndReport(const SjRunSpec *spec, bool empty, SjStats *stats, double start_ms)
+{
+	int64		pairs = 0;
+
+	if (empty)
+	{
+		strlcpy(stats->device, "none", sizeof(stats->device));
+		strlcpy(stats->strategy, "empty input", sizeof(stats->strategy));
+	}
+	else
+		pairs = SjRunJoin(spec, spec->store == NULL, stats);
+	SjStatsFinish(stats, start_ms);
+	return pairs;
+}
+
 /* Start collecting statistics for one join. */
 void
 SjStatsStart(SjStats *stats, const char *operator_name)

@@ -105,6 +105,8 @@ extern bool SjGpuUsable(void);
 extern bool SjUseGpu(void);
 extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
 extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);
+extern int64 SjJoinAndReport(const SjRunSpec *spec, bool empty, SjStats *stats,
+							 double start_ms);
 extern void SjEmitKeyPairs(struct Tuplestorestate *store, TupleDesc desc,
 						   const int64 *left_keys, const int64 *right_keys,
 						   bool self, const SjPairBatch *batch);

@@ -1203,7 +1203,6 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 				rrel;
 	Node	   *expr;
 	double		t0 = sj_now_ms();
-	int64		pairs;
 	int			s;
 	char		errmsg[SJ_ERRMSG_LEN] = "";
 	SjThetaPlan plan;
@@ -1257,23 +1256,14 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	stats.left_rows = sides[0]->n;
 	stats.right_rows = sides[1]->n;
 	stats.scan_ms = sj_now_ms() - t0;
-	if (sides[0]->n == 0 || sides[1]->n == 0)
-	{
-		strlcpy(stats.device, "none", sizeof(stats.device));
-		strlcpy(stats.strategy, "empty input", sizeof(stats.strategy));
-		pairs = 0;
-	}
-	else
-	{
-		spec.name = store ? "theta_join" : "theta_join_count";
-		spec.arg = &job;
-		spec.begin = SjThetaBegin;
-		spec.emit = SjThetaEmit;
-		spec.store = store;
-		pairs = SjRunJoin(&spec, store == NULL, &stats);
-	}
-	SjStatsFinish(&stats, t0);
-	return pairs;
+
+	spec.name = store ? "theta_join" : "theta_join_count";
+	spec.arg = &job;
+	spec.begin = SjThetaBegin;
+	spec.emit = SjThetaEmit;
+	spec.store = store;
+	return SjJoinAndReport(&spec, sides[0]->n == 0 || sides[1]->n == 0,
+						   &stats, t0);
 }
 
 PG_FUNCTION_INFO_V1(theta_join);

@@ -309,61 +309,38 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 						   &stats, t0);
 }
 
-/* Set up the SRF's tuplestore and run. */
-static Datum
-SjEpsJoinSrf(FunctionCallInfo fcinfo, bool self)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	InitMaterializedSRF(fcinfo, 0);
-	if (self)
-		SjEpsJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
-					 InvalidOid, NULL, NULL, PG_GETARG_FLOAT8(3),
-					 rsinfo->setResult, rsinfo->setDesc);
-	else
-		SjEpsJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
-					 PG_GETARG_OID(3), PG_GETARG_TEXT_PP(4), PG_GETARG_TEXT_PP(5),
-					 PG_GETARG_FLOAT8(6), rsinfo->setResult, rsinfo->setDesc);
-	return (Datum) 0;
-}
-
 PG_FUNCTION_INFO_V1(eps_join);
 
-/* eps_join(left_table, left_key, left_vector, right_table, right_key, right_vector, eps) */
+/* eps_join(left_table, left_key, left_col, right_table, right_key, right_col, param) */
 Datum
 eps_join(PG_FUNCTION_ARGS)
 {
-	return SjEpsJoinSrf(fcinfo, false);
+	return SjPairJoinCall(fcinfo, SjEpsJoinRun, false, false);
 }
 
 PG_FUNCTION_INFO_V1(eps_join_self);
 
-/* eps_join(tbl, key, vector, eps) */
+/* eps_join(tbl, key, col, param) */
 Datum
 eps_join_self(PG_FUNCTION_ARGS)
 {
-	return SjEpsJoinSrf(fcinfo, true);
+	return SjPairJoinCall(fcinfo, SjEpsJoinRun, true, false);
 }
 
 PG_FUNCTION_INFO_V1(eps_join_count);
 
-/* eps_join_count(left_table, left_key, left_vector, right_table, right_key, right_vector, eps) */
+/* eps_join_count(left_table, left_key, left_col, right_table, right_key, right_col, param) */
 Datum
 eps_join_count(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(SjEpsJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1),
-								 PG_GETARG_TEXT_PP(2), PG_GETARG_OID(3),
-								 PG_GETARG_TEXT_PP(4), PG_GETARG_TEXT_PP(5),
-								 PG_GETARG_FLOAT8(6), NULL, NULL));
+	return SjPairJoinCall(fcinfo, SjEpsJoinRun, false, true);
 }
 
 PG_FUNCTION_INFO_V1(eps_join_count_self);
 
-/* eps_join_count(tbl, key, vector, eps) */
+/* eps_join_count(tbl, key, col, param) */
 Datum
 eps_join_count_self(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(SjEpsJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1),
-								 PG_GETARG_TEXT_PP(2), InvalidOid, NULL, NULL,
-								 PG_GETARG_FLOAT8(3), NULL, NULL));
+	return SjPairJoinCall(fcinfo, SjEpsJoinRun, true, true);
 }

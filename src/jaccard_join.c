@@ -443,61 +443,38 @@ SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 						   &stats, t0);
 }
 
-/* Set up the SRF's tuplestore and run. */
-static Datum
-SjJaccardJoinSrf(FunctionCallInfo fcinfo, bool self)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	InitMaterializedSRF(fcinfo, 0);
-	if (self)
-		SjJaccardJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
-						 InvalidOid, NULL, NULL, PG_GETARG_FLOAT8(3),
-						 rsinfo->setResult, rsinfo->setDesc);
-	else
-		SjJaccardJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
-						 PG_GETARG_OID(3), PG_GETARG_TEXT_PP(4), PG_GETARG_TEXT_PP(5),
-						 PG_GETARG_FLOAT8(6), rsinfo->setResult, rsinfo->setDesc);
-	return (Datum) 0;
-}
-
 PG_FUNCTION_INFO_V1(jaccard_join);
 
-/* jaccard_join(left_table, left_key, left_set, right_table, right_key, right_set, threshold) */
+/* jaccard_join(left_table, left_key, left_col, right_table, right_key, right_col, param) */
 Datum
 jaccard_join(PG_FUNCTION_ARGS)
 {
-	return SjJaccardJoinSrf(fcinfo, false);
+	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, false, false);
 }
 
 PG_FUNCTION_INFO_V1(jaccard_join_self);
 
-/* jaccard_join(tbl, key, set, threshold) */
+/* jaccard_join(tbl, key, col, param) */
 Datum
 jaccard_join_self(PG_FUNCTION_ARGS)
 {
-	return SjJaccardJoinSrf(fcinfo, true);
+	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, true, false);
 }
 
 PG_FUNCTION_INFO_V1(jaccard_join_count);
 
-/* jaccard_join_count(left_table, left_key, left_set, right_table, right_key, right_set, threshold) */
+/* jaccard_join_count(left_table, left_key, left_col, right_table, right_key, right_col, param) */
 Datum
 jaccard_join_count(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(SjJaccardJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1),
-									 PG_GETARG_TEXT_PP(2), PG_GETARG_OID(3),
-									 PG_GETARG_TEXT_PP(4), PG_GETARG_TEXT_PP(5),
-									 PG_GETARG_FLOAT8(6), NULL, NULL));
+	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, false, true);
 }
 
 PG_FUNCTION_INFO_V1(jaccard_join_count_self);
 
-/* jaccard_join_count(tbl, key, set, threshold) */
+/* jaccard_join_count(tbl, key, col, param) */
 Datum
 jaccard_join_count_self(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(SjJaccardJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1),
-									 PG_GETARG_TEXT_PP(2), InvalidOid, NULL, NULL,
-									 PG_GETARG_FLOAT8(3), NULL, NULL));
+	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, true, true);
 }

@@ -373,6 +373,37 @@ SjJoinAndReport(const SjRunSpec *spec, bool empty, SjStats *stats, double start_
 	return pairs;
 }
 
+/*
+ * The four SQL entry points of a pair join (two-table or self-join, rows or
+ * count) unpack their arguments here.
+ */
+Datum
+SjPairJoinCall(FunctionCallInfo fcinfo, SjPairJoinFn fn, bool self, bool count)
+{
+	Tuplestorestate *store = NULL;
+	TupleDesc	desc = NULL;
+	int64		pairs;
+
+	if (!count)
+	{
+		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+		InitMaterializedSRF(fcinfo, 0);
+		store = rsinfo->setResult;
+		desc = rsinfo->setDesc;
+	}
+	if (self)
+		pairs = fn(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
+				   InvalidOid, NULL, NULL, PG_GETARG_FLOAT8(3), store, desc);
+	else
+		pairs = fn(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
+				   PG_GETARG_OID(3), PG_GETARG_TEXT_PP(4), PG_GETARG_TEXT_PP(5),
+				   PG_GETARG_FLOAT8(6), store, desc);
+	if (count)
+		PG_RETURN_INT64(pairs);
+	return (Datum) 0;
+}
+
 /* Start collecting statistics for one join. */
 void
 SjStatsStart(SjStats *stats, const char *operator_name)

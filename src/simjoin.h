@@ -105,6 +105,17 @@ extern bool SjGpuUsable(void);
 extern bool SjUseGpu(void);
 extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
 extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);
+/*
+ * The body of a pair join taking (left table, key, column, right table, key,
+ * column, parameter); right_relid InvalidOid is the self-join form, store
+ * NULL the count form.  SjPairJoinCall unpacks the SQL arguments for it.
+ */
+typedef int64 (*SjPairJoinFn) (Oid left_relid, text *left_key, text *left_col,
+							   Oid right_relid, text *right_key, text *right_col,
+							   double param, struct Tuplestorestate *store,
+							   TupleDesc desc);
+extern Datum SjPairJoinCall(FunctionCallInfo fcinfo, SjPairJoinFn fn,
+							bool self, bool count);
 extern int64 SjJoinAndReport(const SjRunSpec *spec, bool empty, SjStats *stats,
 							 double start_ms);
 extern void SjEmitKeyPairs(struct Tuplestorestate *store, TupleDesc desc,

@@ -29,34 +29,10 @@
 #include "simjoin.h"
 #include "sjgpu.h"
 
-/* State of one side's scan. */
-typedef struct SjEpsScan
-{
-	Oid			relid;
-	SjColumn	cols[2];		/* key, vector */
-	int			dim;			/* -1 until the first vector */
-	size_t		n;				/* joining rows */
-	size_t		cap_rows;
-	size_t		cap_keys;
-	double	   *rows;			/* row-major while scanning */
-	int64	   *keys;
-	int64		skipped;
-	char		what[NAMEDATALEN * 2 + 32];
-} SjEpsScan;
-
-/* What the engine begin callback and the emitter need. */
-typedef struct SjEpsJob
-{
-	SjVectorInput left;
-	SjVectorInput right;
-	bool		self;
-	double		eps;
-	Tuplestorestate *store;
-	TupleDesc	desc;
-} SjEpsJob;
+static void SjEpsSideAlloc(SjEpsScan *scan);
 
 /* Row callback: keep one row's key and widened vector. */
-static void
+void
 SjEpsRow(void *arg, Datum *values, bool *isnull)
 {
 	SjEpsScan  *scan = (SjEpsScan *) arg;
@@ -114,7 +90,6 @@ SjEpsPrepare(SjEpsScan *scan, Oid relid, text *key, text *vector)
 
 	memset(scan, 0, sizeof(*scan));
 	scan->relid = relid;
-	scan->dim = -1;
 	SjCheckRelation(relid);
 	SjResolveColumn(relid, text_to_cstring(key), &scan->cols[0]);
 	SjResolveColumn(relid, text_to_cstring(vector), &scan->cols[1]);
@@ -128,27 +103,54 @@ SjEpsPrepare(SjEpsScan *scan, Oid relid, text *key, text *vector)
 						format_type_be(scan->cols[1].typid))));
 	snprintf(scan->what, sizeof(scan->what), "vector in column \"%s\" of relation \"%s\"",
 			 scan->cols[1].name, get_rel_name(relid));
+	SjEpsSideAlloc(scan);
+}
+
+/* Allocate a side's buffers; relid and cols[0] (the key) are set. */
+static void
+SjEpsSideAlloc(SjEpsScan *scan)
+{
+	scan->dim = -1;
 	scan->cap_rows = 1024;
 	scan->cap_keys = 1024;
 	scan->rows = palloc_extended(scan->cap_rows * sizeof(double), MCXT_ALLOC_HUGE);
 	scan->keys = palloc_extended(scan->cap_keys * sizeof(int64), MCXT_ALLOC_HUGE);
 }
 
+/*
+ * A side fed by the caller through SjEpsRow, with bigint keys: the custom
+ * scan's row numbers.  "what" names the vectors in error messages.
+ */
+void
+SjEpsSideInit(SjEpsScan *scan, const char *what)
+{
+	memset(scan, 0, sizeof(*scan));
+	scan->cols[0].typid = INT8OID;
+	strlcpy(scan->what, what, sizeof(scan->what));
+	SjEpsSideAlloc(scan);
+}
+
 /* Scan one side and transpose it into the engine's layout. */
 static void
 SjEpsMarshal(SjEpsScan *scan, SjVectorInput *out)
+{
+	SjScanRelation(scan->relid, 2, scan->cols, SjEpsRow, scan);
+	SjEpsSideFinish(scan, out);
+}
+
+/* Transpose the rows gathered so far into the engine's layout. */
+void
+SjEpsSideFinish(SjEpsScan *scan, SjVectorInput *out)
 {
 	double	   *coords;
 	size_t		i;
 	int			k;
 	int			dim;
 
-	SjScanRelation(scan->relid, 2, scan->cols, SjEpsRow, scan);
 	if (scan->n > (size_t) UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("relation \"%s\" has too many rows for eps_join",
-						get_rel_name(scan->relid)),
+				 errmsg("too many rows for eps_join: %zu", scan->n),
 				 errdetail("At most %u rows with vectors can join.", UINT32_MAX)));
 
 	dim = scan->dim < 0 ? 1 : scan->dim;
@@ -215,7 +217,7 @@ SjEpsGpuEnd(void *h)
 }
 
 /* SjRunSpec.begin: start the CPU or GPU engine. */
-static SjStatus
+SjStatus
 SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		   char *errmsg)
 {

@@ -30,6 +30,8 @@
 #include "simjoin.h"
 #include "sjgpu.h"
 
+static void SjSetSideAlloc(SjSetScan *scan);
+
 /* Dictionary of integer elements. */
 typedef struct SjIntEntry
 {
@@ -78,47 +80,14 @@ typedef struct SjTextEntry
 #include "lib/simplehash.h"
 
 /* The dictionary shared by both sides of one join. */
-typedef struct SjDict
+struct SjDict
 {
 	bool		is_text;
 	uint32		next_id;
 	sjintdict_hash *ints;
 	sjtextdict_hash *texts;
 	MemoryContext arena;		/* copies of text keys */
-} SjDict;
-
-/* State of one side's scan. */
-typedef struct SjSetScan
-{
-	Oid			relid;
-	SjColumn	cols[2];		/* key, set */
-	SjDict	   *dict;
-	uint32	   *rowbuf;			/* token ids of the current row */
-	size_t		cap_rowbuf;
-	uint64	   *offsets;
-	size_t		cap_offsets;
-	uint32	   *tokens;
-	size_t		cap_tokens;
-	uint64		ntokens;
-	int64	   *keys;
-	size_t		cap_keys;
-	size_t		n;
-	int64		skipped;
-	char		what[NAMEDATALEN * 2 + 32];
-} SjSetScan;
-
-/* What the engine begin callback and the emitter need. */
-typedef struct SjJaccardJob
-{
-	SjSets		left;
-	SjSets		right;
-	int64	   *left_keys;
-	int64	   *right_keys;
-	bool		self;
-	double		threshold;
-	Tuplestorestate *store;
-	TupleDesc	desc;
-} SjJaccardJob;
+};
 
 static int
 cmp_uint32(const void *a, const void *b)
@@ -161,7 +130,7 @@ SjDictText(SjDict *dict, const char *p, int len)
 }
 
 /* Row callback: encode one row's set. */
-static void
+void
 SjSetRow(void *arg, Datum *values, bool *isnull)
 {
 	SjSetScan  *scan = (SjSetScan *) arg;
@@ -252,6 +221,13 @@ SjSetPrepare(SjSetScan *scan, Oid relid, text *key, text *set, SjDict *dict)
 						format_type_be(scan->cols[1].typid))));
 	snprintf(scan->what, sizeof(scan->what), "set in column \"%s\" of relation \"%s\"",
 			 scan->cols[1].name, get_rel_name(relid));
+	SjSetSideAlloc(scan);
+}
+
+/* Allocate a side's buffers. */
+static void
+SjSetSideAlloc(SjSetScan *scan)
+{
 	scan->cap_rowbuf = scan->cap_offsets = scan->cap_tokens = scan->cap_keys = 1024;
 	scan->rowbuf = palloc_extended(1024 * sizeof(uint32), MCXT_ALLOC_HUGE);
 	scan->offsets = palloc_extended(1024 * sizeof(uint64), MCXT_ALLOC_HUGE);
@@ -260,8 +236,29 @@ SjSetPrepare(SjSetScan *scan, Oid relid, text *key, text *set, SjDict *dict)
 	scan->offsets[0] = 0;
 }
 
+/*
+ * A side fed by the caller through SjSetRow, with bigint keys: the custom
+ * scan's row numbers.  "what" names the sets in error messages.
+ */
+void
+SjSetSideInit(SjSetScan *scan, const char *what, SjDict *dict)
+{
+	memset(scan, 0, sizeof(*scan));
+	scan->dict = dict;
+	scan->cols[0].typid = INT8OID;
+	strlcpy(scan->what, what, sizeof(scan->what));
+	SjSetSideAlloc(scan);
+}
+
+/* Distinct elements seen so far by both sides. */
+uint32
+SjDictSize(const SjDict *dict)
+{
+	return dict->next_id;
+}
+
 /* A dictionary for sets of the given element type. */
-static SjDict *
+SjDict *
 SjDictCreate(Oid elem)
 {
 	SjDict	   *dict = palloc0(sizeof(SjDict));
@@ -281,11 +278,17 @@ static void
 SjSetMarshal(SjSetScan *scan, SjSets *out, int64 **keys)
 {
 	SjScanRelation(scan->relid, 2, scan->cols, SjSetRow, scan);
+	SjSetSideFinish(scan, out, keys);
+}
+
+/* The engine's view of the sets gathered so far. */
+void
+SjSetSideFinish(SjSetScan *scan, SjSets *out, int64 **keys)
+{
 	if (scan->n > (size_t) UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("relation \"%s\" has too many rows for jaccard_join",
-						get_rel_name(scan->relid))));
+				 errmsg("too many rows for jaccard_join: %zu", scan->n)));
 	out->n = (uint32) scan->n;
 	out->offsets = scan->offsets;
 	out->tokens = scan->tokens;
@@ -337,7 +340,7 @@ SjJacGpuEnd(void *h)
 }
 
 /* SjRunSpec.begin: start the CPU or GPU engine. */
-static SjStatus
+SjStatus
 SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 			   char *errmsg)
 {

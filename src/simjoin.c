@@ -80,6 +80,7 @@ _PG_init(void)
 							 &sj_enable_customscan, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("simjoin");
+	SjCustomScanInit();
 }
 
 /*
@@ -245,62 +246,88 @@ SjRunCollect(SjRun *run, SjStats *stats)
 }
 
 /*
- * Run one join to completion on the engine the settings choose: begin,
- * then batch after batch (checking for interrupts between batches, handing
- * each batch to spec->emit unless counting), then end.  Returns the number
- * of pairs.  With simjoin.device = auto, a GPU that runs out of memory even
- * at its smallest batch hands the join to the CPU engine with a NOTICE.
- * Engine handles are tied to CurrentMemoryContext, so an ERROR anywhere
- * (cancel included) still frees engine and device memory.
+ * Open a cursor over one join's pair batches on the engine the settings
+ * choose.  Nothing starts until the first SjCursorFetch.
  */
-int64
-SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats)
+void
+SjCursorOpen(SjCursor *cur, const SjRunSpec *spec, bool count_only)
 {
-	bool		gpu = SjUseGpu();
+	memset(cur, 0, sizeof(*cur));
+	cur->spec = spec;
+	cur->count_only = count_only;
+	cur->gpu = SjUseGpu();
+}
+
+/*
+ * Fetch the next batch of pairs (count only, when counting).  Returns false
+ * once the join is done, after ending the engine and adding its timings to
+ * stats.  Checks for interrupts before every batch.  With simjoin.device =
+ * auto, a GPU that runs out of memory even at its smallest batch hands the
+ * join to the CPU engine with a NOTICE, as long as nothing of it has been
+ * handed out that cannot be taken back (spec->store is emptied; a caller
+ * without a store must not have consumed a pair).  Engine handles are tied
+ * to CurrentMemoryContext at open time, so an ERROR anywhere (cancel
+ * included) still frees engine and device memory.
+ */
+bool
+SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
+{
+	const SjRunSpec *spec = cur->spec;
 
 	for (;;)
 	{
-		SjRun	   *run = palloc0(sizeof(SjRun));
-		SjJoinOptions options;
 		char		engmsg[SJ_ERRMSG_LEN] = "";
 		SjStatus	status;
-		int64		pairs = 0;
 		int			done = 0;
 
-		SjJoinOptionsInit(&options, count_only);
-		run->gpu = gpu;
-		status = spec->begin(spec->arg, gpu, &options, run, engmsg);
+		memset(batch, 0, sizeof(*batch));
+		if (cur->ending)
+			SjCursorClose(cur);
+		if (cur->done)
+			return false;
+		if (cur->run == NULL)
+		{
+			SjJoinOptions options;
+
+			cur->run = palloc0(sizeof(SjRun));
+			SjJoinOptionsInit(&options, cur->count_only);
+			cur->run->gpu = cur->gpu;
+			status = spec->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
+			if (status == SJ_OK)
+				SjRunRegister(cur->run);
+			else
+				cur->run->handle = NULL;	/* a failed begin leaves nothing */
+		}
+		else
+			status = SJ_OK;
 		if (status == SJ_OK)
 		{
-			SjRunRegister(run);
-			while (!done)
-			{
-				SjPairBatch batch;
-
-				CHECK_FOR_INTERRUPTS();
-				memset(&batch, 0, sizeof(batch));
-				status = run->next(run->handle, &batch, &done, engmsg);
-				if (status != SJ_OK)
-					break;
-				pairs += (int64) batch.count;
-				if (!count_only && batch.count > 0)
-				{
-					double		t0 = sj_now_ms();
-
-					spec->emit(spec->arg, &batch);
-					stats->emit_ms += sj_now_ms() - t0;
-				}
-			}
+			CHECK_FOR_INTERRUPTS();
+			status = cur->run->next(cur->run->handle, batch, &done, engmsg);
 			if (status == SJ_OK)
 			{
-				SjRunCollect(run, stats);
-				SjRunCallback(run);
-				stats->pairs = pairs;
-				return pairs;
+				cur->pairs += (int64) batch->count;
+				if (done)
+				{
+					SjRunCollect(cur->run, stats);
+					stats->pairs = cur->pairs;
+					cur->ending = true;
+				}
+				if (batch->count > 0)
+					return true;	/* the engine keeps the batch until the next call */
+				if (done)
+				{
+					SjCursorClose(cur);
+					return false;
+				}
+				continue;
 			}
-			SjRunCallback(run);
 		}
-		if (status == SJ_ERR_DEVICE_NOMEM && gpu && sj_device == SJ_DEVICE_AUTO)
+		if (cur->run)
+			SjRunCallback(cur->run);
+		cur->run = NULL;
+		if (status == SJ_ERR_DEVICE_NOMEM && cur->gpu && sj_device == SJ_DEVICE_AUTO &&
+			(spec->store != NULL || cur->pairs == 0))
 		{
 			ereport(NOTICE,
 					(errmsg("%s does not fit in GPU memory, using the CPU engine",
@@ -309,11 +336,46 @@ SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats)
 					 errhint("Raise simjoin.gpu_memory_limit or free GPU memory.")));
 			if (spec->store)
 				tuplestore_clear(spec->store);
-			gpu = false;
+			cur->gpu = false;
+			cur->pairs = 0;
 			continue;
 		}
 		SjReportStatus(status, engmsg, spec->name);
 	}
+}
+
+/* End a cursor early (a rescan, or a consumer that stopped reading). */
+void
+SjCursorClose(SjCursor *cur)
+{
+	if (cur->run)
+		SjRunCallback(cur->run);
+	cur->run = NULL;
+	cur->done = true;
+}
+
+/*
+ * Run one join to completion, handing each batch to spec->emit unless
+ * counting.  Returns the number of pairs.
+ */
+int64
+SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats)
+{
+	SjCursor	cur;
+	SjPairBatch batch;
+
+	SjCursorOpen(&cur, spec, count_only);
+	while (SjCursorFetch(&cur, &batch, stats))
+	{
+		if (!count_only)
+		{
+			double		t0 = sj_now_ms();
+
+			spec->emit(spec->arg, &batch);
+			stats->emit_ms += sj_now_ms() - t0;
+		}
+	}
+	return cur.pairs;
 }
 
 /*

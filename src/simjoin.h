@@ -17,6 +17,7 @@
 #include "access/attnum.h"
 #include "access/tupdesc.h"
 #include "fmgr.h"
+#include "nodes/nodes.h"
 #include "utils/array.h"
 #include "utils/palloc.h"
 
@@ -105,6 +106,22 @@ extern bool SjGpuUsable(void);
 extern bool SjUseGpu(void);
 extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
 extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);
+
+/* A pull-style run of one join: SjRunJoin's loop, for the custom scan. */
+typedef struct SjCursor
+{
+	const SjRunSpec *spec;
+	bool		count_only;
+	bool		gpu;			/* the engine in use (or to start) */
+	bool		ending;			/* the engine returned its last batch */
+	bool		done;
+	SjRun	   *run;			/* NULL before the first fetch */
+	int64		pairs;			/* pairs fetched so far */
+} SjCursor;
+
+extern void SjCursorOpen(SjCursor *cur, const SjRunSpec *spec, bool count_only);
+extern bool SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats);
+extern void SjCursorClose(SjCursor *cur);
 /*
  * The body of a pair join taking (left table, key, column, right table, key,
  * column, parameter); right_relid InvalidOid is the self-join form, store
@@ -123,6 +140,9 @@ extern void SjEmitKeyPairs(struct Tuplestorestate *store, TupleDesc desc,
 						   bool self, const SjPairBatch *batch);
 extern void SjStatsStart(SjStats *stats, const char *operator_name);
 extern void SjStatsFinish(SjStats *stats, double start_ms);
+
+/* customscan.c */
+extern void SjCustomScanInit(void);
 
 /* marshal.c: reading relations */
 typedef void (*SjRowFn) (void *arg, Datum *values, bool *isnull);
@@ -161,5 +181,90 @@ typedef struct SjVectorInput
 	int64	   *keys;			/* key of each joining row */
 	int64		skipped;		/* NULL, NaN or infinite vectors */
 } SjVectorInput;
+
+/* State of one side's scan. */
+typedef struct SjEpsScan
+{
+	Oid			relid;			/* InvalidOid when fed by the custom scan */
+	SjColumn	cols[2];		/* key, vector */
+	int			dim;			/* -1 until the first vector */
+	size_t		n;				/* joining rows */
+	size_t		cap_rows;
+	size_t		cap_keys;
+	double	   *rows;			/* row-major while scanning */
+	int64	   *keys;
+	int64		skipped;
+	char		what[NAMEDATALEN * 2 + 32];
+} SjEpsScan;
+
+/* What the engine begin callback and the emitter need. */
+typedef struct SjEpsJob
+{
+	SjVectorInput left;
+	SjVectorInput right;
+	bool		self;
+	double		eps;
+	struct Tuplestorestate *store;
+	TupleDesc	desc;
+} SjEpsJob;
+
+extern void SjEpsSideInit(SjEpsScan *scan, const char *what);
+extern void SjEpsRow(void *arg, Datum *values, bool *isnull);
+extern void SjEpsSideFinish(SjEpsScan *scan, SjVectorInput *out);
+extern SjStatus SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options,
+						   SjRun *run, char *errmsg);
+
+/* jaccard_join.c: one side's sets, dictionary-encoded */
+typedef struct SjDict SjDict;
+
+typedef struct SjSetScan
+{
+	Oid			relid;			/* InvalidOid when fed by the custom scan */
+	SjColumn	cols[2];		/* key, set */
+	SjDict	   *dict;
+	uint32	   *rowbuf;			/* token ids of the current row */
+	size_t		cap_rowbuf;
+	uint64	   *offsets;
+	size_t		cap_offsets;
+	uint32	   *tokens;
+	size_t		cap_tokens;
+	uint64		ntokens;
+	int64	   *keys;
+	size_t		cap_keys;
+	size_t		n;
+	int64		skipped;
+	char		what[NAMEDATALEN * 2 + 32];
+} SjSetScan;
+
+typedef struct SjJaccardJob
+{
+	SjSets		left;
+	SjSets		right;
+	int64	   *left_keys;
+	int64	   *right_keys;
+	bool		self;
+	double		threshold;
+	struct Tuplestorestate *store;
+	TupleDesc	desc;
+} SjJaccardJob;
+
+extern SjDict *SjDictCreate(Oid elem);
+extern uint32 SjDictSize(const SjDict *dict);
+extern void SjSetSideInit(SjSetScan *scan, const char *what, SjDict *dict);
+extern void SjSetRow(void *arg, Datum *values, bool *isnull);
+extern void SjSetSideFinish(SjSetScan *scan, SjSets *out, int64 **keys);
+extern SjStatus SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options,
+							   SjRun *run, char *errmsg);
+
+/* theta_join.c: a condition compiled for the custom scan */
+typedef struct SjThetaPrepared SjThetaPrepared;
+
+extern bool SjThetaCompilable(Node *cond, double nleft, double nright,
+							  int *strategy, char **why);
+extern SjThetaPrepared *SjThetaPrepare(Node *cond);
+extern void SjThetaAddRow(SjThetaPrepared *tp, int side, int64 key,
+						  const Datum *values, const bool *isnull);
+extern void SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec,
+						  int64 *nleft, int64 *nright, char *strategy, int len);
 
 #endif							/* SIMJOIN_H */

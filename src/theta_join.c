@@ -1040,6 +1040,13 @@ SjThetaCheckTemporal(SjThetaCompiler *c)
 			{
 				if (col->nulls[i] || (col->ivals[i] >= lo && col->ivals[i] <= hi))
 					continue;
+				if (!OidIsValid(side->relid))
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("simjoin cannot evaluate date/time arithmetic over a value of %s in the join condition",
+									format_type_be(col->typid)),
+							 errdetail("The value is infinite, or too close to the limits of its type for the condition's offsets."),
+							 errhint("Set simjoin.enable_customscan = off for this query, or filter such rows out first.")));
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("theta_join cannot evaluate date/time arithmetic over column \"%s\" of relation \"%s\"",
@@ -1131,6 +1138,28 @@ SjThetaEmit(void *arg, const SjPairBatch *batch)
 }
 
 
+/* Allocate a side's buffers for the columns the condition reads. */
+static void
+SjThetaSideAlloc(SjThetaSide *side)
+{
+	int			k;
+
+	side->cap = 1024;
+	side->keys = palloc_extended(side->cap * sizeof(int64), MCXT_ALLOC_HUGE);
+	for (k = 0; k < side->ncols; k++)
+	{
+		SjThetaCol *col = &side->cols[k];
+
+		col->nulls = palloc_extended(side->cap, MCXT_ALLOC_HUGE);
+		if (col->kind == SJ_KIND_F64)
+			col->fvals = palloc_extended(side->cap * sizeof(double), MCXT_ALLOC_HUGE);
+		else if (col->kind == SJ_KIND_I64)
+			col->ivals = palloc_extended(side->cap * sizeof(int64), MCXT_ALLOC_HUGE);
+		else
+			col->dvals = palloc_extended(side->cap * sizeof(Datum), MCXT_ALLOC_HUGE);
+	}
+}
+
 /* Scan one side: the key, then the condition's columns. */
 static void
 SjThetaMarshal(SjThetaSide *side)
@@ -1146,20 +1175,7 @@ SjThetaMarshal(SjThetaSide *side)
 		cols[k + 1].typid = side->cols[k].typid;
 		cols[k + 1].typmod = -1;
 	}
-	side->cap = 1024;
-	side->keys = palloc_extended(side->cap * sizeof(int64), MCXT_ALLOC_HUGE);
-	for (k = 0; k < side->ncols; k++)
-	{
-		SjThetaCol *col = &side->cols[k];
-
-		col->nulls = palloc_extended(side->cap, MCXT_ALLOC_HUGE);
-		if (col->kind == SJ_KIND_F64)
-			col->fvals = palloc_extended(side->cap * sizeof(double), MCXT_ALLOC_HUGE);
-		else if (col->kind == SJ_KIND_I64)
-			col->ivals = palloc_extended(side->cap * sizeof(int64), MCXT_ALLOC_HUGE);
-		else
-			col->dvals = palloc_extended(side->cap * sizeof(Datum), MCXT_ALLOC_HUGE);
-	}
+	SjThetaSideAlloc(side);
 	SjScanRelation(side->relid, side->ncols + 1, cols, SjThetaRow, side);
 	if (side->n > (size_t) UINT32_MAX)
 		ereport(ERROR,
@@ -1189,6 +1205,155 @@ SjThetaTableInit(SjThetaJob *job, int s)
 	job->tables[s].cols = job->engine_cols[s];
 }
 
+/*
+ * After both sides are read: check date/time ranges, rank text and numeric
+ * values jointly, give the engines their view of the data and plan the
+ * strategy.
+ */
+static void
+SjThetaJobInit(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan)
+{
+	char		errmsg[SJ_ERRMSG_LEN] = "";
+	SjStatus	status;
+
+	SjThetaCheckTemporal(comp);
+	SjRankAll(comp, SJ_KIND_TEXT);
+	SjRankAll(comp, SJ_KIND_NUMERIC);
+	job->sides[0] = comp->sides[0];
+	job->sides[1] = comp->sides[1];
+	job->program.ninstr = comp->ninstr;
+	job->program.instr = comp->instr;
+	SjThetaTableInit(job, 0);
+	SjThetaTableInit(job, 1);
+	status = sj_theta_plan(&job->program, &job->tables[0], &job->tables[1],
+						   SJ_THETA_AUTO, plan, errmsg);
+	SjReportStatus(status, errmsg, "theta_join");
+	elog(DEBUG1, "simjoin: theta_join strategy %s (%d instructions)",
+		 plan->description, comp->ninstr);
+}
+
+/* ---------------------------------------------------------------------
+ * The custom scan's door: a condition already analysed by the planner,
+ * whose Vars are varno 1 (left) or 2 (right) with varattno the 1-based
+ * position of the value in the row the caller hands to SjThetaAddRow.
+ * --------------------------------------------------------------------- */
+struct SjThetaPrepared
+{
+	SjThetaSide sides[2];
+	SjThetaCompiler comp;
+	SjThetaJob	job;
+	SjThetaPlan plan;
+};
+
+/*
+ * Can the engines evaluate cond?  Compiles it into a scratch context;
+ * on refusal returns false with the reason in *why (when why is given).
+ */
+bool
+SjThetaCompilable(Node *cond, double nleft, double nright, int *strategy,
+				  char **why)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "simjoin theta check",
+											  ALLOCSET_SMALL_SIZES);
+	volatile bool ok = true;
+	char		errmsg[SJ_ERRMSG_LEN] = "";
+
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		SjThetaPrepared *tp = palloc0(sizeof(SjThetaPrepared));
+		SjStatus	status;
+
+		tp->comp.sides[0] = &tp->sides[0];
+		tp->comp.sides[1] = &tp->sides[1];
+		SjCompileBool(&tp->comp, cond);
+		/* plan it as the engines would, on the estimated sizes */
+		tp->job.sides[0] = &tp->sides[0];
+		tp->job.sides[1] = &tp->sides[1];
+		tp->job.program.ninstr = tp->comp.ninstr;
+		tp->job.program.instr = tp->comp.instr;
+		SjThetaTableInit(&tp->job, 0);
+		SjThetaTableInit(&tp->job, 1);
+		tp->job.tables[0].n = (uint32) Min(Max(nleft, 1), UINT32_MAX);
+		tp->job.tables[1].n = (uint32) Min(Max(nright, 1), UINT32_MAX);
+		status = sj_theta_plan(&tp->job.program, &tp->job.tables[0],
+							   &tp->job.tables[1], SJ_THETA_AUTO, &tp->plan, errmsg);
+		if (status != SJ_OK)
+			SjReportStatus(status, errmsg, "theta_join");
+		*strategy = (int) tp->plan.strategy;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		if (why)
+			*why = edata->message;
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	return ok;
+}
+
+/* Compile cond and prepare both sides to receive rows. */
+SjThetaPrepared *
+SjThetaPrepare(Node *cond)
+{
+	SjThetaPrepared *tp = palloc0(sizeof(SjThetaPrepared));
+	int			s;
+
+	tp->comp.sides[0] = &tp->sides[0];
+	tp->comp.sides[1] = &tp->sides[1];
+	SjCompileBool(&tp->comp, cond);
+	for (s = 0; s < 2; s++)
+	{
+		tp->sides[s].key.typid = INT8OID;
+		SjThetaSideAlloc(&tp->sides[s]);
+	}
+	return tp;
+}
+
+/* One row of a side: its key and all its values, by position. */
+void
+SjThetaAddRow(SjThetaPrepared *tp, int side, int64 key,
+			  const Datum *values, const bool *isnull)
+{
+	SjThetaSide *sd = &tp->sides[side];
+	Datum		vals[SJ_THETA_MAX_COLS + 1];
+	bool		nulls[SJ_THETA_MAX_COLS + 1];
+	int			k;
+
+	vals[0] = Int64GetDatum(key);
+	nulls[0] = false;
+	for (k = 0; k < sd->ncols; k++)
+	{
+		vals[k + 1] = values[sd->cols[k].attnum - 1];
+		nulls[k + 1] = isnull[sd->cols[k].attnum - 1];
+	}
+	SjThetaRow(sd, vals, nulls);
+}
+
+/* Both sides are in: fill spec to run the join (emit left to the caller). */
+void
+SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,
+			  int64 *nright, char *strategy, int len)
+{
+	SjThetaJobInit(&tp->comp, &tp->job, &tp->plan);
+	memset(spec, 0, sizeof(*spec));
+	spec->name = "theta_join";
+	spec->arg = &tp->job;
+	spec->begin = SjThetaBegin;
+	*nleft = tp->sides[0].n;
+	*nright = tp->sides[1].n;
+	strlcpy(strategy, tp->plan.description, len);
+}
+
 /* The body shared by theta_join and theta_join_count. */
 static int64
 SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
@@ -1204,9 +1369,7 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	Node	   *expr;
 	double		t0 = sj_now_ms();
 	int			s;
-	char		errmsg[SJ_ERRMSG_LEN] = "";
 	SjThetaPlan plan;
-	SjStatus	status;
 
 	SjStatsStart(&stats, store ? "theta_join" : "theta_join_count");
 	for (s = 0; s < 2; s++)
@@ -1234,24 +1397,10 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	/* read both sides; rank text and numeric values jointly */
 	for (s = 0; s < 2; s++)
 		SjThetaMarshal(sides[s]);
-	SjThetaCheckTemporal(&comp);
-	SjRankAll(&comp, SJ_KIND_TEXT);
-	SjRankAll(&comp, SJ_KIND_NUMERIC);
-
 	memset(&job, 0, sizeof(job));
-	job.sides[0] = sides[0];
-	job.sides[1] = sides[1];
 	job.store = store;
 	job.desc = desc;
-	job.program.ninstr = comp.ninstr;
-	job.program.instr = comp.instr;
-	SjThetaTableInit(&job, 0);
-	SjThetaTableInit(&job, 1);
-	status = sj_theta_plan(&job.program, &job.tables[0], &job.tables[1],
-						   SJ_THETA_AUTO, &plan, errmsg);
-	SjReportStatus(status, errmsg, "theta_join");
-	elog(DEBUG1, "simjoin: theta_join strategy %s (%d instructions)",
-		 plan.description, comp.ninstr);
+	SjThetaJobInit(&comp, &job, &plan);
 
 	stats.left_rows = sides[0]->n;
 	stats.right_rows = sides[1]->n;

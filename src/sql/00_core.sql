@@ -24,13 +24,20 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION simjoin_last_stats() IS
 'where the time of the last simjoin join in this session went, by phase';
 
+-- Planner support of l2_distance and jaccard: asked while a query using them
+-- is planned, it loads simjoin's module then, so that the planner hooks of
+-- Custom Scan (SimJoin) are in place before join paths are built.
+CREATE FUNCTION simjoin_planner_support(internal) RETURNS internal
+AS 'MODULE_PATHNAME', 'simjoin_planner_support'
+LANGUAGE C STRICT;
+
 CREATE FUNCTION l2_distance(float8[], float8[]) RETURNS float8
 AS 'MODULE_PATHNAME', 'l2_distance_float8'
-LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE SUPPORT simjoin_planner_support;
 
 CREATE FUNCTION l2_distance(float4[], float4[]) RETURNS float8
 AS 'MODULE_PATHNAME', 'l2_distance_float4'
-LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE SUPPORT simjoin_planner_support;
 
 CREATE OPERATOR <-> (
     LEFTARG = float8[], RIGHTARG = float8[],

@@ -3,15 +3,15 @@
 
 CREATE FUNCTION jaccard(int4[], int4[]) RETURNS float8
 AS 'MODULE_PATHNAME', 'jaccard_int'
-LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE SUPPORT simjoin_planner_support;
 
 CREATE FUNCTION jaccard(int8[], int8[]) RETURNS float8
 AS 'MODULE_PATHNAME', 'jaccard_int'
-LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE SUPPORT simjoin_planner_support;
 
 CREATE FUNCTION jaccard(text[], text[]) RETURNS float8
 AS 'MODULE_PATHNAME', 'jaccard_text'
-LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE SUPPORT simjoin_planner_support;
 
 COMMENT ON FUNCTION jaccard(int4[], int4[]) IS
 '|a ∩ b| / |a ∪ b| of the sets of elements of two arrays (0 for two empty sets)';

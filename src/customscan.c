@@ -1,0 +1,1561 @@
+/*
+ * customscan.c
+ *		Custom Scan (SimJoin): ordinary SQL joins run by simjoin's engines.
+ *
+ * Planner.  set_join_pathlist_hook looks at every inner, left, semi and anti
+ * join whose inputs are unparameterized, and at its join clauses:
+ *
+ *	- l2_distance(a, b) <= c (also <, the <-> operator, either order),
+ *	- jaccard(a, b) >= c (also >, either order),
+ *	- otherwise the clauses comparing columns of both sides that the theta
+ *	  compiler accepts (theta_join.c),
+ *
+ * where a reads only one input, b only the other, and c is free of Vars and
+ * volatile functions (a constant, a parameter, an initplan).  The first
+ * kind found becomes the engine's condition; every other join clause stays
+ * a residual filter evaluated on each pair.  The path is costed with the
+ * model of SjCostPath (calibrated by test/bench/calibrate.sql) and competes
+ * with PostgreSQL's own paths; a partial path (outer input split across
+ * parallel workers, each worker joining its share against the whole inner
+ * input) is offered too.  create_upper_paths_hook adds a counting node for
+ * "SELECT count(*) FROM <one such join>", which never forms a pair tuple.
+ *
+ * Executor.  The node reads both inputs to the end, keeping each row's
+ * values (a copy of its tuple), evaluates the condition's arguments on each
+ * row and marshals them for the engine, then streams the engine's pair
+ * batches through a cursor (simjoin.c): each pair becomes a scan tuple
+ * (outer columns, then inner columns), filtered by the residual quals and
+ * projected by ExecScan.  Left and anti joins track matched outer rows;
+ * semi joins emit an outer row at its first match.  A threshold outside the
+ * engines' domain (NaN or infinite eps, a Jaccard threshold <= 0) is
+ * evaluated row pair by row pair with PostgreSQL's own operators, so the
+ * answer is always that of the SQL.  All memory, engine and device memory
+ * included, belongs to one context reset on rescan and at the end.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planner.h"
+#include "optimizer/restrictinfo.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/ruleutils.h"
+#include "utils/syscache.h"
+
+#include "simjoin.h"
+#include "sjtheta.h"
+
+/* Which of our functions a call is. */
+typedef enum SjFnKind
+{
+	SJ_FN_NONE,
+	SJ_FN_L2,
+	SJ_FN_JACCARD
+} SjFnKind;
+
+/* What the planner hook found in a join's clauses (path-private). */
+typedef struct SjJoinPlanInfo
+{
+	SjOperator	op;
+	JoinType	jointype;
+	bool		strict;			/* < (eps) or > (jaccard) */
+	bool		count;			/* the counting node of an aggregate */
+	Expr	   *outer_arg;		/* eps/jaccard: argument over the outer */
+	Expr	   *inner_arg;
+	Expr	   *threshold;
+	List	   *engine_clauses; /* Exprs the engine evaluates */
+	List	   *residual;		/* other join clauses (Exprs) */
+	List	   *other_quals;	/* outer joins: filters above the join */
+	int			theta_strategy; /* SjThetaStrategy planned, theta only */
+	Relids		relids;			/* the join's relids */
+	Cost		emit_cost;		/* part of the total spent forming pairs */
+} SjJoinPlanInfo;
+
+/* Indexes of CustomScan.custom_private (a list of Integers). */
+enum
+{
+	SJ_PRIV_OP,
+	SJ_PRIV_JOINTYPE,
+	SJ_PRIV_STRICT,
+	SJ_PRIV_COUNT,
+	SJ_PRIV_NPREFIX,			/* scan tuple columns before the outer's */
+	SJ_PRIV_OUTER_NATTS,
+	SJ_PRIV_INNER_NATTS,
+	SJ_PRIV_THETA_STRATEGY,
+	SJ_PRIV_N
+};
+
+/* Indexes of CustomScan.custom_exprs (a list of lists). */
+enum
+{
+	SJ_EXPR_ARGS,				/* eps/jaccard: outer arg, inner arg, threshold */
+	SJ_EXPR_ENGINE,				/* clauses the engine evaluates */
+	SJ_EXPR_RESIDUAL,			/* other join clauses */
+	SJ_EXPR_N
+};
+
+/* Where pairs come from in one run. */
+typedef enum SjPairSource
+{
+	SJ_SRC_ENGINE,				/* the engine's cursor */
+	SJ_SRC_NESTLOOP,			/* every pair, condition by PostgreSQL */
+	SJ_SRC_EMPTY				/* no pair can satisfy the condition */
+} SjPairSource;
+
+/* One input's rows, deformed once. */
+typedef struct SjSideRows
+{
+	int			natts;
+	int64		n;
+	int64		cap;
+	Datum	   *values;			/* n * natts */
+	bool	   *isnull;
+} SjSideRows;
+
+typedef struct SjScanState
+{
+	CustomScanState css;
+
+	/* from the plan */
+	SjOperator	op;
+	JoinType	jointype;
+	bool		strict;
+	bool		count;
+	int			nprefix;
+	int			natts[2];
+	int			theta_strategy;
+	List	   *engine_exprs;	/* plan's engine clauses (for theta) */
+	ExprState  *arg[2];			/* eps/jaccard arguments, outer and inner */
+	int			arg_var[2];		/* >= 0: the argument is that column */
+	ExprState  *threshold;
+	ExprState  *engine_qual;	/* the engine's clauses, for the nested loop */
+	ExprState  *residual;
+
+	/* one run */
+	MemoryContext cxt;
+	bool		loaded;
+	bool		finished;
+	SjPairSource source;
+	SjSideRows	rows[2];
+	SjRunSpec	spec;
+	SjCursor	cursor;
+	SjPairBatch batch;
+	size_t		pos;
+	const int64 *keys[2];		/* engine row -> input row */
+	int64		nl_i;
+	int64		nl_j;
+	bool	   *matched;		/* left, semi, anti: outer rows matched */
+	int64		unmatched_pos;
+	bool		pairs_done;
+	double		param;			/* the threshold the engine runs with */
+	int64		rows_out;
+	SjStats		stats;
+	double		t0;
+	double		fetch_ms;
+	double		load_done_ms;
+} SjScanState;
+
+static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
+static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
+
+static Plan *SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel,
+							  CustomPath *best_path, List *tlist,
+							  List *clauses, List *custom_plans);
+static Node *SjCreateScanState(CustomScan *cscan);
+static void SjBeginScan(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *SjExecScan(CustomScanState *node);
+static void SjEndScan(CustomScanState *node);
+static void SjRescan(CustomScanState *node);
+static void SjExplainScan(CustomScanState *node, List *ancestors,
+						  ExplainState *es);
+
+static const CustomPathMethods sj_path_methods = {
+	.CustomName = "SimJoin",
+	.PlanCustomPath = SjPlanCustomPath,
+};
+
+static const CustomScanMethods sj_scan_methods = {
+	.CustomName = "SimJoin",
+	.CreateCustomScanState = SjCreateScanState,
+};
+
+static const CustomExecMethods sj_exec_methods = {
+	.CustomName = "SimJoin",
+	.BeginCustomScan = SjBeginScan,
+	.ExecCustomScan = SjExecScan,
+	.EndCustomScan = SjEndScan,
+	.ReScanCustomScan = SjRescan,
+	.ExplainCustomScan = SjExplainScan,
+};
+
+static const char *const sj_op_names[] = {"eps_join", "jaccard_join", "theta_join"};
+
+/* ---------------------------------------------------------------------
+ * Cost model
+ *
+ * Times in milliseconds, measured by test/bench/calibrate.sql on the
+ * reference machine (README, "Cost model"), converted to PostgreSQL cost
+ * units with the measured time of one unit.  Per side row: keeping the
+ * tuple and marshalling its join value; per engine pair: forming and
+ * returning a tuple; engine build and probe rates per device and strategy.
+ * --------------------------------------------------------------------- */
+typedef struct SjCostRates
+{
+	double		start_ms;		/* per join: engine start-up */
+	double		row_ms;			/* build + probe, per input row */
+	double		pair_ms;		/* engine time per pair produced */
+	double		eval_ms;		/* nested-loop strategies: per pair tried */
+} SjCostRates;
+
+#define SJ_MS_PER_COST_UNIT		0.0025	/* one cost unit, in ms */
+#define SJ_MARSHAL_MS_PER_ROW	0.00015 /* keep a tuple, marshal its value */
+#define SJ_EMIT_MS_PER_PAIR		0.00008 /* form and return a pair tuple */
+
+/* [device][operator]: eps, jaccard, theta hash/range; theta nested loop */
+static const SjCostRates sj_rates[2][3] = {
+	/* CPU engine (all cores) */
+	{{0.05, 0.00004, 0.000002, 0}, {0.05, 0.0006, 0.000005, 0},
+	{0.05, 0.00003, 0.000002, 0.0000017}},
+	/* GPU engine */
+	{{1.0, 0.000004, 0.0000005, 0}, {1.0, 0.0004, 0.000002, 0},
+	{1.0, 0.000003, 0.0000005, 0.00000003}},
+};
+
+/* Cost units of ms milliseconds. */
+static Cost
+SjMs(double ms)
+{
+	return (Cost) (ms / SJ_MS_PER_COST_UNIT);
+}
+
+/* The divisor of a partial path's rows (as costsize.c computes it). */
+static double
+SjParallelDivisor(Path *path)
+{
+	double		divisor = path->parallel_workers;
+	double		leader = 1.0 - (0.3 * path->parallel_workers);
+
+	if (parallel_leader_participation && leader > 0)
+		divisor += leader;
+	return divisor;
+}
+
+/*
+ * Cost of the node over outer_path and inner_path: both inputs in full
+ * before the first row (startup), then the engine's probe and the pairs.
+ */
+static void
+SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
+		   Path *inner_path, double outer_rows, double rows,
+		   SpecialJoinInfo *sjinfo, Cost *startup, Cost *total)
+{
+	bool		gpu = sj_device != SJ_DEVICE_CPU &&
+		(sj_device == SJ_DEVICE_GPU || SjGpuUsable());
+	const SjCostRates *r = &sj_rates[gpu ? 1 : 0][info->op];
+	double		inner_rows = inner_path->rows;
+	double		sel,
+				pairs,
+				engine_ms;
+	QualCost	residual;
+
+	sel = clauselist_selectivity(root, info->engine_clauses, 0, JOIN_INNER, NULL);
+	pairs = clamp_row_est(sel * outer_rows * inner_rows);
+	engine_ms = r->start_ms + r->row_ms * (outer_rows + inner_rows) + r->pair_ms * pairs;
+	if (info->op == SJ_OP_THETA && info->theta_strategy == SJ_THETA_NESTED_LOOP)
+		engine_ms += r->eval_ms * outer_rows * inner_rows;
+	cost_qual_eval(&residual, info->residual, root);
+
+	*startup = outer_path->total_cost + inner_path->total_cost +
+		SjMs(SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_rows)) +
+		SjMs(engine_ms * 0.5);
+	info->emit_cost = SjMs(SJ_EMIT_MS_PER_PAIR * pairs) +
+		(residual.startup + residual.per_tuple * pairs) + cpu_tuple_cost * rows;
+	*total = *startup + SjMs(engine_ms * 0.5) + info->emit_cost;
+}
+
+/* ---------------------------------------------------------------------
+ * Planner
+ * --------------------------------------------------------------------- */
+
+/* Is funcid one of simjoin's l2_distance or jaccard functions? */
+static SjFnKind
+SjFunctionKind(Oid funcid)
+{
+	HeapTuple	tup;
+	SjFnKind	kind = SJ_FN_NONE;
+
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	if (!HeapTupleIsValid(tup))
+		return SJ_FN_NONE;
+	if (((Form_pg_proc) GETSTRUCT(tup))->prolang == ClanguageId)
+	{
+		bool		isnull;
+		Datum		bin = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_probin, &isnull);
+
+		if (!isnull && strstr(TextDatumGetCString(bin), "simjoin") != NULL)
+		{
+			char	   *src = TextDatumGetCString(SysCacheGetAttr(PROCOID, tup,
+																  Anum_pg_proc_prosrc,
+																  &isnull));
+
+			if (strcmp(src, "l2_distance_float8") == 0 ||
+				strcmp(src, "l2_distance_float4") == 0)
+				kind = SJ_FN_L2;
+			else if (strcmp(src, "jaccard_int") == 0 || strcmp(src, "jaccard_text") == 0)
+				kind = SJ_FN_JACCARD;
+		}
+	}
+	ReleaseSysCache(tup);
+	return kind;
+}
+
+/* The kind and arguments of a call of l2_distance, <-> or jaccard. */
+static SjFnKind
+SjCallOf(Node *node, List **args)
+{
+	while (node && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	if (node == NULL)
+		return SJ_FN_NONE;
+	if (IsA(node, FuncExpr))
+	{
+		*args = ((FuncExpr *) node)->args;
+		return SjFunctionKind(((FuncExpr *) node)->funcid);
+	}
+	if (IsA(node, OpExpr))
+	{
+		set_opfuncid((OpExpr *) node);
+		*args = ((OpExpr *) node)->args;
+		return SjFunctionKind(((OpExpr *) node)->opfuncid);
+	}
+	return SJ_FN_NONE;
+}
+
+/* Can expr be the threshold: evaluated once, before the join? */
+static bool
+SjIsThreshold(Node *expr)
+{
+	return !contain_var_clause(expr) && !contain_volatile_functions(expr) &&
+		!contain_subplans(expr) && !contain_agg_clause(expr) &&
+		!contain_window_function(expr);
+}
+
+/* Does expr read exactly the relations of one side (and no other)? */
+static bool
+SjReadsOnly(PlannerInfo *root, Node *expr, Relids side)
+{
+	Relids		varnos = pull_varnos(root, expr);
+
+	return !bms_is_empty(varnos) && bms_is_subset(varnos, side) &&
+		!contain_volatile_functions(expr);
+}
+
+/*
+ * Is clause an eps or jaccard condition between the two sides?  Fills the
+ * operator, arguments (outer first), threshold and strictness.
+ */
+static bool
+SjMatchSimilarity(PlannerInfo *root, Expr *clause, Relids outer, Relids inner,
+				  SjJoinPlanInfo *info)
+{
+	OpExpr	   *op;
+	Oid			fn;
+	List	   *args = NIL;
+	SjFnKind	kind;
+	bool		call_left;
+	Node	   *call,
+			   *other;
+	bool		le,
+				lt,
+				ge,
+				gt;
+
+	if (!IsA(clause, OpExpr) || list_length(((OpExpr *) clause)->args) != 2)
+		return false;
+	op = (OpExpr *) clause;
+	set_opfuncid(op);
+	fn = op->opfuncid;
+	if (fn != F_FLOAT8LE && fn != F_FLOAT8LT && fn != F_FLOAT8GE && fn != F_FLOAT8GT)
+		return false;
+	kind = SjCallOf(linitial(op->args), &args);
+	call_left = kind != SJ_FN_NONE;
+	if (!call_left)
+		kind = SjCallOf(lsecond(op->args), &args);
+	if (kind == SJ_FN_NONE || list_length(args) != 2)
+		return false;
+	call = call_left ? linitial(op->args) : lsecond(op->args);
+	other = call_left ? lsecond(op->args) : linitial(op->args);
+	(void) call;
+	if (!SjIsThreshold(other))
+		return false;
+
+	/* normalise to "call CMP threshold" */
+	le = call_left ? fn == F_FLOAT8LE : fn == F_FLOAT8GE;
+	lt = call_left ? fn == F_FLOAT8LT : fn == F_FLOAT8GT;
+	ge = call_left ? fn == F_FLOAT8GE : fn == F_FLOAT8LE;
+	gt = call_left ? fn == F_FLOAT8GT : fn == F_FLOAT8LT;
+	if (kind == SJ_FN_L2 && (le || lt))
+	{
+		info->op = SJ_OP_EPS;
+		info->strict = lt;
+	}
+	else if (kind == SJ_FN_JACCARD && (ge || gt))
+	{
+		info->op = SJ_OP_JACCARD;
+		info->strict = gt;
+	}
+	else
+		return false;
+
+	if (SjReadsOnly(root, linitial(args), outer) && SjReadsOnly(root, lsecond(args), inner))
+	{
+		info->outer_arg = linitial(args);
+		info->inner_arg = lsecond(args);
+	}
+	else if (SjReadsOnly(root, linitial(args), inner) && SjReadsOnly(root, lsecond(args), outer))
+	{
+		info->outer_arg = lsecond(args);
+		info->inner_arg = linitial(args);
+	}
+	else
+		return false;
+	info->threshold = (Expr *) other;
+	return true;
+}
+
+/* Context of SjRemapVars: Vars of each side, numbered in order of use. */
+typedef struct SjRemapContext
+{
+	Relids		sides[2];
+	List	   *vars[2];
+	bool		ok;
+} SjRemapContext;
+
+/*
+ * A copy of a planner clause whose Vars are varno 1 (outer) or 2 (inner)
+ * and varattno their order of first use: the theta compiler's form, to
+ * check at plan time that it compiles.
+ */
+static Node *
+SjRemapVars(Node *node, SjRemapContext *cxt)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var))
+	{
+		Var		   *v = (Var *) node;
+		int			s;
+
+		for (s = 0; s < 2; s++)
+		{
+			if (v->varlevelsup == 0 && bms_is_member(v->varno, cxt->sides[s]))
+			{
+				Var		   *nv = copyObject(v);
+				ListCell   *lc;
+				int			pos = 1;
+
+				foreach(lc, cxt->vars[s])
+				{
+					Var		   *o = lfirst(lc);
+
+					if (o->varno == v->varno && o->varattno == v->varattno)
+						break;
+					pos++;
+				}
+				if (lc == NULL)
+					cxt->vars[s] = lappend(cxt->vars[s], v);
+				nv->varno = s + 1;
+				nv->varattno = pos;
+				return (Node *) nv;
+			}
+		}
+		cxt->ok = false;
+		return node;
+	}
+	if (IsA(node, PlaceHolderVar) || IsA(node, SubPlan) || IsA(node, Param) ||
+		IsA(node, Aggref) || IsA(node, WindowFunc))
+	{
+		cxt->ok = false;
+		return node;
+	}
+	return expression_tree_mutator(node, SjRemapVars, (void *) cxt);
+}
+
+/* Does a theta clause read both sides and compile? */
+static bool
+SjThetaClauseOk(PlannerInfo *root, Expr *clause, Relids outer, Relids inner)
+{
+	Relids		varnos = pull_varnos(root, (Node *) clause);
+	SjRemapContext cxt;
+	Node	   *remapped;
+	int			strategy;
+
+	if (!bms_overlap(varnos, outer) || !bms_overlap(varnos, inner) ||
+		contain_volatile_functions((Node *) clause))
+		return false;
+	memset(&cxt, 0, sizeof(cxt));
+	cxt.sides[0] = outer;
+	cxt.sides[1] = inner;
+	cxt.ok = true;
+	remapped = SjRemapVars((Node *) clause, &cxt);
+	return cxt.ok && SjThetaCompilable(remapped, 1, 1, &strategy, NULL);
+}
+
+/* The theta strategy the engines would pick for the whole condition. */
+static int
+SjThetaStrategyOf(PlannerInfo *root, List *clauses, Relids outer, Relids inner,
+				  double nouter, double ninner)
+{
+	SjRemapContext cxt;
+	Node	   *remapped;
+	int			strategy = SJ_THETA_NESTED_LOOP;
+
+	memset(&cxt, 0, sizeof(cxt));
+	cxt.sides[0] = outer;
+	cxt.sides[1] = inner;
+	cxt.ok = true;
+	remapped = SjRemapVars((Node *) make_ands_explicit(clauses), &cxt);
+	if (!cxt.ok || !SjThetaCompilable(remapped, nouter, ninner, &strategy, NULL))
+		return -1;
+	return strategy;
+}
+
+/* A CustomPath for the join, or NULL. */
+static CustomPath *
+SjMakePath(PlannerInfo *root, RelOptInfo *joinrel, SjJoinPlanInfo *proto,
+		   Path *outer_path, Path *inner_path, JoinPathExtraData *extra,
+		   bool partial)
+{
+	CustomPath *cpath = makeNode(CustomPath);
+	SjJoinPlanInfo *info = palloc(sizeof(SjJoinPlanInfo));
+	double		outer_rows = outer_path->rows;
+	double		rows = joinrel->rows;
+	Cost		startup,
+				total;
+
+	*info = *proto;
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = joinrel;
+	cpath->path.pathtarget = joinrel->reltarget;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = joinrel->consider_parallel &&
+		outer_path->parallel_safe && inner_path->parallel_safe;
+	cpath->path.parallel_workers = partial ? outer_path->parallel_workers : 0;
+	if (partial)
+		rows = clamp_row_est(rows / SjParallelDivisor(outer_path));
+	cpath->path.rows = rows;
+	cpath->path.pathkeys = NIL;
+	SjCostPath(root, info, outer_path, inner_path, outer_rows, rows,
+			   extra->sjinfo, &startup, &total);
+	cpath->path.startup_cost = startup;
+	cpath->path.total_cost = total;
+	cpath->flags = 0;
+	cpath->custom_paths = list_make2(outer_path, inner_path);
+	cpath->custom_private = list_make1(info);
+	cpath->methods = &sj_path_methods;
+	return cpath;
+}
+
+/* set_join_pathlist_hook: offer Custom Scan (SimJoin) where it applies. */
+static void
+SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
+			   RelOptInfo *innerrel, JoinType jointype,
+			   JoinPathExtraData *extra)
+{
+	SjJoinPlanInfo info;
+	Path	   *outer_path = outerrel->cheapest_total_path;
+	Path	   *inner_path = innerrel->cheapest_total_path;
+	List	   *joinclauses = NIL;
+	List	   *theta = NIL;
+	ListCell   *lc;
+	bool		found = false;
+
+	if (prev_join_pathlist_hook)
+		prev_join_pathlist_hook(root, joinrel, outerrel, innerrel, jointype, extra);
+	if (!sj_enable_customscan)
+		return;
+	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
+		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
+		return;
+	if (outer_path == NULL || inner_path == NULL ||
+		PATH_REQ_OUTER(outer_path) || PATH_REQ_OUTER(inner_path) ||
+		!bms_is_empty(joinrel->lateral_relids))
+		return;
+
+	memset(&info, 0, sizeof(info));
+	info.jointype = jointype;
+	info.relids = joinrel->relids;
+	info.theta_strategy = -1;
+	foreach(lc, extra->restrictlist)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo->pseudoconstant)
+			return;				/* gating quals: leave to PostgreSQL */
+		if ((jointype == JOIN_LEFT || jointype == JOIN_ANTI) &&
+			RINFO_IS_PUSHED_DOWN(rinfo, joinrel->relids))
+			info.other_quals = lappend(info.other_quals, rinfo->clause);
+		else
+			joinclauses = lappend(joinclauses, rinfo->clause);
+	}
+
+	/* an eps or jaccard condition first */
+	foreach(lc, joinclauses)
+	{
+		Expr	   *clause = lfirst(lc);
+
+		if (!found && SjMatchSimilarity(root, clause, outerrel->relids,
+										innerrel->relids, &info))
+		{
+			found = true;
+			info.engine_clauses = list_make1(clause);
+		}
+		else
+			info.residual = lappend(info.residual, clause);
+	}
+	/* else the comparisons between the sides that the theta engine takes */
+	if (!found)
+	{
+		info.residual = NIL;
+		foreach(lc, joinclauses)
+		{
+			Expr	   *clause = lfirst(lc);
+
+			if (SjThetaClauseOk(root, clause, outerrel->relids, innerrel->relids))
+				theta = lappend(theta, clause);
+			else
+				info.residual = lappend(info.residual, clause);
+		}
+		if (theta == NIL)
+			return;
+		info.op = SJ_OP_THETA;
+		info.engine_clauses = theta;
+		info.theta_strategy = SjThetaStrategyOf(root, theta, outerrel->relids,
+												innerrel->relids, outer_path->rows,
+												inner_path->rows);
+		if (info.theta_strategy < 0)
+			return;
+	}
+
+	add_path(joinrel, (Path *) SjMakePath(root, joinrel, &info, outer_path,
+										   inner_path, extra, false));
+
+	/* the outer side split across parallel workers */
+	if (joinrel->consider_parallel && outerrel->partial_pathlist != NIL &&
+		inner_path->parallel_safe)
+	{
+		Path	   *partial_outer = linitial(outerrel->partial_pathlist);
+
+		if (!PATH_REQ_OUTER(partial_outer))
+			add_partial_path(joinrel, (Path *) SjMakePath(root, joinrel, &info,
+														  partial_outer, inner_path,
+														  extra, true));
+	}
+}
+
+/* Our join path among rel's paths (possibly under a projection), or NULL. */
+static CustomPath *
+SjFindJoinPath(RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *p = lfirst(lc);
+
+		if (IsA(p, ProjectionPath))
+			p = ((ProjectionPath *) p)->subpath;
+		if (IsA(p, CustomPath) && ((CustomPath *) p)->methods == &sj_path_methods)
+			return (CustomPath *) p;
+	}
+	return NULL;
+}
+
+/* Is every output column of the grouping target a plain count(*)? */
+static bool
+SjOnlyCountStar(PathTarget *target)
+{
+	ListCell   *lc;
+
+	if (target->exprs == NIL)
+		return false;
+	foreach(lc, target->exprs)
+	{
+		Aggref	   *agg = lfirst(lc);
+
+		if (!IsA(agg, Aggref) || agg->aggfnoid != F_COUNT_ || !agg->aggstar ||
+			agg->aggfilter || agg->aggdistinct || agg->aggorder ||
+			agg->agglevelsup != 0 || agg->aggsplit != AGGSPLIT_SIMPLE)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * create_upper_paths_hook: "SELECT count(*) FROM <a SimJoin join>" as one
+ * node that counts pairs (the engines' count mode when nothing else filters
+ * them) and returns one row.
+ */
+static void
+SjUpperPaths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
+			 RelOptInfo *output_rel, void *extra)
+{
+	Query	   *parse = root->parse;
+	CustomPath *join;
+	CustomPath *cpath;
+	SjJoinPlanInfo *info;
+
+	if (prev_upper_paths_hook)
+		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
+	if (!sj_enable_customscan || stage != UPPERREL_GROUP_AGG)
+		return;
+	if (parse->groupClause || parse->groupingSets || parse->havingQual ||
+		parse->hasTargetSRFs || !parse->hasAggs ||
+		!SjOnlyCountStar(output_rel->reltarget))
+		return;
+	join = SjFindJoinPath(input_rel);
+	if (join == NULL || join->path.parallel_workers > 0)
+		return;
+	info = palloc(sizeof(SjJoinPlanInfo));
+	*info = *(SjJoinPlanInfo *) linitial(join->custom_private);
+	if (info->other_quals != NIL)
+		return;
+	info->count = true;
+
+	cpath = makeNode(CustomPath);
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = output_rel;
+	cpath->path.pathtarget = output_rel->reltarget;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = false;
+	cpath->path.parallel_workers = 0;
+	cpath->path.rows = 1;
+	cpath->path.pathkeys = NIL;
+	cpath->path.startup_cost = join->path.total_cost - info->emit_cost +
+		(info->residual ? info->emit_cost / 2 : 0) + cpu_tuple_cost;
+	cpath->path.total_cost = cpath->path.startup_cost;
+	cpath->flags = 0;
+	cpath->custom_paths = join->custom_paths;
+	cpath->custom_private = list_make1(info);
+	cpath->methods = &sj_path_methods;
+	add_path(output_rel, (Path *) cpath);
+}
+
+/* Append the expressions of tlist to scan_tlist as new entries. */
+static List *
+SjAppendTlist(List *scan_tlist, List *tlist)
+{
+	ListCell   *lc;
+
+	foreach(lc, tlist)
+	{
+		TargetEntry *te = lfirst_node(TargetEntry, lc);
+
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry(copyObject(te->expr),
+											 list_length(scan_tlist) + 1,
+											 NULL, false));
+	}
+	return scan_tlist;
+}
+
+/*
+ * PlanCustomPath: the scan tuple is [count columns,] outer columns, inner
+ * columns; every expression refers to it (setrefs turns Vars into
+ * INDEX_VAR references).
+ */
+static Plan *
+SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+				 List *tlist, List *clauses, List *custom_plans)
+{
+	SjJoinPlanInfo *info = linitial(best_path->custom_private);
+	CustomScan *cscan = makeNode(CustomScan);
+	Plan	   *outer_plan = linitial(custom_plans);
+	Plan	   *inner_plan = lsecond(custom_plans);
+	List	   *scan_tlist = NIL;
+	List	   *args = NIL;
+	int			nprefix = 0;
+
+	if (info->count)
+	{
+		scan_tlist = SjAppendTlist(scan_tlist, tlist);
+		nprefix = list_length(tlist);
+	}
+	scan_tlist = SjAppendTlist(scan_tlist, outer_plan->targetlist);
+	scan_tlist = SjAppendTlist(scan_tlist, inner_plan->targetlist);
+	if (info->op != SJ_OP_THETA)
+		args = list_make3(copyObject(info->outer_arg), copyObject(info->inner_arg),
+						  copyObject(info->threshold));
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = copyObject(info->other_quals);
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = custom_plans;
+	cscan->custom_exprs = list_make3(args, copyObject(info->engine_clauses),
+									 copyObject(info->residual));
+	cscan->custom_private = list_make1(NIL);
+	cscan->custom_private = list_make5(makeInteger(info->op),
+									   makeInteger(info->jointype),
+									   makeInteger(info->strict),
+									   makeInteger(info->count),
+									   makeInteger(nprefix));
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeInteger(list_length(outer_plan->targetlist)));
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeInteger(list_length(inner_plan->targetlist)));
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeInteger(info->theta_strategy));
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->custom_relids = bms_copy(info->relids);
+	cscan->methods = &sj_scan_methods;
+	return &cscan->scan.plan;
+}
+
+/* ---------------------------------------------------------------------
+ * Executor
+ * --------------------------------------------------------------------- */
+
+static Node *
+SjCreateScanState(CustomScan *cscan)
+{
+	SjScanState *state = palloc0(sizeof(SjScanState));
+
+	NodeSetTag(state, T_CustomScanState);
+	state->css.methods = &sj_exec_methods;
+	return (Node *) state;
+}
+
+/* Column (0-based, in the side's row) an argument reads, or -1. */
+static int
+SjArgColumn(Expr *arg, int base, int natts)
+{
+	while (arg && IsA(arg, RelabelType))
+		arg = ((RelabelType *) arg)->arg;
+	if (arg && IsA(arg, Var) && ((Var *) arg)->varno == INDEX_VAR &&
+		((Var *) arg)->varattno > base && ((Var *) arg)->varattno <= base + natts)
+		return ((Var *) arg)->varattno - base - 1;
+	return -1;
+}
+
+static void
+SjBeginScan(CustomScanState *node, EState *estate, int eflags)
+{
+	SjScanState *state = (SjScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *priv = cscan->custom_private;
+	List	   *args = linitial(cscan->custom_exprs);
+
+	state->op = intVal(list_nth(priv, SJ_PRIV_OP));
+	state->jointype = intVal(list_nth(priv, SJ_PRIV_JOINTYPE));
+	state->strict = intVal(list_nth(priv, SJ_PRIV_STRICT));
+	state->count = intVal(list_nth(priv, SJ_PRIV_COUNT));
+	state->nprefix = intVal(list_nth(priv, SJ_PRIV_NPREFIX));
+	state->natts[0] = intVal(list_nth(priv, SJ_PRIV_OUTER_NATTS));
+	state->natts[1] = intVal(list_nth(priv, SJ_PRIV_INNER_NATTS));
+	state->theta_strategy = intVal(list_nth(priv, SJ_PRIV_THETA_STRATEGY));
+	state->engine_exprs = lsecond(cscan->custom_exprs);
+
+	node->custom_ps = list_make2(ExecInitNode(linitial(cscan->custom_plans), estate, eflags),
+								 ExecInitNode(lsecond(cscan->custom_plans), estate, eflags));
+	if (args != NIL)
+	{
+		state->arg[0] = ExecInitExpr(linitial(args), &node->ss.ps);
+		state->arg[1] = ExecInitExpr(lsecond(args), &node->ss.ps);
+		state->arg_var[0] = SjArgColumn(linitial(args), state->nprefix, state->natts[0]);
+		state->arg_var[1] = SjArgColumn(lsecond(args), state->nprefix + state->natts[0],
+										state->natts[1]);
+		state->threshold = ExecInitExpr(lthird(args), &node->ss.ps);
+	}
+	state->engine_qual = ExecInitQual(state->engine_exprs, &node->ss.ps);
+	state->residual = ExecInitQual(lthird(cscan->custom_exprs), &node->ss.ps);
+	state->cxt = AllocSetContextCreate(estate->es_query_cxt, "SimJoin",
+									   ALLOCSET_DEFAULT_SIZES);
+}
+
+/* Read one input to its end, keeping each row's values. */
+static void
+SjReadSide(SjScanState *state, int s)
+{
+	PlanState  *child = list_nth(state->css.custom_ps, s);
+	SjSideRows *rows = &state->rows[s];
+	TupleDesc	desc = ExecGetResultType(child);
+	bool		byval = true;
+	int			natts = state->natts[s];
+	int			k;
+
+	for (k = 0; k < desc->natts; k++)
+		if (!TupleDescAttr(desc, k)->attbyval)
+			byval = false;
+	Assert(desc->natts == natts);
+	rows->natts = natts;
+	rows->n = 0;
+	rows->cap = 1024;
+	rows->values = palloc_extended(rows->cap * Max(natts, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
+	rows->isnull = palloc_extended(rows->cap * Max(natts, 1) * sizeof(bool), MCXT_ALLOC_HUGE);
+	for (;;)
+	{
+		TupleTableSlot *slot;
+		Datum	   *dst;
+		bool	   *dnull;
+		MemoryContext old;
+
+		/* the child runs in the query's context, not in the run's */
+		old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
+		slot = ExecProcNode(child);
+		MemoryContextSwitchTo(old);
+
+		if (TupIsNull(slot))
+			break;
+		if (rows->n == rows->cap)
+		{
+			rows->cap *= 2;
+			rows->values = repalloc_huge(rows->values, rows->cap * Max(natts, 1) * sizeof(Datum));
+			rows->isnull = repalloc_huge(rows->isnull, rows->cap * Max(natts, 1) * sizeof(bool));
+		}
+		dst = rows->values + rows->n * natts;
+		dnull = rows->isnull + rows->n * natts;
+		if (byval)
+		{
+			slot_getallattrs(slot);
+			memcpy(dst, slot->tts_values, natts * sizeof(Datum));
+			memcpy(dnull, slot->tts_isnull, natts * sizeof(bool));
+		}
+		else
+		{
+			/* a copy of the tuple; the values point into it */
+			MinimalTuple mt = ExecCopySlotMinimalTuple(slot);
+			HeapTupleData htup;
+
+			htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
+			htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
+			heap_deform_tuple(&htup, desc, dst, dnull);
+		}
+		rows->n++;
+	}
+}
+
+/* Fill the scan slot with outer row i and inner row j (-1: NULLs). */
+static TupleTableSlot *
+SjFillSlot(SjScanState *state, int64 i, int64 j)
+{
+	TupleTableSlot *slot = state->css.ss.ss_ScanTupleSlot;
+	int			base1 = state->nprefix + state->natts[0];
+
+	ExecClearTuple(slot);
+	if (state->nprefix > 0)
+		memset(slot->tts_isnull, true, state->nprefix * sizeof(bool));
+	if (i >= 0)
+	{
+		memcpy(slot->tts_values + state->nprefix,
+			   state->rows[0].values + i * state->natts[0], state->natts[0] * sizeof(Datum));
+		memcpy(slot->tts_isnull + state->nprefix,
+			   state->rows[0].isnull + i * state->natts[0], state->natts[0] * sizeof(bool));
+	}
+	else
+		memset(slot->tts_isnull + state->nprefix, true, state->natts[0] * sizeof(bool));
+	if (j >= 0)
+	{
+		memcpy(slot->tts_values + base1,
+			   state->rows[1].values + j * state->natts[1], state->natts[1] * sizeof(Datum));
+		memcpy(slot->tts_isnull + base1,
+			   state->rows[1].isnull + j * state->natts[1], state->natts[1] * sizeof(bool));
+	}
+	else
+		memset(slot->tts_isnull + base1, true, state->natts[1] * sizeof(bool));
+	return ExecStoreVirtualTuple(slot);
+}
+
+/* The value of side s's argument on row r. */
+static Datum
+SjArgValue(SjScanState *state, int s, int64 r, bool *isnull)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+
+	if (state->arg_var[s] >= 0)
+	{
+		int			k = (int) (r * state->natts[s] + state->arg_var[s]);
+
+		*isnull = state->rows[s].isnull[k];
+		return state->rows[s].values[k];
+	}
+	econtext->ecxt_scantuple = SjFillSlot(state, s == 0 ? r : -1, s == 1 ? r : -1);
+	return ExecEvalExprSwitchContext(state->arg[s], econtext, isnull);
+}
+
+/* Context of SjIndexVarsToSides. */
+typedef struct SjSideVarsContext
+{
+	int			nprefix;
+	int			outer_natts;
+} SjSideVarsContext;
+
+static Node *
+SjIndexVarsMutator(Node *node, SjSideVarsContext *cxt)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varno == INDEX_VAR)
+	{
+		Var		   *v = copyObject((Var *) node);
+		int			k = v->varattno - cxt->nprefix;
+
+		v->varno = k <= cxt->outer_natts ? 1 : 2;
+		v->varattno = k <= cxt->outer_natts ? k : k - cxt->outer_natts;
+		return (Node *) v;
+	}
+	return expression_tree_mutator(node, SjIndexVarsMutator, (void *) cxt);
+}
+
+/*
+ * The plan's theta condition, whose Vars refer to the scan tuple, with
+ * Vars of side 1 (outer) and 2 (inner) numbered within their side's row:
+ * the theta compiler's form.
+ */
+static Node *
+SjIndexVarsToSides(Node *expr, int nprefix, int outer_natts)
+{
+	SjSideVarsContext cxt;
+
+	cxt.nprefix = nprefix;
+	cxt.outer_natts = outer_natts;
+	return SjIndexVarsMutator(expr, &cxt);
+}
+
+/* Marshal both sides' arguments into the engine's input; fill the spec. */
+static void
+SjMarshal(SjScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	int			s;
+	int64		r;
+
+	memset(&state->spec, 0, sizeof(state->spec));
+	state->spec.name = sj_op_names[state->op];
+	if (state->op == SJ_OP_EPS)
+	{
+		SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
+		SjEpsScan	scans[2];
+
+		for (s = 0; s < 2; s++)
+		{
+			SjEpsSideInit(&scans[s], s == 0 ? "vector of the join's outer side" :
+						  "vector of the join's inner side");
+			for (r = 0; r < state->rows[s].n; r++)
+			{
+				Datum		vals[2];
+				bool		nulls[2] = {false, false};
+				MemoryContext old;
+
+				vals[0] = Int64GetDatum(r);
+				vals[1] = SjArgValue(state, s, r, &nulls[1]);
+				old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+				SjEpsRow(&scans[s], vals, nulls);
+				MemoryContextSwitchTo(old);
+				ResetExprContext(econtext);
+			}
+			SjEpsSideFinish(&scans[s], s == 0 ? &job->left : &job->right);
+			state->keys[s] = s == 0 ? job->left.keys : job->right.keys;
+		}
+		if (scans[0].dim >= 0 && scans[1].dim >= 0 && scans[0].dim != scans[1].dim)
+			SjErrorDims(scans[0].dim, scans[1].dim);
+		job->eps = state->param;
+		state->spec.arg = job;
+		state->spec.begin = SjEpsBegin;
+		state->stats.left_rows = job->left.vectors.n;
+		state->stats.right_rows = job->right.vectors.n;
+	}
+	else if (state->op == SJ_OP_JACCARD)
+	{
+		SjJaccardJob *job = palloc0(sizeof(SjJaccardJob));
+		List	   *args = linitial(((CustomScan *) state->css.ss.ps.plan)->custom_exprs);
+		SjDict	   *dict = SjDictCreate(get_element_type(exprType(linitial(args))));
+		SjSetScan	scans[2];
+
+		for (s = 0; s < 2; s++)
+		{
+			SjSetSideInit(&scans[s], s == 0 ? "set of the join's outer side" :
+						  "set of the join's inner side", dict);
+			for (r = 0; r < state->rows[s].n; r++)
+			{
+				Datum		vals[2];
+				bool		nulls[2] = {false, false};
+				MemoryContext old;
+
+				vals[0] = Int64GetDatum(r);
+				vals[1] = SjArgValue(state, s, r, &nulls[1]);
+				old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+				SjSetRow(&scans[s], vals, nulls);
+				MemoryContextSwitchTo(old);
+				ResetExprContext(econtext);
+			}
+		}
+		SjSetSideFinish(&scans[0], &job->left, &job->left_keys);
+		SjSetSideFinish(&scans[1], &job->right, &job->right_keys);
+		job->left.universe = job->right.universe = SjDictSize(dict);
+		job->threshold = state->param;
+		state->keys[0] = job->left_keys;
+		state->keys[1] = job->right_keys;
+		state->spec.arg = job;
+		state->spec.begin = SjJaccardBegin;
+		state->stats.left_rows = job->left.n;
+		state->stats.right_rows = job->right.n;
+	}
+	else
+	{
+		SjThetaPrepared *tp;
+		int64		nl,
+					nr;
+
+		tp = SjThetaPrepare(SjIndexVarsToSides((Node *) make_ands_explicit(state->engine_exprs),
+											   state->nprefix, state->natts[0]));
+		for (s = 0; s < 2; s++)
+			for (r = 0; r < state->rows[s].n; r++)
+				SjThetaAddRow(tp, s, r, state->rows[s].values + r * state->natts[s],
+							  state->rows[s].isnull + r * state->natts[s]);
+		SjThetaFinish(tp, &state->spec, &nl, &nr, state->stats.strategy,
+					  sizeof(state->stats.strategy));
+		state->keys[0] = state->keys[1] = NULL;	/* theta keys are row numbers */
+		state->stats.left_rows = nl;
+		state->stats.right_rows = nr;
+	}
+}
+
+/*
+ * Where the pairs of this run come from: the engine, with the threshold
+ * turned into the engine's parameter, or, outside the engines' domain, a
+ * nested loop with PostgreSQL's own operators (NaN or infinite eps, a
+ * Jaccard threshold <= 0), or nothing (a NULL threshold, or one no pair
+ * can reach).
+ */
+static SjPairSource
+SjChooseSource(SjScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	bool		isnull;
+	double		c;
+
+	if (state->op == SJ_OP_THETA)
+		return SJ_SRC_ENGINE;
+	c = DatumGetFloat8(ExecEvalExprSwitchContext(state->threshold, econtext, &isnull));
+	ResetExprContext(econtext);
+	if (isnull)
+		return SJ_SRC_EMPTY;
+	if (state->op == SJ_OP_EPS)
+	{
+		/* distances are >= 0 or NaN; NaN compares above every number */
+		if (isnan(c) || c == INFINITY)
+			return SJ_SRC_NESTLOOP;
+		if (c < 0 || (state->strict && c <= 0))
+			return SJ_SRC_EMPTY;
+		state->param = state->strict ? nextafter(c, -INFINITY) : c;
+	}
+	else
+	{
+		/* similarities are in [0, 1] */
+		if (isnan(c) || c > 1 || (state->strict && c >= 1))
+			return SJ_SRC_EMPTY;
+		if (c <= 0)
+			return SJ_SRC_NESTLOOP;
+		state->param = state->strict ? nextafter(c, INFINITY) : c;
+	}
+	return SJ_SRC_ENGINE;
+}
+
+/* Read both inputs, marshal, and open the engine's cursor. */
+static void
+SjLoad(SjScanState *state)
+{
+	MemoryContext old = MemoryContextSwitchTo(state->cxt);
+	bool		count_only;
+
+	SjStatsStart(&state->stats, state->count ? "SimJoin count" : "SimJoin");
+	strlcpy(state->stats.operator_name, sj_op_names[state->op],
+			sizeof(state->stats.operator_name));
+	state->t0 = sj_now_ms();
+	state->fetch_ms = 0;
+	SjReadSide(state, 0);
+	SjReadSide(state, 1);
+	if (state->jointype != JOIN_INNER)
+		state->matched = palloc_extended(Max(state->rows[0].n, 1) * sizeof(bool),
+										 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	state->source = SjChooseSource(state);
+	if (state->source == SJ_SRC_ENGINE)
+	{
+		SjMarshal(state);
+		if (state->stats.left_rows == 0 || state->stats.right_rows == 0)
+			state->source = SJ_SRC_EMPTY;
+	}
+	if (state->source == SJ_SRC_ENGINE)
+	{
+		/* counting with nothing else to check: the engine's count mode */
+		count_only = state->count && state->jointype == JOIN_INNER &&
+			state->residual == NULL;
+		SjCursorOpen(&state->cursor, &state->spec, count_only);
+	}
+	else
+	{
+		strlcpy(state->stats.device, "none", sizeof(state->stats.device));
+		strlcpy(state->stats.strategy,
+				state->source == SJ_SRC_EMPTY ? "empty" : "nested loop (PostgreSQL)",
+				sizeof(state->stats.strategy));
+		state->stats.left_rows = state->rows[0].n;
+		state->stats.right_rows = state->rows[1].n;
+	}
+	state->stats.scan_ms = sj_now_ms() - state->t0;
+	state->load_done_ms = sj_now_ms();
+	state->batch.count = 0;
+	state->pos = 0;
+	state->nl_i = 0;
+	state->nl_j = 0;
+	state->unmatched_pos = 0;
+	state->pairs_done = false;
+	state->rows_out = 0;
+	state->loaded = true;
+	MemoryContextSwitchTo(old);
+}
+
+/* The next candidate pair (outer row, inner row); false when none is left. */
+static bool
+SjNextPair(SjScanState *state, int64 *i, int64 *j)
+{
+	switch (state->source)
+	{
+		case SJ_SRC_ENGINE:
+			while (state->pos >= state->batch.count)
+			{
+				MemoryContext old = MemoryContextSwitchTo(state->cxt);
+				double		t = sj_now_ms();
+				bool		more = SjCursorFetch(&state->cursor, &state->batch,
+												 &state->stats);
+
+				state->fetch_ms += sj_now_ms() - t;
+				MemoryContextSwitchTo(old);
+				state->pos = 0;
+				if (!more)
+					return false;
+			}
+			*i = state->batch.left[state->pos];
+			*j = state->batch.right[state->pos];
+			if (state->keys[0])
+			{
+				*i = state->keys[0][*i];
+				*j = state->keys[1][*j];
+			}
+			state->pos++;
+			return true;
+		case SJ_SRC_NESTLOOP:
+			if (state->nl_j >= state->rows[1].n)
+			{
+				state->nl_j = 0;
+				state->nl_i++;
+				CHECK_FOR_INTERRUPTS();
+			}
+			if (state->nl_i >= state->rows[0].n || state->rows[1].n == 0)
+				return false;
+			*i = state->nl_i;
+			*j = state->nl_j++;
+			return true;
+		case SJ_SRC_EMPTY:
+			return false;
+	}
+	return false;
+}
+
+/* Publish the statistics of a finished run. */
+static void
+SjFinish(SjScanState *state)
+{
+	if (state->finished)
+		return;
+	state->finished = true;
+	state->stats.emit_ms = Max(0, sj_now_ms() - state->load_done_ms - state->fetch_ms);
+	if (state->source != SJ_SRC_ENGINE)
+		state->stats.pairs = 0;
+	SjStatsFinish(&state->stats, state->t0);
+}
+
+/*
+ * The next row of the join in the scan slot, or NULL: pairs that pass the
+ * residual quals, then (left and anti joins) the unmatched outer rows.
+ */
+static TupleTableSlot *
+SjNextRow(SjScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	JoinType	jt = state->jointype;
+	int64		i,
+				j;
+
+	while (!state->pairs_done)
+	{
+		TupleTableSlot *slot;
+
+		if (!SjNextPair(state, &i, &j))
+		{
+			state->pairs_done = true;
+			break;
+		}
+		if ((jt == JOIN_SEMI || jt == JOIN_ANTI) && state->matched[i])
+			continue;
+		slot = SjFillSlot(state, i, j);
+		if (state->source == SJ_SRC_NESTLOOP || state->residual)
+		{
+			econtext->ecxt_scantuple = slot;
+			ResetExprContext(econtext);
+			if (state->source == SJ_SRC_NESTLOOP &&
+				!ExecQual(state->engine_qual, econtext))
+				continue;
+			if (!ExecQual(state->residual, econtext))
+				continue;
+		}
+		if (jt != JOIN_INNER)
+			state->matched[i] = true;
+		if (jt == JOIN_ANTI)
+			continue;
+		if (jt == JOIN_SEMI)
+			return SjFillSlot(state, i, -1);
+		return slot;
+	}
+	if (jt == JOIN_LEFT || jt == JOIN_ANTI)
+	{
+		while (state->unmatched_pos < state->rows[0].n)
+		{
+			i = state->unmatched_pos++;
+			if (!state->matched[i])
+				return SjFillSlot(state, i, -1);
+		}
+	}
+	SjFinish(state);
+	return NULL;
+}
+
+/* ExecScan's access method. */
+static TupleTableSlot *
+SjScanAccess(ScanState *ss)
+{
+	SjScanState *state = (SjScanState *) ss;
+	TupleTableSlot *slot;
+
+	if (!state->loaded)
+		SjLoad(state);
+	if (state->finished)
+		return ExecClearTuple(ss->ss_ScanTupleSlot);
+	if (!state->count)
+	{
+		slot = SjNextRow(state);
+		if (slot)
+			state->rows_out++;
+		return slot ? slot : ExecClearTuple(ss->ss_ScanTupleSlot);
+	}
+	else
+	{
+		/* the counting node: one row of count(*) values */
+		int64		n = 0;
+		int			k;
+
+		if (state->source == SJ_SRC_ENGINE && state->cursor.count_only)
+		{
+			/* batches carry counts only */
+			MemoryContext old = MemoryContextSwitchTo(state->cxt);
+			double		t = sj_now_ms();
+
+			while (SjCursorFetch(&state->cursor, &state->batch, &state->stats))
+				;
+			state->fetch_ms += sj_now_ms() - t;
+			MemoryContextSwitchTo(old);
+			n = state->cursor.pairs;
+			SjFinish(state);
+		}
+		else
+		{
+			while (SjNextRow(state) != NULL)
+				n++;
+		}
+		slot = ss->ss_ScanTupleSlot;
+		ExecClearTuple(slot);
+		memset(slot->tts_isnull, true, slot->tts_tupleDescriptor->natts * sizeof(bool));
+		for (k = 0; k < state->nprefix; k++)
+		{
+			slot->tts_values[k] = Int64GetDatum(n);
+			slot->tts_isnull[k] = false;
+		}
+		state->rows_out = 1;
+		return ExecStoreVirtualTuple(slot);
+	}
+}
+
+static bool
+SjScanRecheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+SjExecScan(CustomScanState *node)
+{
+	return ExecScan(&node->ss, SjScanAccess, SjScanRecheck);
+}
+
+/* Forget the current run: engine, device memory and rows. */
+static void
+SjResetRun(SjScanState *state)
+{
+	if (state->loaded && state->source == SJ_SRC_ENGINE)
+		SjCursorClose(&state->cursor);
+	MemoryContextReset(state->cxt);
+	memset(&state->rows, 0, sizeof(state->rows));
+	memset(&state->batch, 0, sizeof(state->batch));
+	state->matched = NULL;
+	state->loaded = false;
+	state->finished = false;
+}
+
+static void
+SjEndScan(CustomScanState *node)
+{
+	SjScanState *state = (SjScanState *) node;
+	ListCell   *lc;
+
+	if (state->loaded && !state->finished && state->source == SJ_SRC_ENGINE)
+		SjCursorClose(&state->cursor);
+	MemoryContextDelete(state->cxt);
+	foreach(lc, node->custom_ps)
+		ExecEndNode(lfirst(lc));
+}
+
+static void
+SjRescan(CustomScanState *node)
+{
+	SjScanState *state = (SjScanState *) node;
+	ListCell   *lc;
+
+	SjResetRun(state);
+	foreach(lc, node->custom_ps)
+	{
+		PlanState  *child = lfirst(lc);
+
+		if (node->ss.ps.chgParam != NULL)
+			UpdateChangedParamSet(child, node->ss.ps.chgParam);
+		if (child->chgParam == NULL)
+			ExecReScan(child);
+	}
+}
+
+/* A phase time for EXPLAIN ANALYZE. */
+static void
+SjExplainMs(const char *label, double ms, ExplainState *es)
+{
+	ExplainPropertyFloat(label, "ms", ms, 3, es);
+}
+
+static void
+SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	SjScanState *state = (SjScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *context;
+	static const char *const theta_strategies[] = {"auto", "hash", "range", "nested loop"};
+	const char *jt;
+	char	   *cond;
+
+	context = set_deparse_context_plan(es->deparse_cxt, &cscan->scan.plan, ancestors);
+	switch (state->jointype)
+	{
+		case JOIN_LEFT:
+			jt = "Left";
+			break;
+		case JOIN_SEMI:
+			jt = "Semi";
+			break;
+		case JOIN_ANTI:
+			jt = "Anti";
+			break;
+		default:
+			jt = "Inner";
+			break;
+	}
+	ExplainPropertyText("Operator", state->count ?
+						psprintf("%s (count)", sj_op_names[state->op]) :
+						sj_op_names[state->op], es);
+	ExplainPropertyText("Join Type", jt, es);
+	cond = deparse_expression((Node *) make_ands_explicit(state->engine_exprs),
+							  context, true, false);
+	ExplainPropertyText("Join Condition", cond, es);
+	if (lthird(cscan->custom_exprs) != NIL)
+		ExplainPropertyText("Join Filter",
+							deparse_expression((Node *) make_ands_explicit(lthird(cscan->custom_exprs)),
+											   context, true, false), es);
+	if (es->costs)
+	{
+		/* where it would run and how: depends on the machine, like costs */
+		bool		gpu = sj_device != SJ_DEVICE_CPU && SjGpuUsable();
+
+		ExplainPropertyText("Device", gpu ? "gpu" : "cpu", es);
+		ExplainPropertyText("Strategy",
+							state->op == SJ_OP_EPS ? "grid" :
+							state->op == SJ_OP_JACCARD ? "prefix filter" :
+							theta_strategies[Max(0, Min(3, state->theta_strategy))], es);
+	}
+	if (es->analyze && state->loaded)
+	{
+		ExplainPropertyInteger("Pairs", NULL, state->stats.pairs, es);
+		if (es->timing)
+		{
+			ExplainPropertyText("Run Device", state->stats.device, es);
+			ExplainPropertyText("Run Strategy", state->stats.strategy, es);
+			ExplainPropertyInteger("Batches", NULL, state->stats.batches, es);
+			SjExplainMs("Scan and Marshal Time", state->stats.scan_ms, es);
+			SjExplainMs("Build Time", state->stats.build_ms, es);
+			SjExplainMs("Probe Time", state->stats.probe_ms, es);
+			SjExplainMs("Transfer Time", state->stats.transfer_ms, es);
+			SjExplainMs("Emit Time", state->stats.emit_ms, es);
+			ExplainPropertyInteger("Device Memory", "kB",
+								   state->stats.device_bytes / 1024, es);
+		}
+	}
+}
+
+PG_FUNCTION_INFO_V1(simjoin_planner_support);
+
+/*
+ * Support function of l2_distance and jaccard.  It answers no request: the
+ * planner calling it is what matters, since that loads this module (and
+ * installs the hooks above) while the first query using them is planned.
+ */
+Datum
+simjoin_planner_support(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_POINTER(NULL);
+}
+
+/* Install the planner hooks and register the node (from _PG_init). */
+void
+SjCustomScanInit(void)
+{
+	RegisterCustomScanMethods(&sj_scan_methods);
+	prev_join_pathlist_hook = set_join_pathlist_hook;
+	set_join_pathlist_hook = SjJoinPathlist;
+	prev_upper_paths_hook = create_upper_paths_hook;
+	create_upper_paths_hook = SjUpperPaths;
+}

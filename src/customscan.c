@@ -507,6 +507,7 @@ SjThetaClauseOk(PlannerInfo *root, Expr *clause, Relids outer, Relids inner)
 	SjRemapContext cxt;
 	Node	   *remapped;
 	int			strategy;
+	char	   *why = NULL;
 
 	if (!bms_overlap(varnos, outer) || !bms_overlap(varnos, inner) ||
 		contain_volatile_functions((Node *) clause))
@@ -516,7 +517,14 @@ SjThetaClauseOk(PlannerInfo *root, Expr *clause, Relids outer, Relids inner)
 	cxt.sides[1] = inner;
 	cxt.ok = true;
 	remapped = SjRemapVars((Node *) clause, &cxt);
-	return cxt.ok && SjThetaCompilable(remapped, 1, 1, &strategy, NULL);
+	if (!cxt.ok)
+		return false;
+	if (!SjThetaCompilable(remapped, 1, 1, &strategy, &why))
+	{
+		elog(DEBUG1, "simjoin: join clause left to PostgreSQL: %s", why);
+		return false;
+	}
+	return true;
 }
 
 /* The theta strategy the engines would pick for the whole condition. */

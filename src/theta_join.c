@@ -1276,8 +1276,9 @@ SjThetaCompilable(Node *cond, double nleft, double nright, int *strategy,
 		tp->job.program.instr = tp->comp.instr;
 		SjThetaTableInit(&tp->job, 0);
 		SjThetaTableInit(&tp->job, 1);
-		tp->job.tables[0].n = (uint32) Min(Max(nleft, 1), UINT32_MAX);
-		tp->job.tables[1].n = (uint32) Min(Max(nright, 1), UINT32_MAX);
+		/* no data yet: the strategy depends on the program, not on sizes */
+		tp->job.tables[0].n = 0;
+		tp->job.tables[1].n = 0;
 		status = sj_theta_plan(&tp->job.program, &tp->job.tables[0],
 							   &tp->job.tables[1], SJ_THETA_AUTO, &tp->plan, errmsg);
 		if (status != SJ_OK)

@@ -54,6 +54,7 @@
 #include "optimizer/planner.h"
 #include "optimizer/restrictinfo.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -77,6 +78,7 @@ typedef struct SjJoinPlanInfo
 	SjOperator	op;
 	JoinType	jointype;
 	bool		strict;			/* < (eps) or > (jaccard) */
+	bool		swapped;		/* the call's first argument reads the inner */
 	bool		count;			/* the counting node of an aggregate */
 	Expr	   *outer_arg;		/* eps/jaccard: argument over the outer */
 	Expr	   *inner_arg;
@@ -100,6 +102,8 @@ enum
 	SJ_PRIV_OUTER_NATTS,
 	SJ_PRIV_INNER_NATTS,
 	SJ_PRIV_THETA_STRATEGY,
+	SJ_PRIV_SWAPPED,
+	SJ_PRIV_WORKERS,			/* parallel workers sharing the outer side */
 	SJ_PRIV_N
 };
 
@@ -138,7 +142,9 @@ typedef struct SjScanState
 	SjOperator	op;
 	JoinType	jointype;
 	bool		strict;
+	bool		swapped;
 	bool		count;
+	int			workers;
 	int			nprefix;
 	int			natts[2];
 	int			theta_strategy;
@@ -166,6 +172,11 @@ typedef struct SjScanState
 	int64		unmatched_pos;
 	bool		pairs_done;
 	double		param;			/* the threshold the engine runs with */
+	bool		streaming;		/* marshal while reading, keep no rows */
+	SjEpsScan  *escan;			/* the engine's input being built */
+	SjSetScan  *sscan;
+	SjDict	   *dict;
+	SjThetaPrepared *tp;
 	int64		rows_out;
 	SjStats		stats;
 	double		t0;
@@ -434,6 +445,7 @@ SjMatchSimilarity(PlannerInfo *root, Expr *clause, Relids outer, Relids inner,
 	{
 		info->outer_arg = lsecond(args);
 		info->inner_arg = linitial(args);
+		info->swapped = true;
 	}
 	else
 		return false;
@@ -489,6 +501,14 @@ SjRemapVars(Node *node, SjRemapContext *cxt)
 		}
 		cxt->ok = false;
 		return node;
+	}
+	if (IsA(node, Param) && (((Param *) node)->paramkind == PARAM_EXTERN ||
+							 ((Param *) node)->paramkind == PARAM_EXEC))
+	{
+		/* known when the join starts: a constant of its type stands in */
+		Param	   *p = (Param *) node;
+
+		return (Node *) makeNullConst(p->paramtype, p->paramtypmod, p->paramcollid);
 	}
 	if (IsA(node, PlaceHolderVar) || IsA(node, SubPlan) || IsA(node, Param) ||
 		IsA(node, Aggref) || IsA(node, WindowFunc))
@@ -822,7 +842,6 @@ SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_plans = custom_plans;
 	cscan->custom_exprs = list_make3(args, copyObject(info->engine_clauses),
 									 copyObject(info->residual));
-	cscan->custom_private = list_make1(NIL);
 	cscan->custom_private = list_make5(makeInteger(info->op),
 									   makeInteger(info->jointype),
 									   makeInteger(info->strict),
@@ -834,6 +853,10 @@ SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 									makeInteger(list_length(inner_plan->targetlist)));
 	cscan->custom_private = lappend(cscan->custom_private,
 									makeInteger(info->theta_strategy));
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeInteger(info->swapped));
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeInteger(best_path->path.parallel_workers));
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_relids = bms_copy(info->relids);
 	cscan->methods = &sj_scan_methods;
@@ -882,6 +905,8 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->natts[0] = intVal(list_nth(priv, SJ_PRIV_OUTER_NATTS));
 	state->natts[1] = intVal(list_nth(priv, SJ_PRIV_INNER_NATTS));
 	state->theta_strategy = intVal(list_nth(priv, SJ_PRIV_THETA_STRATEGY));
+	state->swapped = intVal(list_nth(priv, SJ_PRIV_SWAPPED));
+	state->workers = intVal(list_nth(priv, SJ_PRIV_WORKERS));
 	state->engine_exprs = lsecond(cscan->custom_exprs);
 
 	node->custom_ps = list_make2(ExecInitNode(linitial(cscan->custom_plans), estate, eflags),
@@ -900,6 +925,9 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->cxt = AllocSetContextCreate(estate->es_query_cxt, "SimJoin",
 									   ALLOCSET_DEFAULT_SIZES);
 }
+
+static void SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
+						 const bool *nulls);
 
 /* Read one input to its end, keeping each row's values. */
 static void
@@ -935,6 +963,13 @@ SjReadSide(SjScanState *state, int s)
 
 		if (TupIsNull(slot))
 			break;
+		if (state->streaming)
+		{
+			/* counting: marshal the join value, keep nothing else */
+			slot_getallattrs(slot);
+			SjMarshalRow(state, s, rows->n++, slot->tts_values, slot->tts_isnull);
+			continue;
+		}
 		if (rows->n == rows->cap)
 		{
 			rows->cap *= 2;
@@ -963,9 +998,10 @@ SjReadSide(SjScanState *state, int s)
 	}
 }
 
-/* Fill the scan slot with outer row i and inner row j (-1: NULLs). */
+/* Fill the scan slot from an outer and an inner row's values (NULL: NULLs). */
 static TupleTableSlot *
-SjFillSlot(SjScanState *state, int64 i, int64 j)
+SjFillSlotFrom(SjScanState *state, const Datum *ov, const bool *on,
+			   const Datum *iv, const bool *in)
 {
 	TupleTableSlot *slot = state->css.ss.ss_ScanTupleSlot;
 	int			base1 = state->nprefix + state->natts[0];
@@ -973,41 +1009,52 @@ SjFillSlot(SjScanState *state, int64 i, int64 j)
 	ExecClearTuple(slot);
 	if (state->nprefix > 0)
 		memset(slot->tts_isnull, true, state->nprefix * sizeof(bool));
-	if (i >= 0)
+	if (ov)
 	{
-		memcpy(slot->tts_values + state->nprefix,
-			   state->rows[0].values + i * state->natts[0], state->natts[0] * sizeof(Datum));
-		memcpy(slot->tts_isnull + state->nprefix,
-			   state->rows[0].isnull + i * state->natts[0], state->natts[0] * sizeof(bool));
+		memcpy(slot->tts_values + state->nprefix, ov, state->natts[0] * sizeof(Datum));
+		memcpy(slot->tts_isnull + state->nprefix, on, state->natts[0] * sizeof(bool));
 	}
 	else
 		memset(slot->tts_isnull + state->nprefix, true, state->natts[0] * sizeof(bool));
-	if (j >= 0)
+	if (iv)
 	{
-		memcpy(slot->tts_values + base1,
-			   state->rows[1].values + j * state->natts[1], state->natts[1] * sizeof(Datum));
-		memcpy(slot->tts_isnull + base1,
-			   state->rows[1].isnull + j * state->natts[1], state->natts[1] * sizeof(bool));
+		memcpy(slot->tts_values + base1, iv, state->natts[1] * sizeof(Datum));
+		memcpy(slot->tts_isnull + base1, in, state->natts[1] * sizeof(bool));
 	}
 	else
 		memset(slot->tts_isnull + base1, true, state->natts[1] * sizeof(bool));
 	return ExecStoreVirtualTuple(slot);
 }
 
-/* The value of side s's argument on row r. */
+/* Fill the scan slot with outer row i and inner row j (-1: NULLs). */
+static TupleTableSlot *
+SjFillSlot(SjScanState *state, int64 i, int64 j)
+{
+	SjSideRows *o = &state->rows[0];
+	SjSideRows *n = &state->rows[1];
+
+	return SjFillSlotFrom(state,
+						  i >= 0 ? o->values + i * o->natts : NULL,
+						  i >= 0 ? o->isnull + i * o->natts : NULL,
+						  j >= 0 ? n->values + j * n->natts : NULL,
+						  j >= 0 ? n->isnull + j * n->natts : NULL);
+}
+
+/* The value of side s's argument on a row of that side. */
 static Datum
-SjArgValue(SjScanState *state, int s, int64 r, bool *isnull)
+SjArgValue(SjScanState *state, int s, const Datum *values, const bool *nulls,
+		   bool *isnull)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
 
 	if (state->arg_var[s] >= 0)
 	{
-		int			k = (int) (r * state->natts[s] + state->arg_var[s]);
-
-		*isnull = state->rows[s].isnull[k];
-		return state->rows[s].values[k];
+		*isnull = nulls[state->arg_var[s]];
+		return values[state->arg_var[s]];
 	}
-	econtext->ecxt_scantuple = SjFillSlot(state, s == 0 ? r : -1, s == 1 ? r : -1);
+	econtext->ecxt_scantuple = s == 0 ?
+		SjFillSlotFrom(state, values, nulls, NULL, NULL) :
+		SjFillSlotFrom(state, NULL, NULL, values, nulls);
 	return ExecEvalExprSwitchContext(state->arg[s], econtext, isnull);
 }
 
@@ -1050,44 +1097,123 @@ SjIndexVarsToSides(Node *expr, int nprefix, int outer_natts)
 	return SjIndexVarsMutator(expr, &cxt);
 }
 
-/* Marshal both sides' arguments into the engine's input; fill the spec. */
+/* Context of SjParamsToConsts. */
+typedef struct SjParamContext
+{
+	PlanState  *ps;
+	ExprContext *econtext;
+} SjParamContext;
+
+static Node *
+SjParamsMutator(Node *node, SjParamContext *cxt)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Param))
+	{
+		Param	   *p = (Param *) node;
+		ExprState  *es = ExecInitExpr((Expr *) p, cxt->ps);
+		bool		isnull;
+		Datum		value = ExecEvalExprSwitchContext(es, cxt->econtext, &isnull);
+		int16		typlen;
+		bool		typbyval;
+
+		get_typlenbyval(p->paramtype, &typlen, &typbyval);
+		if (!isnull)
+			value = datumCopy(value, typbyval, typlen);
+		return (Node *) makeConst(p->paramtype, p->paramtypmod, p->paramcollid,
+								  typlen, value, isnull, typbyval);
+	}
+	return expression_tree_mutator(node, SjParamsMutator, (void *) cxt);
+}
+
+/*
+ * The condition with each parameter (of a prepared statement, an initplan,
+ * an enclosing query) replaced by its value for this run: constants the
+ * theta compiler folds into its program.
+ */
+static Node *
+SjParamsToConsts(SjScanState *state, Node *expr)
+{
+	SjParamContext cxt;
+
+	cxt.ps = &state->css.ss.ps;
+	cxt.econtext = state->css.ss.ps.ps_ExprContext;
+	return SjParamsMutator(expr, &cxt);
+}
+
+/* Prepare the engine's input for the rows to come. */
 static void
-SjMarshal(SjScanState *state)
+SjMarshalBegin(SjScanState *state)
+{
+	int			s;
+
+	if (state->op == SJ_OP_EPS)
+	{
+		state->escan = palloc0(2 * sizeof(SjEpsScan));
+		for (s = 0; s < 2; s++)
+			SjEpsSideInit(&state->escan[s], "vector");	/* l2_distance's word */
+	}
+	else if (state->op == SJ_OP_JACCARD)
+	{
+		List	   *args = linitial(((CustomScan *) state->css.ss.ps.plan)->custom_exprs);
+
+		state->dict = SjDictCreate(get_element_type(exprType(linitial(args))));
+		state->sscan = palloc0(2 * sizeof(SjSetScan));
+		for (s = 0; s < 2; s++)
+			SjSetSideInit(&state->sscan[s], "set", state->dict);
+	}
+	else
+		state->tp = SjThetaPrepare(SjParamsToConsts(state,
+													SjIndexVarsToSides((Node *) make_ands_explicit(state->engine_exprs),
+																	   state->nprefix, state->natts[0])));
+}
+
+/* Marshal row r of side s: its join value (or values, for theta). */
+static void
+SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
+			 const bool *nulls)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
-	int			s;
-	int64		r;
+	Datum		vals[2];
+	bool		isnull[2] = {false, false};
+	MemoryContext old;
 
+	if (state->op == SJ_OP_THETA)
+	{
+		SjThetaAddRow(state->tp, s, r, values, nulls);
+		return;
+	}
+	vals[0] = Int64GetDatum(r);
+	vals[1] = SjArgValue(state, s, values, nulls, &isnull[1]);
+	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	if (state->op == SJ_OP_EPS)
+		SjEpsRow(&state->escan[s], vals, isnull);
+	else
+		SjSetRow(&state->sscan[s], vals, isnull);
+	MemoryContextSwitchTo(old);
+	ResetExprContext(econtext);
+}
+
+/* Both sides are in: the engine's input and the spec that runs it. */
+static void
+SjMarshalEnd(SjScanState *state)
+{
 	memset(&state->spec, 0, sizeof(state->spec));
 	state->spec.name = sj_op_names[state->op];
 	if (state->op == SJ_OP_EPS)
 	{
 		SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
-		SjEpsScan	scans[2];
+		SjEpsScan  *sc = state->escan;
 
-		for (s = 0; s < 2; s++)
-		{
-			SjEpsSideInit(&scans[s], s == 0 ? "vector of the join's outer side" :
-						  "vector of the join's inner side");
-			for (r = 0; r < state->rows[s].n; r++)
-			{
-				Datum		vals[2];
-				bool		nulls[2] = {false, false};
-				MemoryContext old;
-
-				vals[0] = Int64GetDatum(r);
-				vals[1] = SjArgValue(state, s, r, &nulls[1]);
-				old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-				SjEpsRow(&scans[s], vals, nulls);
-				MemoryContextSwitchTo(old);
-				ResetExprContext(econtext);
-			}
-			SjEpsSideFinish(&scans[s], s == 0 ? &job->left : &job->right);
-			state->keys[s] = s == 0 ? job->left.keys : job->right.keys;
-		}
-		if (scans[0].dim >= 0 && scans[1].dim >= 0 && scans[0].dim != scans[1].dim)
-			SjErrorDims(scans[0].dim, scans[1].dim);
+		SjEpsSideFinish(&sc[0], &job->left);
+		SjEpsSideFinish(&sc[1], &job->right);
+		/* in the order of l2_distance's arguments, as its own error */
+		if (sc[0].dim >= 0 && sc[1].dim >= 0 && sc[0].dim != sc[1].dim)
+			SjErrorDims(sc[state->swapped ? 1 : 0].dim, sc[state->swapped ? 0 : 1].dim);
 		job->eps = state->param;
+		state->keys[0] = job->left.keys;
+		state->keys[1] = job->right.keys;
 		state->spec.arg = job;
 		state->spec.begin = SjEpsBegin;
 		state->stats.left_rows = job->left.vectors.n;
@@ -1096,31 +1222,10 @@ SjMarshal(SjScanState *state)
 	else if (state->op == SJ_OP_JACCARD)
 	{
 		SjJaccardJob *job = palloc0(sizeof(SjJaccardJob));
-		List	   *args = linitial(((CustomScan *) state->css.ss.ps.plan)->custom_exprs);
-		SjDict	   *dict = SjDictCreate(get_element_type(exprType(linitial(args))));
-		SjSetScan	scans[2];
 
-		for (s = 0; s < 2; s++)
-		{
-			SjSetSideInit(&scans[s], s == 0 ? "set of the join's outer side" :
-						  "set of the join's inner side", dict);
-			for (r = 0; r < state->rows[s].n; r++)
-			{
-				Datum		vals[2];
-				bool		nulls[2] = {false, false};
-				MemoryContext old;
-
-				vals[0] = Int64GetDatum(r);
-				vals[1] = SjArgValue(state, s, r, &nulls[1]);
-				old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-				SjSetRow(&scans[s], vals, nulls);
-				MemoryContextSwitchTo(old);
-				ResetExprContext(econtext);
-			}
-		}
-		SjSetSideFinish(&scans[0], &job->left, &job->left_keys);
-		SjSetSideFinish(&scans[1], &job->right, &job->right_keys);
-		job->left.universe = job->right.universe = SjDictSize(dict);
+		SjSetSideFinish(&state->sscan[0], &job->left, &job->left_keys);
+		SjSetSideFinish(&state->sscan[1], &job->right, &job->right_keys);
+		job->left.universe = job->right.universe = SjDictSize(state->dict);
 		job->threshold = state->param;
 		state->keys[0] = job->left_keys;
 		state->keys[1] = job->right_keys;
@@ -1131,17 +1236,10 @@ SjMarshal(SjScanState *state)
 	}
 	else
 	{
-		SjThetaPrepared *tp;
 		int64		nl,
 					nr;
 
-		tp = SjThetaPrepare(SjIndexVarsToSides((Node *) make_ands_explicit(state->engine_exprs),
-											   state->nprefix, state->natts[0]));
-		for (s = 0; s < 2; s++)
-			for (r = 0; r < state->rows[s].n; r++)
-				SjThetaAddRow(tp, s, r, state->rows[s].values + r * state->natts[s],
-							  state->rows[s].isnull + r * state->natts[s]);
-		SjThetaFinish(tp, &state->spec, &nl, &nr, state->stats.strategy,
+		SjThetaFinish(state->tp, &state->spec, &nl, &nr, state->stats.strategy,
 					  sizeof(state->stats.strategy));
 		state->keys[0] = state->keys[1] = NULL;	/* theta keys are row numbers */
 		state->stats.left_rows = nl;
@@ -1202,24 +1300,38 @@ SjLoad(SjScanState *state)
 			sizeof(state->stats.operator_name));
 	state->t0 = sj_now_ms();
 	state->fetch_ms = 0;
+	state->source = SjChooseSource(state);
+	/* counting with nothing else to check: the engine's count mode */
+	count_only = state->source == SJ_SRC_ENGINE && state->count &&
+		state->jointype == JOIN_INNER && state->residual == NULL;
+	state->streaming = count_only;
+	if (state->source == SJ_SRC_ENGINE)
+		SjMarshalBegin(state);
 	SjReadSide(state, 0);
 	SjReadSide(state, 1);
 	if (state->jointype != JOIN_INNER)
 		state->matched = palloc_extended(Max(state->rows[0].n, 1) * sizeof(bool),
 										 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	state->source = SjChooseSource(state);
 	if (state->source == SJ_SRC_ENGINE)
 	{
-		SjMarshal(state);
+		int			s;
+		int64		r;
+
+		for (s = 0; s < 2 && !state->streaming; s++)
+			for (r = 0; r < state->rows[s].n; r++)
+				SjMarshalRow(state, s, r,
+							 state->rows[s].values + r * state->natts[s],
+							 state->rows[s].isnull + r * state->natts[s]);
+		SjMarshalEnd(state);
 		if (state->stats.left_rows == 0 || state->stats.right_rows == 0)
 			state->source = SJ_SRC_EMPTY;
 	}
 	if (state->source == SJ_SRC_ENGINE)
 	{
-		/* counting with nothing else to check: the engine's count mode */
-		count_only = state->count && state->jointype == JOIN_INNER &&
-			state->residual == NULL;
 		SjCursorOpen(&state->cursor, &state->spec, count_only);
+		/* the leader and each worker run a join: share the CPU's threads */
+		if (state->workers > 0)
+			state->cursor.cpu_threads = Max(1, sj_cpu_threads / (state->workers + 1));
 	}
 	else
 	{
@@ -1435,6 +1547,10 @@ SjResetRun(SjScanState *state)
 	memset(&state->rows, 0, sizeof(state->rows));
 	memset(&state->batch, 0, sizeof(state->batch));
 	state->matched = NULL;
+	state->escan = NULL;
+	state->sscan = NULL;
+	state->dict = NULL;
+	state->tp = NULL;
 	state->loaded = false;
 	state->finished = false;
 }

@@ -291,6 +291,8 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 
 			cur->run = palloc0(sizeof(SjRun));
 			SjJoinOptionsInit(&options, cur->count_only);
+			if (cur->cpu_threads > 0)
+				options.cpu_threads = cur->cpu_threads;
 			cur->run->gpu = cur->gpu;
 			status = spec->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
 			if (status == SJ_OK)

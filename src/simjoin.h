@@ -112,6 +112,7 @@ typedef struct SjCursor
 {
 	const SjRunSpec *spec;
 	bool		count_only;
+	int			cpu_threads;	/* > 0: instead of simjoin.cpu_threads */
 	bool		gpu;			/* the engine in use (or to start) */
 	bool		ending;			/* the engine returned its last batch */
 	bool		done;

@@ -7,11 +7,59 @@ CREATE TABLE IF NOT EXISTS sjb_results (
     workload text, form text, engine text, ms float8, result bigint,
     scan_ms float8, build_ms float8, probe_ms float8, transfer_ms float8,
     emit_ms float8, strategy text, runs int, at timestamptz DEFAULT now());
+-- plan: the shape of the plan q ran with (sjb_plan_shape), e.g.
+-- 'Aggregate(SimJoin)' or 'Finalize Aggregate(Gather x8(...))'; ' +JIT'
+-- where the plan's cost turns on JIT compilation
+ALTER TABLE sjb_results ADD COLUMN IF NOT EXISTS plan text;
 
--- Run q (returning one bigint) reps times on one engine after one warm-up
+-- Set a setting of this transaction if it exists (simjoin.enable_customscan
+-- is absent from builds without the planner node); returns the old value.
+CREATE OR REPLACE FUNCTION sjb_set(name text, value text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE old text;
+BEGIN
+    PERFORM simjoin_last_stats();   -- loads simjoin, which defines its settings
+    old := current_setting(name, true);
+    IF old IS NOT NULL AND value IS NOT NULL THEN
+        PERFORM set_config(name, value, true);
+    END IF;
+    RETURN old;
+EXCEPTION WHEN OTHERS THEN
+    RETURN NULL;
+END $$;
+
+-- The shape of a plan (one node of EXPLAIN (FORMAT JSON)): node types,
+-- scans left out, custom scans by provider, Gather with its workers.
+CREATE OR REPLACE FUNCTION sjb_plan_shape(p jsonb) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    name text := coalesce(p->>'Custom Plan Provider', p->>'Node Type')
+                 || coalesce(' x' || (p->>'Workers Planned'), '');
+    kids text;
+BEGIN
+    SELECT string_agg(k, ', ') INTO kids
+    FROM (SELECT sjb_plan_shape(c) AS k
+          FROM jsonb_array_elements(coalesce(p->'Plans', '[]')) WITH ORDINALITY AS x(c, o)
+          ORDER BY o) s
+    WHERE k IS NOT NULL;
+    IF NOT (p ? 'Custom Plan Provider') AND p->>'Node Type' LIKE '%Scan'
+       AND kids IS NULL THEN
+        RETURN NULL;
+    END IF;
+    RETURN name || coalesce('(' || kids || ')', '');
+END $$;
+
+
+-- Run q (returning one number) reps times on one engine after one warm-up
 -- run; record the median wall time and the phases of the median run.
 -- scale multiplies the time (a native plan timed on a sample of the input).
--- engine: 'gpu' or 'cpu' (simjoin.device), or 'native' (simjoin not used).
+-- engine: 'gpu' or 'cpu' (simjoin.device, with simjoin.enable_customscan
+-- on), or 'native' (simjoin.enable_customscan off: PostgreSQL's own plan).
+-- Forms named 'sql ...' are plain SQL joins meant to run as Custom Scan
+-- (SimJoin): on gpu/cpu they are skipped (recorded with ms NULL and
+-- strategy 'not SimJoin: skipped') when the plan has no SimJoin node, since
+-- PostgreSQL's plan for them can take days; SET sjb.run_without_simjoin = on
+-- runs them anyway (under statement_timeout).
 CREATE OR REPLACE FUNCTION sjb_time(workload text, form text, engine text,
                                     q text, reps int DEFAULT 3, scale float8 DEFAULT 1)
 RETURNS float8 LANGUAGE plpgsql AS $$
@@ -20,26 +68,47 @@ DECLARE
     ms float8[] := '{}'; sc float8[] := '{}'; bu float8[] := '{}';
     pr float8[] := '{}'; tr float8[] := '{}'; em float8[] := '{}';
     strat text[] := '{}';
+    old_device text; old_cs text; js jsonb; shape text; node boolean;
 BEGIN
+    IF engine = 'gpu' AND NOT EXISTS (SELECT FROM simjoin_devices()) THEN
+        RAISE NOTICE '% | % | % | skipped: no usable GPU', workload, form, engine;
+        RETURN NULL;
+    END IF;
     IF engine IN ('gpu', 'cpu') THEN
-        PERFORM set_config('simjoin.device', engine, true);
+        old_device := sjb_set('simjoin.device', engine);
+        old_cs := sjb_set('simjoin.enable_customscan', 'on');
+    ELSIF engine = 'native' THEN
+        old_cs := sjb_set('simjoin.enable_customscan', 'off');
     END IF;
-    IF reps > 1 THEN
-        EXECUTE q INTO res;      -- warm-up: CUDA start-up, caches
+    EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO js;
+    shape := sjb_plan_shape(js->0->'Plan')
+             || CASE WHEN js->0 ? 'JIT' THEN ' +JIT' ELSE '' END;
+    node := jsonb_path_exists(js, 'lax $.**."Custom Plan Provider" ? (@ == "SimJoin")');
+    IF engine IN ('gpu', 'cpu') AND form LIKE 'sql%' AND NOT node
+       AND coalesce(current_setting('sjb.run_without_simjoin', true), 'off') <> 'on' THEN
+        INSERT INTO sjb_results(workload, form, engine, ms, strategy, runs, plan)
+        VALUES (workload, form, engine, NULL, 'not SimJoin: skipped', 0, shape);
+        RAISE NOTICE '% | % | % | skipped: planned as %', workload, form, engine, shape;
+        PERFORM sjb_set('simjoin.device', old_device);
+        PERFORM sjb_set('simjoin.enable_customscan', old_cs);
+        RETURN NULL;
     END IF;
-    FOR i IN 1..reps LOOP
+    FOR i IN (CASE WHEN reps > 1 THEN 0 ELSE 1 END)..reps LOOP
         t0 := clock_timestamp();
         BEGIN
-            EXECUTE q INTO res;
+            EXECUTE q INTO res;  -- run 0: warm-up (CUDA start-up, caches)
         EXCEPTION WHEN query_canceled THEN
             -- statement_timeout: record the limit, as a lower bound
-            INSERT INTO sjb_results(workload, form, engine, ms, result, strategy, runs)
+            INSERT INTO sjb_results(workload, form, engine, ms, result, strategy, runs, plan)
             VALUES (workload, form, engine,
-                    extract(epoch FROM clock_timestamp() - t0) * 1000, NULL, 'timed out', 1);
+                    extract(epoch FROM clock_timestamp() - t0) * 1000, NULL, 'timed out', 1, shape);
             RAISE NOTICE '% | % | % | timed out after % ms', workload, form, engine,
                 round((extract(epoch FROM clock_timestamp() - t0) * 1000)::numeric);
+            PERFORM sjb_set('simjoin.device', old_device);
+            PERFORM sjb_set('simjoin.enable_customscan', old_cs);
             RETURN NULL;
         END;
+        CONTINUE WHEN i = 0;
         ms := ms || (extract(epoch FROM clock_timestamp() - t0) * 1000 * scale)::float8;
         SELECT * INTO st FROM simjoin_last_stats();
         sc := sc || st.scan_ms; bu := bu || st.build_ms; pr := pr || st.probe_ms;
@@ -47,14 +116,18 @@ BEGIN
     END LOOP;
     SELECT o.i INTO med FROM (SELECT g AS i, ms[g] AS m FROM generate_series(1, reps) g
                               ORDER BY 2 OFFSET (reps - 1) / 2 LIMIT 1) o;
-    IF engine = 'native' THEN
-        INSERT INTO sjb_results(workload, form, engine, ms, result, runs)
-        VALUES (workload, form, engine, ms[med], res, reps);
+    IF engine = 'native' OR (form LIKE 'sql%' AND NOT node) THEN
+        -- no simjoin join ran: simjoin_last_stats() is an earlier join's
+        INSERT INTO sjb_results(workload, form, engine, ms, result, runs, plan)
+        VALUES (workload, form, engine, ms[med], res, reps, shape);
     ELSE
-        INSERT INTO sjb_results VALUES (workload, form, engine, ms[med], res,
-            sc[med], bu[med], pr[med], tr[med], em[med], strat[med], reps);
+        INSERT INTO sjb_results(workload, form, engine, ms, result, scan_ms, build_ms,
+                                probe_ms, transfer_ms, emit_ms, strategy, runs, plan)
+        VALUES (workload, form, engine, ms[med], res, sc[med], bu[med], pr[med],
+                tr[med], em[med], strat[med], reps, shape);
     END IF;
-    PERFORM set_config('simjoin.device', 'auto', true);
+    PERFORM sjb_set('simjoin.device', old_device);
+    PERFORM sjb_set('simjoin.enable_customscan', old_cs);
     RAISE NOTICE '% | % | % | % ms | %', workload, form, engine, round(ms[med]::numeric, 1), res;
     RETURN ms[med];
 END $$;

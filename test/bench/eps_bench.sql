@@ -35,6 +35,24 @@ SELECT sjb_time('syn4d1m eps=2', 'count(*) of pairs', e, $$SELECT count(*) FROM 
 SELECT sjb_time('syn6d1m eps=1', 'count', e, $$SELECT eps_join_count('syn6d1m', 'id', 'v', 1.0)$$) FROM unnest('{gpu,cpu}'::text[]) e;
 SELECT sjb_time('syn64d eps=0.3', 'count', e, $$SELECT eps_join_count('syn64d', 'id', 'v', 0.3)$$) FROM unnest('{gpu,cpu}'::text[]) e;
 
+-- The same joins as plain SQL (Custom Scan (SimJoin); simjoin.device picks
+-- the engine).  A SQL self-join returns ordered pairs, (i, i) included: its
+-- function counterpart is the two-table form over the table twice ('srf
+-- count', 'srf rows').  'sql rows' sums a.id + b.id, so every pair goes
+-- through the executor (parallel workers allowed): one run each on
+-- syn2d2m (52 M pairs).  Forms the planner does not give to SimJoin are
+-- skipped (see sjb_time).
+SELECT sjb_time('syn2d2m eps=0.2', 'srf count', e, $$SELECT eps_join_count('syn2d2m', 'id', 'v', 'syn2d2m', 'id', 'v', 0.2)$$) FROM unnest('{gpu,cpu}'::text[]) e;
+SELECT sjb_time('syn2d2m eps=0.2', 'sql count', e, $$SELECT count(*) FROM syn2d2m a JOIN syn2d2m b ON a.v <-> b.v <= 0.2$$) FROM unnest('{gpu,cpu}'::text[]) e;
+SELECT sjb_time('syn2d2m eps=0.2', 'sql rows', e, $$SELECT sum(a.id + b.id) FROM syn2d2m a JOIN syn2d2m b ON a.v <-> b.v <= 0.2$$, 1) FROM unnest('{gpu,cpu}'::text[]) e;
+SELECT sjb_time('syn4d1m eps=2', 'srf count', e, $$SELECT eps_join_count('syn4d1m', 'id', 'v', 'syn4d1m', 'id', 'v', 2.0)$$) FROM unnest('{gpu,cpu}'::text[]) e;
+SELECT sjb_time('syn4d1m eps=2', 'sql count', e, $$SELECT count(*) FROM syn4d1m a JOIN syn4d1m b ON a.v <-> b.v <= 2.0$$) FROM unnest('{gpu,cpu}'::text[]) e;
+SELECT sjb_time('syn4d1m eps=2', 'sql count, l2_distance()', e, $$SELECT count(*) FROM syn4d1m a JOIN syn4d1m b ON l2_distance(a.v, b.v) <= 2.0$$) FROM unnest('{gpu,cpu}'::text[]) e;
+-- the self form's unordered pairs, as a user would write them
+SELECT sjb_time('syn4d1m eps=2', 'sql count, a.id < b.id', e, $$SELECT count(*) FROM syn4d1m a JOIN syn4d1m b ON a.v <-> b.v <= 2.0 AND a.id < b.id$$) FROM unnest('{gpu,cpu}'::text[]) e;
+SELECT sjb_time('syn4d1m eps=2', 'srf rows', e, $$SELECT sum(left_id + right_id) FROM eps_join('syn4d1m', 'id', 'v', 'syn4d1m', 'id', 'v', 2.0)$$) FROM unnest('{gpu,cpu}'::text[]) e;
+SELECT sjb_time('syn4d1m eps=2', 'sql rows', e, $$SELECT sum(a.id + b.id) FROM syn4d1m a JOIN syn4d1m b ON a.v <-> b.v <= 2.0$$) FROM unnest('{gpu,cpu}'::text[]) e;
+
 -- PostgreSQL's native plan: cube + GiST, parallel workers
 ALTER TABLE syn2d2m ADD COLUMN c cube;
 UPDATE syn2d2m SET c = cube(v);

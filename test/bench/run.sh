@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # run.sh: simjoin's benchmarks against a running server (PG* variables).
 #
-#     bash test/bench/run.sh [eps|jaccard|theta ...]
+#     bash test/bench/run.sh [eps|jaccard|theta|calibrate ...]
 #
 # Generates the data in SQL (deterministic), times every workload on the
 # GPU, on the CPU engine and with PostgreSQL's native plan, and prints the
 # table of medians and ratios last.  Not a test: it reports speed.
+# "calibrate" (not run by default) measures the constants of the planner
+# path's cost model instead (calibrate.sql); SJ_CALIBRATE_OPTS passes psql
+# options to it, e.g. "-v sjc_scale=0.1 -v sjc_reps=1" for a quick check.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 suites=("$@")
@@ -15,7 +18,16 @@ psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
 psql -X -q -d "$db" -f "$here/common.sql"
 echo "simjoin benchmarks on $(hostname), $(date -u +%F), $(nproc) cores"
 psql -X -d "$db" -At -c "SELECT name || ' ' || round(total_memory / 1073741824.0) || ' GiB, cc ' || compute_capability FROM simjoin_devices()"
+# the bench files SET max_parallel_workers_per_gather = 8 for their session;
+# the server's limits on workers apply on top
+psql -X -d "$db" -At -c "SELECT string_agg(name || ' = ' || setting || coalesce(unit, ''), ', ' ORDER BY name) FROM pg_settings WHERE name IN ('max_parallel_workers_per_gather', 'max_parallel_workers', 'max_worker_processes', 'shared_buffers', 'work_mem', 'jit')"
+benched=0
 for s in "${suites[@]}"; do
-    psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/${s}_bench.sql"
+    if [[ $s == calibrate ]]; then
+        psql -X -q -d "$db" -v ON_ERROR_STOP=1 ${SJ_CALIBRATE_OPTS:-} -f "$here/calibrate.sql"
+    else
+        psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/${s}_bench.sql"
+        benched=1
+    fi
 done
-psql -X -d "$db" -f "$here/report.sql"
+((benched == 0)) || psql -X -d "$db" -f "$here/report.sql"

@@ -403,8 +403,7 @@ SjMatchSimilarity(PlannerInfo *root, Expr *clause, Relids outer, Relids inner,
 	List	   *args = NIL;
 	SjFnKind	kind;
 	bool		call_left;
-	Node	   *call,
-			   *other;
+	Node	   *other;
 	bool		le,
 				lt,
 				ge,
@@ -423,9 +422,7 @@ SjMatchSimilarity(PlannerInfo *root, Expr *clause, Relids outer, Relids inner,
 		kind = SjCallOf(lsecond(op->args), &args);
 	if (kind == SJ_FN_NONE || list_length(args) != 2)
 		return false;
-	call = call_left ? linitial(op->args) : lsecond(op->args);
 	other = call_left ? lsecond(op->args) : linitial(op->args);
-	(void) call;
 	if (!SjIsThreshold(other))
 		return false;
 
@@ -530,27 +527,25 @@ SjRemapVars(Node *node, SjRemapContext *cxt)
 	return expression_tree_mutator(node, SjRemapVars, (void *) cxt);
 }
 
-/* Does a theta clause read both sides and compile? */
+/*
+ * Does expr, with its Vars renumbered per side, compile for the theta
+ * engines?  Sets the strategy they would pick; logs why not at DEBUG1.
+ */
 static bool
-SjThetaClauseOk(PlannerInfo *root, Expr *clause, Relids outer, Relids inner)
+SjThetaCheck(Node *expr, Relids outer, Relids inner, int *strategy)
 {
-	Relids		varnos = pull_varnos(root, (Node *) clause);
 	SjRemapContext cxt;
 	Node	   *remapped;
-	int			strategy;
 	char	   *why = NULL;
 
-	if (!bms_overlap(varnos, outer) || !bms_overlap(varnos, inner) ||
-		contain_volatile_functions((Node *) clause))
-		return false;
 	memset(&cxt, 0, sizeof(cxt));
 	cxt.sides[0] = outer;
 	cxt.sides[1] = inner;
 	cxt.ok = true;
-	remapped = SjRemapVars((Node *) clause, &cxt);
+	remapped = SjRemapVars(expr, &cxt);
 	if (!cxt.ok)
 		return false;
-	if (!SjThetaCompilable(remapped, 1, 1, &strategy, &why))
+	if (!SjThetaCompilable(remapped, strategy, &why))
 	{
 		elog(DEBUG1, "simjoin: join clause left to PostgreSQL: %s", why);
 		return false;
@@ -558,21 +553,26 @@ SjThetaClauseOk(PlannerInfo *root, Expr *clause, Relids outer, Relids inner)
 	return true;
 }
 
+/* Does a theta clause read both sides and compile? */
+static bool
+SjThetaClauseOk(PlannerInfo *root, Expr *clause, Relids outer, Relids inner)
+{
+	Relids		varnos = pull_varnos(root, (Node *) clause);
+	int			strategy;
+
+	if (!bms_overlap(varnos, outer) || !bms_overlap(varnos, inner) ||
+		contain_volatile_functions((Node *) clause))
+		return false;
+	return SjThetaCheck((Node *) clause, outer, inner, &strategy);
+}
+
 /* The theta strategy the engines would pick for the whole condition. */
 static int
-SjThetaStrategyOf(PlannerInfo *root, List *clauses, Relids outer, Relids inner,
-				  double nouter, double ninner)
+SjThetaStrategyOf(List *clauses, Relids outer, Relids inner)
 {
-	SjRemapContext cxt;
-	Node	   *remapped;
-	int			strategy = SJ_THETA_NESTED_LOOP;
+	int			strategy;
 
-	memset(&cxt, 0, sizeof(cxt));
-	cxt.sides[0] = outer;
-	cxt.sides[1] = inner;
-	cxt.ok = true;
-	remapped = SjRemapVars((Node *) make_ands_explicit(clauses), &cxt);
-	if (!cxt.ok || !SjThetaCompilable(remapped, nouter, ninner, &strategy, NULL))
+	if (!SjThetaCheck((Node *) make_ands_explicit(clauses), outer, inner, &strategy))
 		return -1;
 	return strategy;
 }
@@ -688,9 +688,8 @@ SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 			return;
 		info.op = SJ_OP_THETA;
 		info.engine_clauses = theta;
-		info.theta_strategy = SjThetaStrategyOf(root, theta, outerrel->relids,
-												innerrel->relids, outer_path->rows,
-												inner_path->rows);
+		info.theta_strategy = SjThetaStrategyOf(theta, outerrel->relids,
+												innerrel->relids);
 		if (info.theta_strategy < 0)
 			return;
 	}
@@ -1366,6 +1365,22 @@ SjLoad(SjScanState *state)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * The engine's next batch, fetched in the run's context (which owns the
+ * engine handle); false when the join is done.
+ */
+static bool
+SjFetch(SjScanState *state)
+{
+	MemoryContext old = MemoryContextSwitchTo(state->cxt);
+	double		t = sj_now_ms();
+	bool		more = SjCursorFetch(&state->cursor, &state->batch, &state->stats);
+
+	state->fetch_ms += sj_now_ms() - t;
+	MemoryContextSwitchTo(old);
+	return more;
+}
+
 /* The next candidate pair (outer row, inner row); false when none is left. */
 static bool
 SjNextPair(SjScanState *state, int64 *i, int64 *j)
@@ -1375,15 +1390,8 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 		case SJ_SRC_ENGINE:
 			while (state->pos >= state->batch.count)
 			{
-				MemoryContext old = MemoryContextSwitchTo(state->cxt);
-				double		t = sj_now_ms();
-				bool		more = SjCursorFetch(&state->cursor, &state->batch,
-												 &state->stats);
-
-				state->fetch_ms += sj_now_ms() - t;
-				MemoryContextSwitchTo(old);
 				state->pos = 0;
-				if (!more)
+				if (!SjFetch(state))
 					return false;
 			}
 			*i = state->batch.left[state->pos];
@@ -1507,14 +1515,8 @@ SjScanAccess(ScanState *ss)
 
 		if (state->source == SJ_SRC_ENGINE && state->cursor.count_only)
 		{
-			/* batches carry counts only */
-			MemoryContext old = MemoryContextSwitchTo(state->cxt);
-			double		t = sj_now_ms();
-
-			while (SjCursorFetch(&state->cursor, &state->batch, &state->stats))
-				;
-			state->fetch_ms += sj_now_ms() - t;
-			MemoryContextSwitchTo(old);
+			while (SjFetch(state))
+				;				/* batches carry counts only */
 			n = state->cursor.pairs;
 			SjFinish(state);
 		}

@@ -260,8 +260,7 @@ extern SjStatus SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options
 /* theta_join.c: a condition compiled for the custom scan */
 typedef struct SjThetaPrepared SjThetaPrepared;
 
-extern bool SjThetaCompilable(Node *cond, double nleft, double nright,
-							  int *strategy, char **why);
+extern bool SjThetaCompilable(Node *cond, int *strategy, char **why);
 extern SjThetaPrepared *SjThetaPrepare(Node *cond);
 extern void SjThetaAddRow(SjThetaPrepared *tp, int side, int64 key,
 						  const Datum *values, const bool *isnull);

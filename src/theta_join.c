@@ -1205,6 +1205,21 @@ SjThetaTableInit(SjThetaJob *job, int s)
 	job->tables[s].cols = job->engine_cols[s];
 }
 
+/* The engines' view of the compiled program and sides, and their plan. */
+static SjStatus
+SjThetaPlanJob(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan,
+			   char *errmsg)
+{
+	job->sides[0] = comp->sides[0];
+	job->sides[1] = comp->sides[1];
+	job->program.ninstr = comp->ninstr;
+	job->program.instr = comp->instr;
+	SjThetaTableInit(job, 0);
+	SjThetaTableInit(job, 1);
+	return sj_theta_plan(&job->program, &job->tables[0], &job->tables[1],
+						 SJ_THETA_AUTO, plan, errmsg);
+}
+
 /*
  * After both sides are read: check date/time ranges, rank text and numeric
  * values jointly, give the engines their view of the data and plan the
@@ -1219,14 +1234,7 @@ SjThetaJobInit(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan)
 	SjThetaCheckTemporal(comp);
 	SjRankAll(comp, SJ_KIND_TEXT);
 	SjRankAll(comp, SJ_KIND_NUMERIC);
-	job->sides[0] = comp->sides[0];
-	job->sides[1] = comp->sides[1];
-	job->program.ninstr = comp->ninstr;
-	job->program.instr = comp->instr;
-	SjThetaTableInit(job, 0);
-	SjThetaTableInit(job, 1);
-	status = sj_theta_plan(&job->program, &job->tables[0], &job->tables[1],
-						   SJ_THETA_AUTO, plan, errmsg);
+	status = SjThetaPlanJob(comp, job, plan, errmsg);
 	SjReportStatus(status, errmsg, "theta_join");
 	elog(DEBUG1, "simjoin: theta_join strategy %s (%d instructions)",
 		 plan->description, comp->ninstr);
@@ -1250,8 +1258,7 @@ struct SjThetaPrepared
  * on refusal returns false with the reason in *why (when why is given).
  */
 bool
-SjThetaCompilable(Node *cond, double nleft, double nright, int *strategy,
-				  char **why)
+SjThetaCompilable(Node *cond, int *strategy, char **why)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
@@ -1269,18 +1276,9 @@ SjThetaCompilable(Node *cond, double nleft, double nright, int *strategy,
 		tp->comp.sides[0] = &tp->sides[0];
 		tp->comp.sides[1] = &tp->sides[1];
 		SjCompileBool(&tp->comp, cond);
-		/* plan it as the engines would, on the estimated sizes */
-		tp->job.sides[0] = &tp->sides[0];
-		tp->job.sides[1] = &tp->sides[1];
-		tp->job.program.ninstr = tp->comp.ninstr;
-		tp->job.program.instr = tp->comp.instr;
-		SjThetaTableInit(&tp->job, 0);
-		SjThetaTableInit(&tp->job, 1);
-		/* no data yet: the strategy depends on the program, not on sizes */
-		tp->job.tables[0].n = 0;
-		tp->job.tables[1].n = 0;
-		status = sj_theta_plan(&tp->job.program, &tp->job.tables[0],
-							   &tp->job.tables[1], SJ_THETA_AUTO, &tp->plan, errmsg);
+		/* plan it as the engines would; no rows yet (n = 0): the strategy
+		 * depends on the program */
+		status = SjThetaPlanJob(&tp->comp, &tp->job, &tp->plan, errmsg);
 		if (status != SJ_OK)
 			SjReportStatus(status, errmsg, "theta_join");
 		*strategy = (int) tp->plan.strategy;

@@ -35,6 +35,18 @@
  *	  window of counters in shared memory (8192 candidate sets at a time,
  *	  only those the length filter allows), then tests each count.
  *
+ *	"gpu bitmap": the bitmap filter of Sandes et al. as Bellas evaluates it
+ *	  (thesis 5.2), for large sets over small universes, where every index
+ *	  list is long.  Each distinct set gets a signature of b = 64 W bits
+ *	  (token t sets bit t mod b; W = 1..32 words, stored word-major so that
+ *	  lanes reading consecutive sets coalesce).  One warp per probe set
+ *	  walks every candidate the length filter allows.  When the universe
+ *	  fits in b bits the signature is the set and popcount(sig_u AND
+ *	  sig_v) is the exact overlap; otherwise each bit set in sig_u XOR
+ *	  sig_v needs a token of the symmetric difference, so |u n v| <=
+ *	  (|u| + |v| - popcount(sig_u XOR sig_v)) / 2, and only pairs whose
+ *	  bound reaches the required overlap are verified by a merge.
+ *
  * Cost model.  From token counts over the distinct sets the host estimates
  *	  prefix: P = sum over probes of the index-list lengths of their probing
  *	          prefix tokens, each visit costing a positional check and maybe
@@ -43,7 +55,11 @@
  *	          tokens (a shared-memory atomic each) plus R, the candidate
  *	          sets the length filter leaves (a counter cleared and read
  *	          each): cost 1.5 * B + R / 4;
- *	both halved for the v < u restriction, and picks the cheaper.  Prefixes
+ *	  bitmap: R candidates of W signature words each, plus a merge for the
+ *	          fraction f of candidates whose bound passes (0 when exact; f
+ *	          measured on a sample of probes and candidates): cost
+ *	          R * (1 + W / 2 + f * avg |set|);
+ *	all halved for the v < u restriction, and picks the cheapest.  Prefixes
  *	cover about (1 - t) of each set, so the brute force wins below about
  *	t = 0.5 on most data, and the prefix join above.
  *
@@ -119,11 +135,19 @@ constexpr double kChunkMs = 50.0;	/* target kernel time of one chunk */
 constexpr size_t kMaxRecords = (size_t) 1 << 24;	/* output buffer, at most */
 constexpr size_t kMinRecords = 256;
 
+constexpr int kMaxSigWords = 32;		/* bitmap: at most 2048-bit signatures */
+
 enum class Strategy
 {
 	Prefix,
-	Brute
+	Brute,
+	Bitmap
 };
+
+/* Test hooks: 0 automatic, 1 prefix, 2 brute force, 3 bitmap; and the
+ * signature words of the bitmap strategy (0 = from the universe). */
+int			forced_strategy = 0;
+int			forced_sig_words = 0;
 
 /* Everything a probe kernel reads and writes. */
 struct ProbeArgs
@@ -137,6 +161,10 @@ struct ProbeArgs
 	const uint32_t *size_start;
 	const uint64_t *list_off;	/* index of the current partition */
 	const uint64_t *post;		/* set << 32 | position, lists by set */
+	const unsigned long long *sig;	/* bitmap: word w of set v at w * nsets + v */
+	uint32_t	nsets;
+	uint32_t	sig_words;
+	int			sig_exact;		/* the signature is the set */
 	uint32_t	u0;				/* probes [u0, u1) */
 	uint32_t	u1;
 	uint32_t	v0;				/* candidates [v0, v1) */
@@ -479,6 +507,101 @@ brute_probe_kernel(ProbeArgs a)
 		atomicAdd(&a.counter[1], local_count);
 }
 
+/* Signatures of sets [0, nsets): one thread per (word, set). */
+__global__ void
+signature_kernel(const uint64_t *off, const uint32_t *tok, uint32_t nsets,
+				 uint32_t words, unsigned long long *sig)
+{
+	uint64_t	n = (uint64_t) nsets * words;
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+	uint32_t	mask = words * 64 - 1;
+
+	for (uint64_t k = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride)
+	{
+		uint32_t	w = (uint32_t) (k / nsets);
+		uint32_t	v = (uint32_t) (k % nsets);
+		unsigned long long bits = 0;
+
+		for (uint64_t i = off[v]; i < off[v + 1]; i++)
+		{
+			uint32_t	b = tok[i] & mask;
+
+			if (b / 64 == w)
+				bits |= 1ull << (b % 64);
+		}
+		sig[k] = bits;
+	}
+}
+
+/*
+ * Bitmap-filtered probe: one warp per probe set u, its signature in shared
+ * memory; lanes take consecutive candidates v of the length-filtered range,
+ * bound (or, exact signatures, count) the overlap from the signatures, and
+ * verify what the bound lets through by a merge.
+ */
+__global__ void __launch_bounds__(kBlock)
+bitmap_probe_kernel(ProbeArgs a)
+{
+	__shared__ unsigned long long ssig[kBlock / kWarp][kMaxSigWords];
+	uint32_t	lane = threadIdx.x & (kWarp - 1);
+	uint32_t	wib = threadIdx.x / kWarp;
+	uint32_t	nwarps = gridDim.x * (blockDim.x / kWarp);
+	unsigned long long *mine = ssig[wib];
+	unsigned long long local_count = 0;
+
+	for (uint32_t u = a.u0 + blockIdx.x * (blockDim.x / kWarp) + wib; u < a.u1; u += nwarps)
+	{
+		const uint32_t *tu = a.tok + a.off[u];
+		uint32_t	lu = (uint32_t) (a.off[u + 1] - a.off[u]);
+		uint32_t	lo = max(a.v0, a.size_start[a.minsize[lu]]);
+		uint32_t	hi = min(a.v1, u);
+
+		if (lo >= hi)
+			continue;
+		__syncwarp();
+		if (lane < a.sig_words)
+			mine[lane] = a.sig[(uint64_t) lane * a.nsets + u];
+		__syncwarp();
+		for (uint32_t base = lo; base < hi; base += kWarp)
+		{
+			uint32_t	v = base + lane;
+			bool		hit = false;
+			double		sim = 0.0;
+
+			if (v < hi && dev_compatible(a, u, v))
+			{
+				uint64_t	ov = a.off[v];
+				uint32_t	lv = (uint32_t) (a.off[v + 1] - ov);
+				uint32_t	alpha = a.minov[lu + lv];
+				uint32_t	bits = 0;
+				uint32_t	inter = 0;
+
+				if (a.sig_exact)
+				{
+					for (uint32_t w = 0; w < a.sig_words; w++)
+						bits += __popcll(mine[w] & a.sig[(uint64_t) w * a.nsets + v]);
+					inter = bits;
+				}
+				else
+				{
+					for (uint32_t w = 0; w < a.sig_words; w++)
+						bits += __popcll(mine[w] ^ a.sig[(uint64_t) w * a.nsets + v]);
+					if (bits <= lu + lv && (lu + lv - bits) / 2 >= alpha)
+						inter = dev_overlap(tu, lu, a.tok + ov, lv, alpha);
+				}
+				if (inter > 0 && inter >= alpha)
+				{
+					sim = (double) inter / (double) (lu + lv - inter);
+					hit = sim >= a.threshold;
+				}
+			}
+			dev_emit(a, hit, u, v, sim, local_count);
+		}
+	}
+	if (a.count_only && local_count)
+		atomicAdd(&a.counter[1], local_count);
+}
+
 /* ------------------------------------------------------------------------
  * Host side
  * ------------------------------------------------------------------------ */
@@ -547,6 +670,7 @@ public:
 
 private:
 	void		choose_strategy();
+	double		bitmap_pass_fraction() const;
 	void		plan_memory();
 	void		build_index(uint32_t v0, uint32_t v1);
 	void		estimate_work();
@@ -571,6 +695,8 @@ private:
 	bool		count_only_;
 	Strategy	strategy_ = Strategy::Prefix;
 	char		strategy_str_[64] = "gpu prefix-block";
+	uint32_t	sig_words_ = 1;	/* bitmap: signature words, a power of 2 */
+	bool		sig_exact_ = false;
 
 	Budget		budget_;
 	sjgpu::Stream stream_;
@@ -585,6 +711,7 @@ private:
 	DeviceBuffer<uint32_t> d_minov_;
 	DeviceBuffer<uint32_t> d_minsize_;
 	DeviceBuffer<uint32_t> d_size_start_;
+	DeviceBuffer<unsigned long long> d_sig_;	/* bitmap signatures */
 
 	/* output of one chunk */
 	size_t		cap_ = 0;
@@ -645,8 +772,12 @@ JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 	kernel_timer_.create();
 	choose_strategy();
 	plan_memory();
-	snprintf(strategy_str_, sizeof(strategy_str_), "%s",
-			 strategy_ == Strategy::Brute ? "gpu brute-force overlap" : "gpu prefix-block");
+	if (strategy_ == Strategy::Bitmap)
+		snprintf(strategy_str_, sizeof(strategy_str_), "gpu bitmap (%u bits%s)",
+				 sig_words_ * 64, sig_exact_ ? ", exact" : "");
+	else
+		snprintf(strategy_str_, sizeof(strategy_str_), "%s",
+				 strategy_ == Strategy::Brute ? "gpu brute-force overlap" : "gpu prefix-block");
 	if (parts_.size() > 1)
 		snprintf(strategy_str_ + strlen(strategy_str_),
 				 sizeof(strategy_str_) - strlen(strategy_str_), ", %zu index blocks",
@@ -673,7 +804,23 @@ JaccardDevice::entries_of(uint32_t v) const
 {
 	uint32_t	len = (uint32_t) (off_[v + 1] - off_[v]);
 
+	if (strategy_ == Strategy::Bitmap)
+		return 0;				/* no index: signatures instead */
 	return strategy_ == Strategy::Prefix ? len - minov_[2 * len] + 1 : len;
+}
+
+/* Bitmap signature of set v (host, for the cost model's sample). */
+static void
+host_signature(const uint64_t *off, const uint32_t *tok, uint32_t v, uint32_t words,
+			   uint64_t *sig)
+{
+	memset(sig, 0, words * sizeof(uint64_t));
+	for (uint64_t i = off[v]; i < off[v + 1]; i++)
+	{
+		uint32_t	b = tok[i] & (words * 64 - 1);
+
+		sig[b / 64] |= (uint64_t) 1 << (b % 64);
+	}
 }
 
 /* The cost model of the file header. */
@@ -688,20 +835,60 @@ JaccardDevice::choose_strategy()
 				sb = 0,
 				sr = 0;
 
-	cnt_idx_.assign((size_t) universe_ + 1, 0);
-	cnt_all_.assign((size_t) universe_ + 1, 0);
-	for (uint32_t v = 0; v < nsets_; v++)
+	/*
+	 * Token counts over the distinct sets, in parallel: private histograms
+	 * over ranges of sets, as many as keep the histogram work within a
+	 * quarter of the counting, then summed by token range.
+	 */
 	{
-		const uint32_t *t = tok_ + off_[v];
-		uint32_t	len = (uint32_t) (off_[v + 1] - off_[v]);
-		uint32_t	ip = len - minov_[2 * len] + 1;
+		uint64_t	total = off_[nsets_];
+		size_t		ucnt = (size_t) universe_ + 1;
+		int			parts = (int) std::max<uint64_t>(1, std::min<uint64_t>(threads_,
+																			  total / (4 * ucnt)));
+		std::vector<uint32_t> hist((size_t) parts * 2 * ucnt, 0);
+		auto		count = [&](uint64_t part) {
+			uint32_t   *all = hist.data() + part * 2 * ucnt,
+					   *idx = all + ucnt;
+			uint32_t	v0 = (uint32_t) ((uint64_t) nsets_ * part / parts),
+						v1 = (uint32_t) ((uint64_t) nsets_ * (part + 1) / parts);
 
-		for (uint32_t i = 0; i < len; i++)
-		{
-			cnt_all_[t[i]]++;
-			if (i < ip)
-				cnt_idx_[t[i]]++;
-		}
+			for (uint32_t v = v0; v < v1; v++)
+			{
+				const uint32_t *t = tok_ + off_[v];
+				uint32_t	len = (uint32_t) (off_[v + 1] - off_[v]);
+				uint32_t	ip = len - minov_[2 * len] + 1;
+
+				for (uint32_t i = 0; i < len; i++)
+				{
+					all[t[i]]++;
+					if (i < ip)
+						idx[t[i]]++;
+				}
+			}
+		};
+		auto		merge = [&](uint64_t task) {
+			size_t		k0 = ucnt * task / parts,
+						k1 = ucnt * (task + 1) / parts;
+
+			for (size_t k = k0; k < k1; k++)
+			{
+				uint32_t	a = 0,
+							b = 0;
+
+				for (int p = 0; p < parts; p++)
+				{
+					a += hist[(size_t) p * 2 * ucnt + k];
+					b += hist[(size_t) p * 2 * ucnt + ucnt + k];
+				}
+				cnt_all_[k] = a;
+				cnt_idx_[k] = b;
+			}
+		};
+
+		cnt_idx_.assign(ucnt, 0);
+		cnt_all_.assign(ucnt, 0);
+		parallel_for(threads_, parts, count);
+		parallel_for(threads_, parts, merge);
 	}
 	auto		sums = [&](uint64_t task) {
 		uint32_t	end = (uint32_t) std::min<uint64_t>(nsets_, (task + 1) * kHostTask);
@@ -732,13 +919,74 @@ JaccardDevice::choose_strategy()
 		sb += b[k];
 		sr += r[k];
 	}
+
+	/* bitmap signatures: enough bits for the universe, at most 2048 */
+	sig_words_ = 1;
+	while (sig_words_ < (uint32_t) kMaxSigWords && (uint64_t) sig_words_ * 64 < universe_)
+		sig_words_ *= 2;
+	if (forced_sig_words > 0)
+		sig_words_ = (uint32_t) forced_sig_words;
+	sig_exact_ = (uint64_t) sig_words_ * 64 >= universe_;
 	{
 		double		avg = (double) off_[nsets_] / nsets_;
 		double		cost_prefix = 0.5 * sp * (8.0 + avg / 2.0);
 		double		cost_brute = 0.5 * 1.5 * sb + sr / 4.0;
+		double		pass = sig_exact_ ? 0.0 : bitmap_pass_fraction();
+		double		cost_bitmap = 0.5 * sr * (1.0 + sig_words_ / 2.0 + pass * avg);
 
 		strategy_ = cost_brute < cost_prefix ? Strategy::Brute : Strategy::Prefix;
+		if (cost_bitmap < std::min(cost_brute, cost_prefix))
+			strategy_ = Strategy::Bitmap;
 	}
+	if (forced_strategy >= 1 && forced_strategy <= 3)
+		strategy_ = forced_strategy == 1 ? Strategy::Prefix :
+			forced_strategy == 2 ? Strategy::Brute : Strategy::Bitmap;
+}
+
+/*
+ * The fraction of length-compatible candidates whose signature bound
+ * reaches the required overlap, on a deterministic sample of up to 256
+ * probes of 64 candidates each.
+ */
+double
+JaccardDevice::bitmap_pass_fraction() const
+{
+	uint64_t	su[kMaxSigWords],
+				sv[kMaxSigWords];
+	uint64_t	tried = 0,
+				passed = 0;
+	uint32_t	probes = std::min<uint32_t>(nsets_, 256);
+	uint64_t	x = 88172645463325252ull;
+
+	for (uint32_t k = 0; k < probes; k++)
+	{
+		uint32_t	u = (uint32_t) ((uint64_t) k * nsets_ / probes);
+		uint32_t	lu = (uint32_t) (off_[u + 1] - off_[u]);
+		uint32_t	lo = size_start_[minsize_[lu]];
+
+		if (lo >= u)
+			continue;
+		host_signature(off_, tok_, u, sig_words_, su);
+		for (int c = 0; c < 64; c++)
+		{
+			uint32_t	v,
+						lv,
+						bits = 0;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			v = lo + (uint32_t) (x % (u - lo));
+			lv = (uint32_t) (off_[v + 1] - off_[v]);
+			host_signature(off_, tok_, v, sig_words_, sv);
+			for (uint32_t w = 0; w < sig_words_; w++)
+				bits += (uint32_t) __builtin_popcountll(su[w] ^ sv[w]);
+			tried++;
+			if (bits <= lu + lv && (lu + lv - bits) / 2 >= minov_[lu + lv])
+				passed++;
+		}
+	}
+	return tried ? (double) passed / tried : 1.0;
 }
 
 /*
@@ -761,6 +1009,18 @@ JaccardDevice::plan_memory()
 	d_size_start_ = upload(&budget_, size_start_, (size_t) maxsize_ + 2, "bounds", s);
 	d_counter_ = DeviceBuffer<unsigned long long>(&budget_, 2, "result counter");
 	h_counter_.allocate(2);
+	if (strategy_ == Strategy::Bitmap)
+	{
+		int			grid = (int) std::min<uint64_t>(div_up<uint64_t>((uint64_t) nsets_ * sig_words_,
+																  kBlock),
+													 (uint64_t) sms_ * 32);
+
+		d_sig_ = DeviceBuffer<unsigned long long>(&budget_, (size_t) nsets_ * sig_words_,
+												  "bitmap signatures");
+		signature_kernel<<<grid, kBlock, 0, s>>>(d_off_.get(), d_tok_.get(), nsets_,
+												 sig_words_, d_sig_.get());
+		SJGPU_CHECK_LAUNCH("signature_kernel");
+	}
 
 	/* entries per candidate set, and the largest partition that fits */
 	ent_prefix_.assign((size_t) nsets_ + 1, 0);
@@ -804,7 +1064,7 @@ JaccardDevice::plan_memory()
 			temp += 4096;
 			emax = idx_avail > temp ? std::min<uint64_t>(emax, (idx_avail - temp) / 32) : 0;
 		}
-		if (emax < max_one || emax == 0)
+		if (strategy_ != Strategy::Bitmap && (emax < max_one || emax == 0))
 			throw Error(SJ_ERR_DEVICE_NOMEM,
 						"jaccard_join: the index of one set (%llu entries) does not fit in the device memory limit (%zu bytes)",
 						(unsigned long long) max_one, budget_.limit());
@@ -959,8 +1219,14 @@ JaccardDevice::estimate_work()
 				uint32_t	lo = std::max(p.v0, size_start_[ms]);
 				uint32_t	hi = std::min(p.v1, u);
 
-				for (uint32_t i = 0; i < n; i++)
-					w += (*cnt)[t[i]];
+				if (strategy_ == Strategy::Bitmap)
+				{
+					if (hi > lo)
+						w += (uint64_t) (hi - lo) * (2 + sig_words_) / 2;
+				}
+				else
+					for (uint32_t i = 0; i < n; i++)
+						w += (*cnt)[t[i]];
 				if (strategy_ == Strategy::Brute && hi > lo)
 					w += (hi - lo) / 4 + (uint64_t) len * div_up<uint32_t>(hi - lo, kWindow);
 			}
@@ -989,6 +1255,10 @@ JaccardDevice::launch(const Work &w)
 	a.size_start = d_size_start_.get();
 	a.list_off = d_list_off_.get();
 	a.post = d_post_.get();
+	a.sig = d_sig_.get();
+	a.nsets = nsets_;
+	a.sig_words = sig_words_;
+	a.sig_exact = sig_exact_;
 	a.u0 = w.u0;
 	a.u1 = w.u1;
 	a.v0 = w.v0;
@@ -1012,6 +1282,15 @@ JaccardDevice::launch(const Work &w)
 
 		prefix_probe_kernel<<<grid, kBlock, 0, s>>>(a);
 		SJGPU_CHECK_LAUNCH("prefix_probe_kernel");
+	}
+	else if (strategy_ == Strategy::Bitmap)
+	{
+		uint32_t	warps_per_block = kBlock / kWarp;
+		int			grid = (int) std::min<uint64_t>(div_up<uint64_t>(w.u1 - w.u0, warps_per_block),
+													 (uint64_t) sms_ * 64);
+
+		bitmap_probe_kernel<<<grid, kBlock, 0, s>>>(a);
+		SJGPU_CHECK_LAUNCH("bitmap_probe_kernel");
 	}
 	else
 	{
@@ -1216,6 +1495,14 @@ jaccard_source(void *ctx, const uint32_t **u, const uint32_t **v,
 	return sjgpu::guard(errmsg, [&] {
 		static_cast<JaccardDevice *>(ctx)->fetch(u, v, sim, n, count, exhausted);
 	});
+}
+
+/* Test hook (not in sjgpu.h): 0 automatic, 1 prefix, 2 brute force, 3 bitmap. */
+extern "C" void
+sjgpu_jaccard_set_test_strategy(int strategy, int signature_words)
+{
+	forced_strategy = strategy;
+	forced_sig_words = signature_words;
 }
 
 extern "C" SjStatus

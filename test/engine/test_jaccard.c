@@ -24,6 +24,10 @@
 #include "sjgpu.h"
 #include "sjtest.h"
 
+/* GPU engine test hook (cuda/jaccard_gpu.cu; absent from CPU-only builds). */
+#pragma weak sjgpu_jaccard_set_test_strategy
+extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
+
 /* ----------------------------------------------------------------------
  * Random numbers and set collections
  * ---------------------------------------------------------------------- */
@@ -971,6 +975,107 @@ SJ_TEST(jaccard_gpu_vs_cpu)
 	}
 }
 
+/*
+ * Every GPU strategy forced on every shape: prefix-block, brute force, and
+ * the bitmap filter with exact signatures (the universe fits) and with
+ * hashed ones (64 or 128 bits over larger universes, so the bound prunes
+ * and the merge decides).
+ */
+SJ_TEST(jaccard_gpu_strategies)
+{
+	static const struct
+	{
+		int			strategy;
+		int			words;
+		const char *name;
+	}			forced[] = {
+		{1, 0, "gpu prefix-block"},
+		{2, 0, "gpu brute-force overlap"},
+		{3, 0, "gpu bitmap"},
+		{3, 1, "gpu bitmap (64 bits"},
+		{3, 2, "gpu bitmap (128 bits"},
+	};
+	static const double ts[] = {0.1, 0.5, 0.7, 0.9, 1.0};
+	TjRng		r = tj_rng(1212);
+	size_t		s,
+				f;
+
+	if (!sj_test_gpu_usable() || !sjgpu_jaccard_set_test_strategy)
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	for (s = 0; s < TJ_NSHAPES; s++)
+	{
+		TjShape		sh = tj_shapes[s];
+		TjSets		L,
+					R;
+
+		tj_generate(&L, &sh, 0, sh.universe, &r);
+		sh.n = sh.n / 3 + 1;
+		tj_generate(&R, &sh, 0, sh.universe, &r);
+		for (f = 0; f < sizeof(forced) / sizeof(forced[0]); f++)
+		{
+			size_t		ti;
+
+			sjgpu_jaccard_set_test_strategy(forced[f].strategy, forced[f].words);
+			for (ti = 0; ti < sizeof(ts) / sizeof(ts[0]); ti++)
+			{
+				SjJoinOptions o = tj_options(2, ti == 2 ? 5 : 0, (int) (ti == 3));
+				SjTimings	gt;
+				const char *err;
+
+				memset(&gt, 0, sizeof(gt));
+				err = tj_gpu_vs_cpu(&L, NULL, ts[ti], o, &gt);
+				SJ_CHECK(err == NULL, "%s self, %s, threshold %g (%s): %s", sh.name,
+						 forced[f].name, ts[ti], gt.strategy, err);
+				SJ_CHECK(L.n < 2 || sh.empty_pct == 100 || strncmp(gt.strategy, forced[f].name,
+											strlen(forced[f].name)) == 0,
+						 "%s: forced %s, ran %s", sh.name, forced[f].name, gt.strategy);
+				err = tj_gpu_vs_cpu(&L, &R, ts[ti], o, &gt);
+				SJ_CHECK(err == NULL, "%s two-table, %s, threshold %g (%s): %s", sh.name,
+						 forced[f].name, ts[ti], gt.strategy, err);
+			}
+		}
+		sjgpu_jaccard_set_test_strategy(0, 0);
+		tj_free(&L);
+		tj_free(&R);
+	}
+}
+
+/*
+ * Large sets over a small universe: the cost model picks the bitmap
+ * filter, with exact signatures, and its answer is the CPU engine's.
+ */
+SJ_TEST(jaccard_gpu_bitmap_chosen)
+{
+	TjRng		r = tj_rng(1313);
+	TjShape		sh = {"large sets, small universe", 3000, 60, 160, 400, 0, 5, 30, 0, 0};
+	TjSets		L;
+	double		ts[] = {0.3, 0.6};
+	size_t		i;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	tj_generate(&L, &sh, 0, sh.universe, &r);
+	for (i = 0; i < 2; i++)
+	{
+		SjTimings	gt;
+		const char *err;
+
+		memset(&gt, 0, sizeof(gt));
+		err = tj_gpu_vs_cpu(&L, NULL, ts[i], tj_options(2, 0, (int) i), &gt);
+		SJ_CHECK(err == NULL, "threshold %g (%s): %s", ts[i], gt.strategy, err);
+		SJ_CHECK(strncmp(gt.strategy, "gpu bitmap (512 bits, exact)", 28) == 0,
+				 "threshold %g: chose %s", ts[i], gt.strategy);
+		printf("     large sets over 400 tokens, t %.1f: %s\n", ts[i], gt.strategy);
+	}
+	tj_free(&L);
+}
+
 /* Exact boundaries and degenerate inputs on the GPU. */
 SJ_TEST(jaccard_gpu_boundaries)
 {
@@ -1113,6 +1218,8 @@ tj_cmp_double(const void *a, const void *b)
 }
 
 /* Time one join to the end (pairs drained, not kept); ms, or < 0. */
+static double tj_time_limit_ms = 0;	/* > 0: give up a run after this long */
+
 static double
 tj_time(TjEngine eng, const TjSets *L, double t, const SjJoinOptions *o,
 		uint64_t *pairs, SjTimings *tm)
@@ -1135,6 +1242,8 @@ tj_time(TjEngine eng, const TjSets *L, double t, const SjJoinOptions *o,
 		st = eng == TJ_CPU ? sj_jaccard_cpu_next(cj, &b, &done, errmsg)
 			: sjgpu_jaccard_next(gj, &b, &done, errmsg);
 		*pairs += b.count;
+		if (tj_time_limit_ms > 0 && sj_now_ms() - t0 > tj_time_limit_ms)
+			break;
 	}
 	if (st != SJ_OK)
 		printf("     error %d: %s\n", st, errmsg);
@@ -1144,6 +1253,8 @@ tj_time(TjEngine eng, const TjSets *L, double t, const SjJoinOptions *o,
 		sjgpu_jaccard_timings(gj, tm);
 	sj_jaccard_cpu_end(cj);
 	sjgpu_jaccard_end(gj);
+	if (st == SJ_OK && !done)
+		return -2.0;			/* over tj_time_limit_ms */
 	return st == SJ_OK ? sj_now_ms() - t0 : -1.0;
 }
 
@@ -1206,6 +1317,103 @@ SJ_TEST(jaccard_bench)
 					   counted == pairs ? "" : "  COUNT MISMATCH");
 				fflush(stdout);
 			}
+		}
+		tj_free(&L);
+	}
+}
+
+/*
+ * The GPU strategies side by side (SJ_JACCARD_BENCH=1): each forced in
+ * turn, then the cost model's own choice, and the CPU engine, counting, one
+ * run each after a warm-up of the automatic choice.  A run is given up
+ * after 10 s (shown as > 10000); a strategy that gave up is not run again
+ * at higher thresholds of that collection.
+ * Shows whether the cost model picks the fastest.
+ */
+SJ_TEST(jaccard_strategy_bench)
+{
+	static const TjShape shapes[] = {
+		{"30K sets, size 50-150, 1000 tokens", 30000, 50, 150, 1000, 0, 0, 0, 0, 0},
+		{"300K sets, size 5-45, 2000 tokens Zipf", 300000, 5, 45, 2000, 1, 0, 0, 0, 0},
+		{"1M sets, size 1-9, 50K tokens Zipf", 1000000, 1, 9, 50000, 1, 0, 0, 0, 0},
+	};
+	static const double ts[] = {0.5, 0.7, 0.9};
+	TjRng		r = tj_rng(1414);
+	int			threads = (int) sysconf(_SC_NPROCESSORS_ONLN);
+	size_t		s,
+				i;
+
+	if (getenv("SJ_JACCARD_BENCH") == NULL)
+	{
+		sj_test_skip("set SJ_JACCARD_BENCH=1 to run");
+		return;
+	}
+	if (!sj_test_gpu_usable() || !sjgpu_jaccard_set_test_strategy)
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	printf("     count_only, ms of one run; %d CPU threads\n", threads);
+	printf("     %-40s %4s %12s %9s %9s %9s %9s %9s  %s\n", "collection", "t", "pairs",
+		   "cpu", "auto", "prefix", "brute", "bitmap", "auto chose");
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+	{
+		TjSets		L;
+		int			slow[4] = {0, 0, 0, 0};
+
+		tj_generate(&L, &shapes[s], 0, shapes[s].universe, &r);
+		for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+		{
+			SjJoinOptions o = tj_options(threads, 0, 1);
+			SjTimings	tm,
+						auto_tm;
+			uint64_t	cpu_pairs = 0,
+						pairs = 0;
+			double		cpu_ms,
+						ms[4];
+			int			f;
+			const char *mismatch = "";
+
+			memset(&tm, 0, sizeof(tm));
+			memset(&auto_tm, 0, sizeof(auto_tm));
+			tj_time_limit_ms = 10000;
+			cpu_ms = tj_time(TJ_CPU, &L, ts[i], &o, &cpu_pairs, &tm);
+			sjgpu_jaccard_set_test_strategy(0, 0);
+			(void) tj_time(TJ_GPU, &L, ts[i], &o, &pairs, &tm);	/* warm-up */
+			for (f = 0; f < 4; f++)
+			{
+				ms[f] = -1;
+				if (slow[f])
+					continue;
+				sjgpu_jaccard_set_test_strategy(f, 0);
+				memset(&tm, 0, sizeof(tm));
+				ms[f] = tj_time(TJ_GPU, &L, ts[i], &o, &pairs, &tm);
+				if (f == 0)
+					auto_tm = tm;
+				if (ms[f] >= 0 && cpu_ms >= 0 && pairs != cpu_pairs)
+					mismatch = "  COUNT MISMATCH";
+				if (ms[f] == -2.0)
+					slow[f] = 1;
+			}
+			sjgpu_jaccard_set_test_strategy(0, 0);
+			tj_time_limit_ms = 0;
+			printf("     %-40s %4.1f %12llu", shapes[s].name, ts[i],
+				   (unsigned long long) cpu_pairs);
+			for (f = -1; f < 4; f++)
+			{
+				double		m = f < 0 ? cpu_ms : ms[f];
+
+				if (m == -2.0)
+					printf(" %9s", "> 10000");
+				else if (m < 0)
+					printf(" %9s", "-");
+				else
+					printf(" %9.1f", m);
+			}
+			printf("  %s%s\n", auto_tm.strategy, mismatch);
+			SJ_CHECK(*mismatch == '\0', "%s t %g: a GPU strategy counted differently",
+					 shapes[s].name, ts[i]);
+			fflush(stdout);
 		}
 		tj_free(&L);
 	}

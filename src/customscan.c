@@ -177,6 +177,7 @@ typedef struct SjScanState
 	SjSetScan  *sscan;
 	SjDict	   *dict;
 	SjThetaPrepared *tp;
+	SjParts    *parts[2];		/* sides read by parallel workers */
 	int64		rows_out;
 	SjStats		stats;
 	double		t0;
@@ -939,6 +940,55 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 static void SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
 						 const bool *nulls);
 
+/*
+ * Counting: read input s with parallel workers straight into the engine's
+ * input, where it is a Seq Scan of a plain table whose join columns are
+ * plain columns (parscan.c).  False, having read nothing, otherwise.
+ */
+static bool
+SjReadSideParallel(SjScanState *state, int s)
+{
+	PlanState  *child = list_nth(state->css.custom_ps, s);
+	int			positions[SJ_PART_MAX_COLS];
+	Oid			typids[SJ_PART_MAX_COLS];
+	int			ncols;
+	SjPartKind	kind;
+	void	   *side;
+	SjParts    *parts;
+
+	if (state->op == SJ_OP_THETA)
+	{
+		kind = SJ_PART_THETA;
+		side = SjThetaPreparedSide(state->tp, s, &ncols, positions, typids);
+	}
+	else
+	{
+		if (state->arg_var[s] < 0)
+			return false;
+		ncols = 2;
+		positions[0] = 0;
+		typids[0] = INT8OID;
+		positions[1] = state->arg_var[s] + 1;
+		typids[1] = TupleDescAttr(ExecGetResultType(child), state->arg_var[s])->atttypid;
+		kind = state->op == SJ_OP_EPS ? SJ_PART_EPS : SJ_PART_SETS;
+		side = state->op == SJ_OP_EPS ? (void *) &state->escan[s] : (void *) &state->sscan[s];
+	}
+	parts = SjScanChildParallel(child, kind, ncols, positions, typids, side,
+								state->op == SJ_OP_EPS ? "vector" : "set");
+	if (parts == NULL)
+		return false;
+	state->rows[s].n = parts->rows;
+	state->stats.scan_workers = Max(state->stats.scan_workers, parts->workers);
+	if (state->op == SJ_OP_THETA)
+	{
+		SjThetaSideAddParts(side, parts);
+		SjPartsRelease(parts);
+	}
+	else
+		state->parts[s] = parts;	/* merged by SjMarshalEnd */
+	return true;
+}
+
 /* Read one input to its end, keeping each row's values. */
 static void
 SjReadSide(SjScanState *state, int s)
@@ -954,6 +1004,8 @@ SjReadSide(SjScanState *state, int s)
 		if (!TupleDescAttr(desc, k)->attbyval)
 			byval = false;
 	Assert(desc->natts == natts);
+	if (state->streaming && SjReadSideParallel(state, s))
+		return;
 	rows->natts = natts;
 	rows->n = 0;
 	rows->cap = 1024;
@@ -1216,8 +1268,8 @@ SjMarshalEnd(SjScanState *state)
 		SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
 		SjEpsScan  *sc = state->escan;
 
-		SjEpsSideFinish(&sc[0], &job->left);
-		SjEpsSideFinish(&sc[1], &job->right);
+		SjEpsSideFinish(&sc[0], state->parts[0], &job->left);
+		SjEpsSideFinish(&sc[1], state->parts[1], &job->right);
 		/* in the order of l2_distance's arguments, as its own error */
 		if (sc[0].dim >= 0 && sc[1].dim >= 0 && sc[0].dim != sc[1].dim)
 			SjErrorDims(sc[state->swapped ? 1 : 0].dim, sc[state->swapped ? 0 : 1].dim);
@@ -1233,8 +1285,8 @@ SjMarshalEnd(SjScanState *state)
 	{
 		SjJaccardJob *job = palloc0(sizeof(SjJaccardJob));
 
-		SjSetSideFinish(&state->sscan[0], &job->left, &job->left_keys);
-		SjSetSideFinish(&state->sscan[1], &job->right, &job->right_keys);
+		SjSetSideFinish(&state->sscan[0], state->parts[0], &job->left, &job->left_keys);
+		SjSetSideFinish(&state->sscan[1], state->parts[1], &job->right, &job->right_keys);
 		job->left.universe = job->right.universe = SjDictSize(state->dict);
 		job->threshold = state->param;
 		state->keys[0] = job->left_keys;
@@ -1255,6 +1307,9 @@ SjMarshalEnd(SjScanState *state)
 		state->stats.left_rows = nl;
 		state->stats.right_rows = nr;
 	}
+	SjPartsRelease(state->parts[0]);
+	SjPartsRelease(state->parts[1]);
+	state->parts[0] = state->parts[1] = NULL;
 }
 
 /*
@@ -1564,6 +1619,7 @@ SjResetRun(SjScanState *state)
 	state->sscan = NULL;
 	state->dict = NULL;
 	state->tp = NULL;
+	state->parts[0] = state->parts[1] = NULL;
 	state->loaded = false;
 	state->finished = false;
 }
@@ -1662,6 +1718,9 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyText("Run Device", state->stats.device, es);
 			ExplainPropertyText("Run Strategy", state->stats.strategy, es);
 			ExplainPropertyInteger("Batches", NULL, state->stats.batches, es);
+			if (state->stats.scan_workers > 0)
+				ExplainPropertyInteger("Input Workers", NULL,
+									   state->stats.scan_workers, es);
 			SjExplainMs("Scan and Marshal Time", state->stats.scan_ms, es);
 			SjExplainMs("Build Time", state->stats.build_ms, es);
 			SjExplainMs("Probe Time", state->stats.probe_ms, es);

@@ -130,46 +130,210 @@ SjEpsSideInit(SjEpsScan *scan, const char *what)
 	SjEpsSideAlloc(scan);
 }
 
-/* Scan one side and transpose it into the engine's layout. */
-static void
+/*
+ * Scan one side and transpose it into the engine's layout.  Returns the
+ * parallel workers that read it.
+ */
+static int
 SjEpsMarshal(SjEpsScan *scan, SjVectorInput *out)
 {
-	SjScanRelation(scan->relid, 2, scan->cols, SjEpsRow, scan);
-	SjEpsSideFinish(scan, out);
+	SjParts    *parts = SjScanRelation(scan->relid, 2, scan->cols, SJ_PART_EPS,
+									   scan, scan->what);
+	int			workers = parts ? parts->workers : 0;
+
+	SjEpsSideFinish(scan, parts, out);
+	SjPartsRelease(parts);
+	return workers;
 }
 
-/* Transpose the rows gathered so far into the engine's layout. */
-void
-SjEpsSideFinish(SjEpsScan *scan, SjVectorInput *out)
+/*
+ * A side as a parallel worker sends it (SjEpsPartWrite): this header, the
+ * keys, then the vectors row by row.
+ */
+typedef struct SjEpsPartHeader
 {
-	double	   *coords;
-	size_t		i;
-	int			k;
-	int			dim;
+	uint64		n;
+	int64		skipped;
+	int32		dim;			/* -1: no vector seen */
+	int32		pad;
+} SjEpsPartHeader;
 
-	if (scan->n > (size_t) UINT32_MAX)
+/* One participant's rows as the merge reads them. */
+typedef struct SjEpsPiece
+{
+	size_t		n;
+	size_t		offset;			/* of its first row in the merged side */
+	const int64 *keys;
+	const double *rows;			/* row-major, dim a row */
+} SjEpsPiece;
+
+typedef struct SjEpsMerge
+{
+	SjEpsPiece *pieces;
+	int			npieces;
+	int			dim;
+	size_t		n;
+	int64	   *keys;
+	double	   *coords;
+} SjEpsMerge;
+
+#define SJ_MERGE_BLOCK	65536	/* rows a merge task copies */
+
+/* Merge task: one block of one piece, keys copied and rows transposed. */
+static void
+SjEpsMergeTask(void *arg, uint64_t task, int worker)
+{
+	SjEpsMerge *m = (SjEpsMerge *) arg;
+	int			p = 0;
+	size_t		first,
+				last,
+				i;
+	int			k;
+
+	/* task t is block t - (blocks of the pieces before) of its piece */
+	for (;;)
+	{
+		size_t		blocks = (m->pieces[p].n + SJ_MERGE_BLOCK - 1) / SJ_MERGE_BLOCK;
+
+		if (task < blocks)
+			break;
+		task -= blocks;
+		p++;
+	}
+	first = task * SJ_MERGE_BLOCK;
+	last = Min(first + SJ_MERGE_BLOCK, m->pieces[p].n);
+	memcpy(m->keys + m->pieces[p].offset + first, m->pieces[p].keys + first,
+		   (last - first) * sizeof(int64));
+	for (k = 0; k < m->dim; k++)
+	{
+		double	   *col = m->coords + (size_t) k * m->n + m->pieces[p].offset;
+		const double *src = m->pieces[p].rows;
+
+		for (i = first; i < last; i++)
+			col[i] = src[i * m->dim + k];
+	}
+}
+
+/*
+ * Transpose the rows gathered so far, and those of parts that parallel
+ * workers built (NULL: none), into the engine's layout.
+ */
+void
+SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
+{
+	SjEpsMerge	m;
+	int			nparts = parts ? parts->nparts : 0;
+	uint64		ntasks = 0;
+	int			p;
+
+	memset(&m, 0, sizeof(m));
+	m.pieces = palloc0((nparts + 1) * sizeof(SjEpsPiece));
+	m.dim = scan->dim;
+	m.pieces[0].n = scan->n;
+	m.pieces[0].keys = scan->keys;
+	m.pieces[0].rows = scan->rows;
+	m.npieces = 1;
+	m.n = scan->n;
+	for (p = 0; p < nparts; p++)
+	{
+		const SjEpsPartHeader *h = (const SjEpsPartHeader *) parts->part[p];
+		SjEpsPiece *piece = &m.pieces[m.npieces++];
+
+		if (h->dim >= 0 && m.dim < 0)
+			m.dim = h->dim;
+		else if (h->dim >= 0 && h->dim != m.dim)
+			SjErrorDims(m.dim, h->dim);
+		piece->n = h->n;
+		piece->offset = m.n;
+		piece->keys = (const int64 *) (h + 1);
+		piece->rows = (const double *) (piece->keys + h->n);
+		m.n += h->n;
+		scan->skipped += h->skipped;
+	}
+	if (m.n > (size_t) UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many rows for eps_join: %zu", scan->n),
+				 errmsg("too many rows for eps_join: %zu", m.n),
 				 errdetail("At most %u rows with vectors can join.", UINT32_MAX)));
 
-	dim = scan->dim < 0 ? 1 : scan->dim;
-	coords = palloc_extended(Max(scan->n, 1) * dim * sizeof(double), MCXT_ALLOC_HUGE);
-	for (k = 0; k < dim && scan->n > 0; k++)
+	scan->dim = m.dim;			/* -1 still when no vector was seen */
+	m.dim = m.dim < 0 ? 1 : m.dim;
+	m.coords = palloc_extended(Max(m.n, 1) * m.dim * sizeof(double), MCXT_ALLOC_HUGE);
+	m.keys = nparts > 0 ?
+		palloc_extended(Max(m.n, 1) * sizeof(int64), MCXT_ALLOC_HUGE) : scan->keys;
+	for (p = 0; p < m.npieces; p++)
+		ntasks += (m.pieces[p].n + SJ_MERGE_BLOCK - 1) / SJ_MERGE_BLOCK;
+	if (nparts == 0)
 	{
-		double	   *col = coords + (size_t) k * scan->n;
+		/* one piece, in place: keys stay, rows go to the columns */
+		size_t		i;
+		int			k;
 
-		for (i = 0; i < scan->n; i++)
-			col[i] = scan->rows[i * dim + k];
+		for (k = 0; k < m.dim && m.n > 0; k++)
+		{
+			double	   *col = m.coords + (size_t) k * m.n;
+
+			for (i = 0; i < m.n; i++)
+				col[i] = scan->rows[i * m.dim + k];
+		}
 	}
+	else
+		SjParallelCopy(ntasks, SjEpsMergeTask, &m);
 	pfree(scan->rows);
 	scan->rows = NULL;
+	if (m.keys != scan->keys)
+		pfree(scan->keys);
+	scan->keys = m.keys;
+	scan->n = m.n;
 
-	out->vectors.n = (uint32_t) scan->n;
-	out->vectors.dim = dim;
-	out->vectors.coords = coords;
-	out->keys = scan->keys;
+	out->vectors.n = (uint32_t) m.n;
+	out->vectors.dim = m.dim;
+	out->vectors.coords = m.coords;
+	out->keys = m.keys;
 	out->skipped = scan->skipped;
+	pfree(m.pieces);
+}
+
+/* A parallel worker's side, for the columns of spec. */
+void *
+SjEpsPartBegin(const SjPartSpec *spec)
+{
+	SjEpsScan  *scan = palloc(sizeof(SjEpsScan));
+
+	SjEpsSideInit(scan, spec->what);
+	scan->relid = spec->relid;
+	scan->cols[0].typid = spec->typids[0];
+	scan->cols[0].name = pstrdup(NameStr(spec->keyname));
+	return scan;
+}
+
+/* Bytes of a worker's side in the part format. */
+Size
+SjEpsPartSize(void *side)
+{
+	SjEpsScan  *scan = (SjEpsScan *) side;
+	Size		dim = scan->dim < 0 ? 0 : scan->dim;
+
+	return sizeof(SjEpsPartHeader) + scan->n * sizeof(int64) +
+		scan->n * dim * sizeof(double);
+}
+
+/* Serialize a worker's side into dst (SjEpsPartSize bytes). */
+void
+SjEpsPartWrite(void *side, char *dst)
+{
+	SjEpsScan  *scan = (SjEpsScan *) side;
+	SjEpsPartHeader *h = (SjEpsPartHeader *) dst;
+	Size		dim = scan->dim < 0 ? 0 : scan->dim;
+	char	   *p = (char *) (h + 1);
+
+	h->n = scan->n;
+	h->skipped = scan->skipped;
+	h->dim = scan->dim;
+	h->pad = 0;
+	memcpy(p, scan->keys, scan->n * sizeof(int64));
+	p += scan->n * sizeof(int64);
+	memcpy(p, scan->rows, scan->n * dim * sizeof(double));
 }
 
 /* Validate eps. */
@@ -289,10 +453,12 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	SjEpsPrepare(&lscan, left_relid, left_key, left_vec);
 	if (!job.self)
 		SjEpsPrepare(&rscan, right_relid, right_key, right_vec);
-	SjEpsMarshal(&lscan, &job.left);
+	stats.scan_workers = SjEpsMarshal(&lscan, &job.left);
 	if (!job.self)
 	{
-		SjEpsMarshal(&rscan, &job.right);
+		int			workers = SjEpsMarshal(&rscan, &job.right);
+
+		stats.scan_workers = Max(stats.scan_workers, workers);
 		if (lscan.dim >= 0 && rscan.dim >= 0 && lscan.dim != rscan.dim)
 			SjErrorDims(lscan.dim, rscan.dim);
 	}

@@ -273,18 +273,220 @@ SjDictCreate(Oid elem)
 	return dict;
 }
 
-/* Scan one side into the engine's layout. */
-static void
+/*
+ * Scan one side into the engine's layout.  Returns the parallel workers that
+ * read it.
+ */
+static int
 SjSetMarshal(SjSetScan *scan, SjSets *out, int64 **keys)
 {
-	SjScanRelation(scan->relid, 2, scan->cols, SjSetRow, scan);
-	SjSetSideFinish(scan, out, keys);
+	SjParts    *parts = SjScanRelation(scan->relid, 2, scan->cols, SJ_PART_SETS,
+									   scan, scan->what);
+	int			workers = parts ? parts->workers : 0;
+
+	SjSetSideFinish(scan, parts, out, keys);
+	SjPartsRelease(parts);
+	return workers;
 }
 
-/* The engine's view of the sets gathered so far. */
-void
-SjSetSideFinish(SjSetScan *scan, SjSets *out, int64 **keys)
+/*
+ * A side as a parallel worker sends it (SjSetPartWrite): this header, the
+ * keys, the set offsets, the tokens (ids of the worker's own dictionary),
+ * then that dictionary in id order: int8 values, or for text the lengths
+ * followed by the bytes.
+ */
+typedef struct SjSetPartHeader
 {
+	uint64		n;
+	int64		skipped;
+	uint64		ntokens;
+	uint64		textbytes;
+	uint32		ndistinct;
+	uint32		is_text;
+} SjSetPartHeader;
+
+#define SJ_ALIGN8(x) (((x) + 7) & ~((Size) 7))
+
+/* One participant's sets as the merge reads them. */
+typedef struct SjSetPiece
+{
+	size_t		n;
+	size_t		offset;			/* of its first set in the merged side */
+	uint64		token_offset;	/* of its first token */
+	const int64 *keys;
+	const uint64 *offsets;
+	const uint32 *tokens;
+	const uint32 *map;			/* its token ids -> the join's, or NULL */
+} SjSetPiece;
+
+typedef struct SjSetMerge
+{
+	SjSetPiece *pieces;
+	int64	   *keys;
+	uint64	   *offsets;
+	uint32	   *tokens;
+} SjSetMerge;
+
+#define SJ_SET_MERGE_BLOCK	16384	/* sets a merge task copies */
+
+static int SjSetPieceOf(const SjSetMerge *m, uint64_t *task);
+
+/* Merge task: one block of one piece, its tokens renumbered and sorted. */
+static void
+SjSetMergeTask(void *arg, uint64_t task, int worker)
+{
+	SjSetMerge *m = (SjSetMerge *) arg;
+	int			p = SjSetPieceOf(m, &task);
+	const SjSetPiece *pc = &m->pieces[p];
+	size_t		first = task * SJ_SET_MERGE_BLOCK,
+				last = Min(first + SJ_SET_MERGE_BLOCK, pc->n),
+				i;
+
+	memcpy(m->keys + pc->offset + first, pc->keys + first, (last - first) * sizeof(int64));
+	for (i = first; i < last; i++)
+	{
+		uint64		a = pc->offsets[i],
+					b = pc->offsets[i + 1],
+					k;
+		uint32	   *dst = m->tokens + pc->token_offset + a;
+
+		m->offsets[pc->offset + i + 1] = pc->token_offset + b;
+		if (pc->map == NULL)
+		{
+			memcpy(dst, pc->tokens + a, (b - a) * sizeof(uint32));
+			continue;
+		}
+		/* renumbered ids are distinct but no longer ascending: sort */
+		if (b - a > 32)
+		{
+			for (k = 0; k < b - a; k++)
+				dst[k] = pc->map[pc->tokens[a + k]];
+			qsort(dst, b - a, sizeof(uint32), cmp_uint32);
+			continue;
+		}
+		for (k = 0; k < b - a; k++)
+		{
+			uint32		t = pc->map[pc->tokens[a + k]];
+			uint64		j = k;
+
+			while (j > 0 && dst[j - 1] > t)
+			{
+				dst[j] = dst[j - 1];
+				j--;
+			}
+			dst[j] = t;
+		}
+	}
+}
+
+/* The piece of a merge task; *task becomes the block within it. */
+static int
+SjSetPieceOf(const SjSetMerge *m, uint64_t *task)
+{
+	int			p = 0;
+
+	for (;;)
+	{
+		uint64		blocks = (m->pieces[p].n + SJ_SET_MERGE_BLOCK - 1) / SJ_SET_MERGE_BLOCK;
+
+		if (*task < blocks)
+			return p;
+		*task -= blocks;
+		p++;
+	}
+}
+
+/*
+ * The engine's view of the sets gathered so far and of those in parts that
+ * parallel workers built (NULL: none), whose tokens are renumbered into
+ * this side's dictionary.
+ */
+void
+SjSetSideFinish(SjSetScan *scan, const SjParts *parts, SjSets *out, int64 **keys)
+{
+	SjSetMerge	m;
+	int			nparts = parts ? parts->nparts : 0;
+	size_t		n = scan->n;
+	uint64		ntok = scan->ntokens,
+				ntasks = 0;
+	int			p;
+
+	if (nparts > 0)
+	{
+		memset(&m, 0, sizeof(m));
+		m.pieces = palloc0((nparts + 1) * sizeof(SjSetPiece));
+		m.pieces[0].n = scan->n;
+		m.pieces[0].keys = scan->keys;
+		m.pieces[0].offsets = scan->offsets;
+		m.pieces[0].tokens = scan->tokens;
+		for (p = 0; p < nparts; p++)
+		{
+			const SjSetPartHeader *h = (const SjSetPartHeader *) parts->part[p];
+			SjSetPiece *pc = &m.pieces[p + 1];
+			const char *ptr = (const char *) (h + 1);
+			uint32	   *map;
+			uint32		d;
+
+			pc->n = h->n;
+			pc->offset = n;
+			pc->token_offset = ntok;
+			pc->keys = (const int64 *) ptr;
+			ptr += h->n * sizeof(int64);
+			pc->offsets = (const uint64 *) ptr;
+			ptr += (h->n + 1) * sizeof(uint64);
+			pc->tokens = (const uint32 *) ptr;
+			ptr += SJ_ALIGN8(h->ntokens * sizeof(uint32));
+			/* the worker's dictionary into this side's */
+			map = palloc_extended(Max(h->ndistinct, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+			if (h->is_text)
+			{
+				const uint32 *lens = (const uint32 *) ptr;
+				const char *bytes = ptr + SJ_ALIGN8(h->ndistinct * sizeof(uint32));
+
+				for (d = 0; d < h->ndistinct; d++)
+				{
+					map[d] = SjDictText(scan->dict, bytes, lens[d]);
+					bytes += lens[d];
+				}
+			}
+			else
+			{
+				const int64 *vals = (const int64 *) ptr;
+
+				for (d = 0; d < h->ndistinct; d++)
+					map[d] = SjDictInt(scan->dict, vals[d]);
+			}
+			pc->map = map;
+			n += h->n;
+			ntok += h->ntokens;
+			scan->skipped += h->skipped;
+		}
+		if (n > (size_t) UINT32_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("too many rows for jaccard_join: %zu", n)));
+		m.keys = palloc_extended(Max(n, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
+		m.offsets = palloc_extended((n + 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+		m.tokens = palloc_extended(Max(ntok, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+		m.offsets[0] = 0;
+		for (p = 0; p <= nparts; p++)
+			ntasks += (m.pieces[p].n + SJ_SET_MERGE_BLOCK - 1) / SJ_SET_MERGE_BLOCK;
+		SjParallelCopy(ntasks, SjSetMergeTask, &m);
+		for (p = 1; p <= nparts; p++)
+			pfree((void *) m.pieces[p].map);
+		pfree(m.pieces);
+		pfree(scan->keys);
+		pfree(scan->offsets);
+		pfree(scan->tokens);
+		scan->keys = m.keys;
+		scan->offsets = m.offsets;
+		scan->tokens = m.tokens;
+		scan->n = n;
+		scan->ntokens = ntok;
+		scan->cap_keys = Max(n, 1);
+		scan->cap_offsets = n + 1;
+		scan->cap_tokens = Max(ntok, 1);
+	}
 	if (scan->n > (size_t) UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -293,6 +495,106 @@ SjSetSideFinish(SjSetScan *scan, SjSets *out, int64 **keys)
 	out->offsets = scan->offsets;
 	out->tokens = scan->tokens;
 	*keys = scan->keys;
+}
+
+/* A parallel worker's side, for the columns of spec, with its own dictionary. */
+void *
+SjSetPartBegin(const SjPartSpec *spec)
+{
+	SjSetScan  *scan = palloc(sizeof(SjSetScan));
+
+	SjSetSideInit(scan, spec->what, SjDictCreate(get_element_type(spec->typids[1])));
+	scan->relid = spec->relid;
+	scan->cols[0].typid = spec->typids[0];
+	scan->cols[0].name = pstrdup(NameStr(spec->keyname));
+	return scan;
+}
+
+/* Bytes of the dictionary's text keys. */
+static uint64
+SjDictTextBytes(SjDict *dict)
+{
+	sjtextdict_iterator it;
+	SjTextEntry *e;
+	uint64		bytes = 0;
+
+	sjtextdict_start_iterate(dict->texts, &it);
+	while ((e = sjtextdict_iterate(dict->texts, &it)) != NULL)
+		bytes += e->key.len;
+	return bytes;
+}
+
+/* Bytes of a worker's side in the part format. */
+Size
+SjSetPartSize(void *side)
+{
+	SjSetScan  *scan = (SjSetScan *) side;
+	SjDict	   *dict = scan->dict;
+	Size		size = sizeof(SjSetPartHeader) + scan->n * sizeof(int64) +
+		(scan->n + 1) * sizeof(uint64) + SJ_ALIGN8(scan->ntokens * sizeof(uint32));
+
+	if (dict->is_text)
+		size += SJ_ALIGN8(dict->next_id * sizeof(uint32)) + SjDictTextBytes(dict);
+	else
+		size += dict->next_id * sizeof(int64);
+	return size;
+}
+
+/* Serialize a worker's side into dst (SjSetPartSize bytes). */
+void
+SjSetPartWrite(void *side, char *dst)
+{
+	SjSetScan  *scan = (SjSetScan *) side;
+	SjDict	   *dict = scan->dict;
+	SjSetPartHeader *h = (SjSetPartHeader *) dst;
+	char	   *p = (char *) (h + 1);
+
+	h->n = scan->n;
+	h->skipped = scan->skipped;
+	h->ntokens = scan->ntokens;
+	h->ndistinct = dict->next_id;
+	h->is_text = dict->is_text;
+	h->textbytes = dict->is_text ? SjDictTextBytes(dict) : 0;
+	memcpy(p, scan->keys, scan->n * sizeof(int64));
+	p += scan->n * sizeof(int64);
+	memcpy(p, scan->offsets, (scan->n + 1) * sizeof(uint64));
+	p += (scan->n + 1) * sizeof(uint64);
+	memcpy(p, scan->tokens, scan->ntokens * sizeof(uint32));
+	p += SJ_ALIGN8(scan->ntokens * sizeof(uint32));
+	if (dict->is_text)
+	{
+		uint32	   *lens = (uint32 *) p;
+		char	   *bytes = p + SJ_ALIGN8(dict->next_id * sizeof(uint32));
+		uint64	   *start = palloc_extended(Max(dict->next_id, 1) * sizeof(uint64),
+											MCXT_ALLOC_HUGE);
+		sjtextdict_iterator it;
+		SjTextEntry *e;
+		uint64		at = 0;
+		uint32		d;
+
+		sjtextdict_start_iterate(dict->texts, &it);
+		while ((e = sjtextdict_iterate(dict->texts, &it)) != NULL)
+			lens[e->id] = e->key.len;
+		for (d = 0; d < dict->next_id; d++)
+		{
+			start[d] = at;
+			at += lens[d];
+		}
+		sjtextdict_start_iterate(dict->texts, &it);
+		while ((e = sjtextdict_iterate(dict->texts, &it)) != NULL)
+			memcpy(bytes + start[e->id], e->key.p, e->key.len);
+		pfree(start);
+	}
+	else
+	{
+		int64	   *vals = (int64 *) p;
+		sjintdict_iterator it;
+		SjIntEntry *e;
+
+		sjintdict_start_iterate(dict->ints, &it);
+		while ((e = sjintdict_iterate(dict->ints, &it)) != NULL)
+			vals[e->id] = e->key;
+	}
 }
 
 /* Validate the threshold. */
@@ -428,9 +730,13 @@ SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 							format_type_be(rscan.cols[1].typid)),
 					 errhint("Cast one side in a view, or use the same element type on both sides.")));
 	}
-	SjSetMarshal(&lscan, &job.left, &job.left_keys);
+	stats.scan_workers = SjSetMarshal(&lscan, &job.left, &job.left_keys);
 	if (!job.self)
-		SjSetMarshal(&rscan, &job.right, &job.right_keys);
+	{
+		int			workers = SjSetMarshal(&rscan, &job.right, &job.right_keys);
+
+		stats.scan_workers = Max(stats.scan_workers, workers);
+	}
 	job.left.universe = dict->next_id;
 	job.right.universe = dict->next_id;
 	stats.left_rows = job.left.n;

@@ -8,7 +8,8 @@
  *	- SELECT privilege is checked on every column read, up front, before any
  *	  row is touched;
  *	- a plain table without row-level security or inheritance children is
- *	  read by a direct table scan (the fast path);
+ *	  read by a direct table scan (the fast path), with parallel workers
+ *	  when it is large (parscan.c);
  *	- a relation with row-level security in force for this user, a
  *	  partitioned table or inheritance parent, a view, a materialized view or
  *	  a foreign table is read through the executor (an SPI cursor over
@@ -16,9 +17,9 @@
  *	  definitions apply as in any query.  Identifiers are quoted; nothing the
  *	  caller wrote is pasted into SQL.
  *
- * Rows are handed one at a time to a callback with the requested columns;
- * the callback runs in a per-row memory context that is reset after every
- * row, so it must copy what it keeps into memory it owns.
+ * Rows are handed one at a time to the operator's row function with the
+ * requested columns; it runs in a per-row memory context that is reset
+ * after every row, so it must copy what it keeps into memory it owns.
  */
 #include "postgres.h"
 
@@ -152,52 +153,13 @@ SjGrow(void *ptr, size_t *capacity, size_t needed, size_t elem)
 	return ptr;
 }
 
-/* Fast path: a table scan under the active snapshot. */
-static void
-SjScanTable(Relation rel, int ncols, const SjColumn *cols, SjRowFn fn,
-			void *arg, MemoryContext rowcxt)
-{
-	TableScanDesc scan;
-	TupleTableSlot *slot;
-	AttrNumber	maxatt = 0;
-	Datum	   *values = palloc(sizeof(Datum) * ncols);
-	bool	   *isnull = palloc(sizeof(bool) * ncols);
-	uint64		nrows = 0;
-	int			i;
-
-	for (i = 0; i < ncols; i++)
-		maxatt = Max(maxatt, cols[i].attnum);
-
-	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
-	slot = table_slot_create(rel, NULL);
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-	{
-		MemoryContext old;
-
-		if ((++nrows & 4095) == 0)
-			CHECK_FOR_INTERRUPTS();
-		slot_getsomeattrs(slot, maxatt);
-		for (i = 0; i < ncols; i++)
-		{
-			values[i] = slot->tts_values[cols[i].attnum - 1];
-			isnull[i] = slot->tts_isnull[cols[i].attnum - 1];
-		}
-		old = MemoryContextSwitchTo(rowcxt);
-		fn(arg, values, isnull);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(rowcxt);
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	table_endscan(scan);
-	pfree(values);
-	pfree(isnull);
-}
-
 /* General path: the executor, through an SPI cursor. */
 static void
 SjScanQuery(Relation rel, int ncols, const SjColumn *cols, SjRowFn fn,
-			void *arg, MemoryContext rowcxt)
+			void *arg)
 {
+	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext, "simjoin row",
+												 ALLOCSET_DEFAULT_SIZES);
 	StringInfoData sql;
 	SPIPlanPtr	plan;
 	Portal		portal;
@@ -244,20 +206,25 @@ SjScanQuery(Relation rel, int ncols, const SjColumn *cols, SjRowFn fn,
 	}
 	SPI_cursor_close(portal);
 	SPI_finish();
+	MemoryContextDelete(rowcxt);
 	pfree(values);
 	pfree(isnull);
 	pfree(sql.data);
 }
 
 /*
- * Call fn for every row of relid that the current user's SELECT would see,
- * with the values of cols (already resolved and privilege-checked).
+ * Read every row of relid that the current user's SELECT would see into
+ * side (an operator's side of the given kind), with the values of cols
+ * (already resolved and privilege-checked; cols[0] is the key).  A plain
+ * table may be read by parallel workers: then the workers' sides come back
+ * as parts, for the operator to merge and release; otherwise NULL.
  */
-void
-SjScanRelation(Oid relid, int ncols, const SjColumn *cols, SjRowFn fn, void *arg)
+SjParts *
+SjScanRelation(Oid relid, int ncols, const SjColumn *cols, SjPartKind kind,
+			   void *side, const char *what)
 {
 	Relation	rel;
-	MemoryContext rowcxt;
+	SjParts    *parts = NULL;
 	bool		fast;
 	char		relkind;
 
@@ -271,12 +238,10 @@ SjScanRelation(Oid relid, int ncols, const SjColumn *cols, SjRowFn fn, void *arg
 	if (relkind != RELKIND_RELATION || rel->rd_rel->relhassubclass)
 		fast = false;
 
-	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "simjoin row",
-								   ALLOCSET_DEFAULT_SIZES);
 	if (fast)
-		SjScanTable(rel, ncols, cols, fn, arg, rowcxt);
+		parts = SjScanTable(rel, ncols, cols, kind, side, what);
 	else
-		SjScanQuery(rel, ncols, cols, fn, arg, rowcxt);
-	MemoryContextDelete(rowcxt);
+		SjScanQuery(rel, ncols, cols, SjPartRowFn(kind), side);
 	relation_close(rel, NoLock);
+	return parts;
 }

@@ -484,12 +484,12 @@ SjStatsFinish(SjStats *stats, double start_ms)
 	sj_last_stats = *stats;
 	elog(DEBUG1,
 		 "simjoin: %s on %s (%s): %lld x %lld rows, %lld pairs in %lld batches; "
-		 "scan %.1f ms, build %.1f ms, probe %.1f ms, transfer %.1f ms, "
+		 "scan %.1f ms (%d workers), build %.1f ms, probe %.1f ms, transfer %.1f ms, "
 		 "emit %.1f ms, total %.1f ms",
 		 stats->operator_name, stats->device, stats->strategy,
 		 (long long) stats->left_rows, (long long) stats->right_rows,
 		 (long long) stats->pairs, (long long) stats->batches,
-		 stats->scan_ms, stats->build_ms, stats->probe_ms,
+		 stats->scan_ms, stats->scan_workers, stats->build_ms, stats->probe_ms,
 		 stats->transfer_ms, stats->emit_ms, stats->total_ms);
 }
 
@@ -542,8 +542,8 @@ Datum
 simjoin_last_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[14];
-	bool		nulls[14];
+	Datum		values[15];
+	bool		nulls[15];
 	SjStats    *s = &sj_last_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -565,6 +565,7 @@ simjoin_last_stats(PG_FUNCTION_ARGS)
 	values[11] = Float8GetDatum(s->emit_ms);
 	values[12] = Float8GetDatum(s->total_ms);
 	values[13] = Int64GetDatum(s->device_bytes);
+	values[14] = Int32GetDatum(s->scan_workers);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));
 }

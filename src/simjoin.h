@@ -95,6 +95,7 @@ typedef struct SjStats
 	double		emit_ms;
 	double		total_ms;
 	int64		device_bytes;
+	int			scan_workers;	/* parallel workers that read an input */
 } SjStats;
 
 extern SjStats sj_last_stats;
@@ -148,6 +149,46 @@ extern void SjCustomScanInit(void);
 /* marshal.c: reading relations */
 typedef void (*SjRowFn) (void *arg, Datum *values, bool *isnull);
 
+/* What a scan builds: one operator's side (parscan.c). */
+typedef enum SjPartKind
+{
+	SJ_PART_EPS,				/* SjEpsScan */
+	SJ_PART_SETS,				/* SjSetScan */
+	SJ_PART_THETA				/* SjThetaSide (theta_join.c) */
+} SjPartKind;
+
+#define SJ_PART_MAX_COLS	65	/* a key and a theta side's columns */
+
+/*
+ * A side to build, as parallel workers see it: the columns to read (the
+ * key first; attnum 0 gives row numbers instead) and what errors call the
+ * values.
+ */
+typedef struct SjPartSpec
+{
+	SjPartKind	kind;
+	Oid			relid;
+	int			ncols;
+	AttrNumber	attnums[SJ_PART_MAX_COLS];
+	Oid			typids[SJ_PART_MAX_COLS];
+	NameData	keyname;
+	char		what[NAMEDATALEN * 2 + 32];
+} SjPartSpec;
+
+/*
+ * The sides that parallel workers built, serialized in shared memory (each
+ * kind's part format), for the operator to merge with the leader's own.
+ */
+typedef struct SjParts
+{
+	int			nparts;
+	const char **part;
+	int64		rows;			/* rows read, all participants */
+	int64		filtered;		/* rows a filter removed */
+	int			workers;		/* workers launched */
+	void	   *run;			/* parscan.c's, until SjPartsRelease */
+} SjParts;
+
 typedef struct SjColumn
 {
 	const char *name;			/* as given by the caller */
@@ -159,13 +200,36 @@ typedef struct SjColumn
 extern void SjCheckRelation(Oid relid);
 extern void SjResolveColumn(Oid relid, const char *name, SjColumn *col);
 extern void SjCheckKeyColumn(Oid relid, const SjColumn *col);
-extern void SjScanRelation(Oid relid, int ncols, const SjColumn *cols,
-						   SjRowFn fn, void *arg);
+extern SjParts *SjScanRelation(Oid relid, int ncols, const SjColumn *cols,
+							   SjPartKind kind, void *side, const char *what);
 extern int64 SjKeyValue(Datum value, Oid typid);
 extern void SjErrorNullKey(Oid relid, const SjColumn *col);
 
 /* Growable arrays of the adapter, allocated huge in one context. */
 extern void *SjGrow(void *ptr, size_t *capacity, size_t needed, size_t elem);
+
+/* parscan.c: reading a table with parallel workers */
+struct TableScanDescData;
+struct TupleTableSlot;
+struct ExprState;
+struct ExprContext;
+struct PlanState;
+struct RelationData;
+
+extern int64 SjScanRows(struct TableScanDescData *scan, struct TupleTableSlot *slot,
+						int ncols, const AttrNumber *attnums, struct ExprState *qual,
+						struct ExprContext *econtext, SjRowFn fn, void *arg,
+						int64 *filtered);
+extern int	SjParallelWorkers(struct RelationData *rel);
+extern bool SjPartTypesOk(SjPartKind kind, int ncols, const Oid *typids);
+extern SjRowFn SjPartRowFn(SjPartKind kind);
+extern SjParts *SjScanTable(struct RelationData *rel, int ncols, const SjColumn *cols,
+							SjPartKind kind, void *side, const char *what);
+extern SjParts *SjScanChildParallel(struct PlanState *child, SjPartKind kind, int ncols,
+									const int *positions, const Oid *typids,
+									void *side, const char *what);
+extern void SjPartsRelease(SjParts *parts);
+extern void SjParallelCopy(uint64 ntasks, SjTaskFn fn, void *arg);
 
 /* distance.c */
 extern int	SjVectorDim(ArrayType *a, const char *what);
@@ -211,7 +275,11 @@ typedef struct SjEpsJob
 
 extern void SjEpsSideInit(SjEpsScan *scan, const char *what);
 extern void SjEpsRow(void *arg, Datum *values, bool *isnull);
-extern void SjEpsSideFinish(SjEpsScan *scan, SjVectorInput *out);
+extern void SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts,
+							SjVectorInput *out);
+extern void *SjEpsPartBegin(const SjPartSpec *spec);
+extern Size SjEpsPartSize(void *side);
+extern void SjEpsPartWrite(void *side, char *dst);
 extern SjStatus SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options,
 						   SjRun *run, char *errmsg);
 
@@ -253,7 +321,11 @@ extern SjDict *SjDictCreate(Oid elem);
 extern uint32 SjDictSize(const SjDict *dict);
 extern void SjSetSideInit(SjSetScan *scan, const char *what, SjDict *dict);
 extern void SjSetRow(void *arg, Datum *values, bool *isnull);
-extern void SjSetSideFinish(SjSetScan *scan, SjSets *out, int64 **keys);
+extern void SjSetSideFinish(SjSetScan *scan, const SjParts *parts, SjSets *out,
+							int64 **keys);
+extern void *SjSetPartBegin(const SjPartSpec *spec);
+extern Size SjSetPartSize(void *side);
+extern void SjSetPartWrite(void *side, char *dst);
 extern SjStatus SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options,
 							   SjRun *run, char *errmsg);
 
@@ -266,5 +338,12 @@ extern void SjThetaAddRow(SjThetaPrepared *tp, int side, int64 key,
 						  const Datum *values, const bool *isnull);
 extern void SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec,
 						  int64 *nleft, int64 *nright, char *strategy, int len);
+extern void *SjThetaPreparedSide(SjThetaPrepared *tp, int side, int *ncols,
+								 int *positions, Oid *typids);
+extern void SjThetaSideAddParts(void *side, const SjParts *parts);
+extern void *SjThetaPartBegin(const SjPartSpec *spec);
+extern void SjThetaPartRow(void *arg, Datum *values, bool *isnull);
+extern Size SjThetaPartSize(void *side);
+extern void SjThetaPartWrite(void *side, char *dst);
 
 #endif							/* SIMJOIN_H */

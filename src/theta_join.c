@@ -1160,11 +1160,16 @@ SjThetaSideAlloc(SjThetaSide *side)
 	}
 }
 
-/* Scan one side: the key, then the condition's columns. */
-static void
+/*
+ * Scan one side: the key, then the condition's columns.  Returns the
+ * parallel workers that read it.
+ */
+static int
 SjThetaMarshal(SjThetaSide *side)
 {
 	SjColumn	cols[SJ_THETA_MAX_COLS + 1];
+	SjParts    *parts;
+	int			workers;
 	int			k;
 
 	cols[0] = side->key;
@@ -1176,12 +1181,229 @@ SjThetaMarshal(SjThetaSide *side)
 		cols[k + 1].typmod = -1;
 	}
 	SjThetaSideAlloc(side);
-	SjScanRelation(side->relid, side->ncols + 1, cols, SjThetaRow, side);
+	parts = SjScanRelation(side->relid, side->ncols + 1, cols, SJ_PART_THETA, side,
+						   "");
+	SjThetaSideAddParts(side, parts);
+	workers = parts ? parts->workers : 0;
+	SjPartsRelease(parts);
 	if (side->n > (size_t) UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("relation \"%s\" has too many rows for theta_join",
 						get_rel_name(side->relid))));
+	return workers;
+}
+
+/*
+ * A side as a parallel worker sends it (SjThetaPartWrite): this header, the
+ * keys, then each column's values (8 bytes each) and NULL flags.  Workers
+ * build sides without text or numeric columns only (SjPartTypesOk).
+ */
+typedef struct SjThetaPartHeader
+{
+	uint64		n;
+	int32		ncols;
+	uint8		any_null[SJ_THETA_MAX_COLS];
+	int32		pad;
+} SjThetaPartHeader;
+
+#define SJ_ALIGN8(x) (((x) + 7) & ~((Size) 7))
+
+/* A parallel worker's side, for the columns of spec (cols[0] the key). */
+void *
+SjThetaPartBegin(const SjPartSpec *spec)
+{
+	SjThetaSide *side = palloc0(sizeof(SjThetaSide));
+	int			k;
+
+	side->relid = spec->relid;
+	side->key.typid = spec->typids[0];
+	side->key.name = pstrdup(NameStr(spec->keyname));
+	side->ncols = spec->ncols - 1;
+	for (k = 0; k < side->ncols; k++)
+	{
+		side->cols[k].attnum = spec->attnums[k + 1];
+		side->cols[k].typid = spec->typids[k + 1];
+		side->cols[k].kind = SjTypeKind(spec->typids[k + 1]);
+	}
+	SjThetaSideAlloc(side);
+	return side;
+}
+
+/* Row function of a side: values[0] the key, then the side's columns. */
+void
+SjThetaPartRow(void *arg, Datum *values, bool *isnull)
+{
+	SjThetaRow(arg, values, isnull);
+}
+
+/* Bytes of a worker's side in the part format. */
+Size
+SjThetaPartSize(void *side)
+{
+	SjThetaSide *sd = (SjThetaSide *) side;
+
+	return sizeof(SjThetaPartHeader) + sd->n * sizeof(int64) +
+		sd->ncols * (sd->n * 8 + SJ_ALIGN8(sd->n));
+}
+
+/* Serialize a worker's side into dst (SjThetaPartSize bytes). */
+void
+SjThetaPartWrite(void *side, char *dst)
+{
+	SjThetaSide *sd = (SjThetaSide *) side;
+	SjThetaPartHeader *h = (SjThetaPartHeader *) dst;
+	char	   *p = (char *) (h + 1);
+	int			k;
+
+	memset(h, 0, sizeof(*h));
+	h->n = sd->n;
+	h->ncols = sd->ncols;
+	memcpy(p, sd->keys, sd->n * sizeof(int64));
+	p += sd->n * sizeof(int64);
+	for (k = 0; k < sd->ncols; k++)
+	{
+		SjThetaCol *col = &sd->cols[k];
+
+		Assert(col->kind == SJ_KIND_I64 || col->kind == SJ_KIND_F64);
+		h->any_null[k] = col->any_null;
+		memcpy(p, col->kind == SJ_KIND_F64 ? (void *) col->fvals : (void *) col->ivals,
+			   sd->n * 8);
+		p += sd->n * 8;
+		memcpy(p, col->nulls, sd->n);
+		p += SJ_ALIGN8(sd->n);
+	}
+}
+
+/* One participant's rows as the merge reads them. */
+typedef struct SjThetaPiece
+{
+	size_t		n;
+	size_t		offset;			/* of its first row in the merged side */
+	const int64 *keys;
+	const char *values[SJ_THETA_MAX_COLS];	/* 8 bytes a row */
+	const uint8 *nulls[SJ_THETA_MAX_COLS];
+} SjThetaPiece;
+
+typedef struct SjThetaMerge
+{
+	SjThetaPiece *pieces;
+	int			ncols;
+	int64	   *keys;
+	char	   *values[SJ_THETA_MAX_COLS];
+	uint8	   *nulls[SJ_THETA_MAX_COLS];
+} SjThetaMerge;
+
+#define SJ_THETA_MERGE_BLOCK	262144	/* rows a merge task copies */
+
+/* Merge task: one block of one piece, every column. */
+static void
+SjThetaMergeTask(void *arg, uint64_t task, int worker)
+{
+	SjThetaMerge *m = (SjThetaMerge *) arg;
+	const SjThetaPiece *pc;
+	int			p = 0;
+	size_t		first,
+				len;
+	int			k;
+
+	for (;;)
+	{
+		uint64		blocks = (m->pieces[p].n + SJ_THETA_MERGE_BLOCK - 1) / SJ_THETA_MERGE_BLOCK;
+
+		if (task < blocks)
+			break;
+		task -= blocks;
+		p++;
+	}
+	pc = &m->pieces[p];
+	first = task * SJ_THETA_MERGE_BLOCK;
+	len = Min(first + SJ_THETA_MERGE_BLOCK, pc->n) - first;
+	memcpy(m->keys + pc->offset + first, pc->keys + first, len * sizeof(int64));
+	for (k = 0; k < m->ncols; k++)
+	{
+		memcpy(m->values[k] + (pc->offset + first) * 8, pc->values[k] + first * 8, len * 8);
+		memcpy(m->nulls[k] + pc->offset + first, pc->nulls[k] + first, len);
+	}
+}
+
+/*
+ * Add to side the rows of parts that parallel workers built (NULL: none),
+ * after its own.
+ */
+void
+SjThetaSideAddParts(void *side, const SjParts *parts)
+{
+	SjThetaSide *sd = (SjThetaSide *) side;
+	SjThetaMerge m;
+	size_t		n = sd->n;
+	uint64		ntasks = 0;
+	int			p,
+				k;
+
+	if (parts == NULL || parts->nparts == 0)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.ncols = sd->ncols;
+	m.pieces = palloc0((parts->nparts + 1) * sizeof(SjThetaPiece));
+	m.pieces[0].n = sd->n;
+	m.pieces[0].keys = sd->keys;
+	for (k = 0; k < sd->ncols; k++)
+	{
+		SjThetaCol *col = &sd->cols[k];
+
+		m.pieces[0].values[k] = col->kind == SJ_KIND_F64 ? (char *) col->fvals : (char *) col->ivals;
+		m.pieces[0].nulls[k] = col->nulls;
+	}
+	for (p = 0; p < parts->nparts; p++)
+	{
+		const SjThetaPartHeader *h = (const SjThetaPartHeader *) parts->part[p];
+		SjThetaPiece *pc = &m.pieces[p + 1];
+		const char *ptr = (const char *) (h + 1);
+
+		Assert(h->ncols == sd->ncols);
+		pc->n = h->n;
+		pc->offset = n;
+		pc->keys = (const int64 *) ptr;
+		ptr += h->n * sizeof(int64);
+		for (k = 0; k < sd->ncols; k++)
+		{
+			pc->values[k] = ptr;
+			ptr += h->n * 8;
+			pc->nulls[k] = (const uint8 *) ptr;
+			ptr += SJ_ALIGN8(h->n);
+			if (h->any_null[k])
+				sd->cols[k].any_null = true;
+		}
+		n += h->n;
+	}
+	m.keys = palloc_extended(Max(n, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
+	for (k = 0; k < sd->ncols; k++)
+	{
+		m.values[k] = palloc_extended(Max(n, 1) * 8, MCXT_ALLOC_HUGE);
+		m.nulls[k] = palloc_extended(Max(n, 1), MCXT_ALLOC_HUGE);
+	}
+	for (p = 0; p <= parts->nparts; p++)
+		ntasks += (m.pieces[p].n + SJ_THETA_MERGE_BLOCK - 1) / SJ_THETA_MERGE_BLOCK;
+	SjParallelCopy(ntasks, SjThetaMergeTask, &m);
+
+	pfree(sd->keys);
+	sd->keys = m.keys;
+	for (k = 0; k < sd->ncols; k++)
+	{
+		SjThetaCol *col = &sd->cols[k];
+
+		pfree((void *) m.pieces[0].values[k]);
+		pfree(col->nulls);
+		if (col->kind == SJ_KIND_F64)
+			col->fvals = (double *) m.values[k];
+		else
+			col->ivals = (int64 *) m.values[k];
+		col->nulls = m.nulls[k];
+	}
+	sd->n = n;
+	sd->cap = Max(n, 1);
+	pfree(m.pieces);
 }
 
 /* The engine's view of one side. */
@@ -1338,6 +1560,30 @@ SjThetaAddRow(SjThetaPrepared *tp, int side, int64 key,
 	SjThetaRow(sd, vals, nulls);
 }
 
+/*
+ * Side s of a prepared condition, for a scan that feeds it directly: the
+ * side (for SjThetaPartRow and SjThetaSideAddParts), and its columns as
+ * positions in the caller's rows with their types, after a leading row
+ * number (position 0, bigint).  *ncols counts that too.
+ */
+void *
+SjThetaPreparedSide(SjThetaPrepared *tp, int side, int *ncols, int *positions,
+					Oid *typids)
+{
+	SjThetaSide *sd = &tp->sides[side];
+	int			k;
+
+	positions[0] = 0;
+	typids[0] = INT8OID;
+	for (k = 0; k < sd->ncols; k++)
+	{
+		positions[k + 1] = sd->cols[k].attnum;
+		typids[k + 1] = sd->cols[k].typid;
+	}
+	*ncols = sd->ncols + 1;
+	return sd;
+}
+
 /* Both sides are in: fill spec to run the join (emit left to the caller). */
 void
 SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,
@@ -1395,7 +1641,11 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 
 	/* read both sides; rank text and numeric values jointly */
 	for (s = 0; s < 2; s++)
-		SjThetaMarshal(sides[s]);
+	{
+		int			workers = SjThetaMarshal(sides[s]);
+
+		stats.scan_workers = Max(stats.scan_workers, workers);
+	}
 	memset(&job, 0, sizeof(job));
 	job.store = store;
 	job.desc = desc;

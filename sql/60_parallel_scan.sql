@@ -1,0 +1,77 @@
+-- Parallel scan and marshal: large plain tables are read by parallel
+-- workers (each building part of a side, merged by the leader).  Forced here
+-- on small tables with min_parallel_table_scan_size = 0; every result must
+-- equal the serial one (max_parallel_workers_per_gather = 0).
+LOAD 'simjoin';
+SET jit = off;
+SET simjoin.cpu_threads = 2;
+CREATE TABLE ps_v AS
+SELECT i AS id, ARRAY[(i * 7919 % 1000) / 10.0, (i * 104729 % 1000) / 10.0]::float8[] AS v,
+       (i % 50)::int AS k, (i * 31 % 997)::float8 AS f,
+       CASE WHEN i % 11 = 0 THEN NULL ELSE i % 13 END AS a
+FROM generate_series(1, 20000) i;
+UPDATE ps_v SET v = NULL WHERE id % 97 = 0;
+UPDATE ps_v SET v = '{NaN,1}' WHERE id % 89 = 0;
+CREATE TABLE ps_s AS
+SELECT i AS id,
+       array(SELECT (i * g * 7 % 300)::int FROM generate_series(1, 1 + i % 6) g) AS s,
+       array(SELECT 'w' || (i * g * 7 % 300) FROM generate_series(1, 1 + i % 6) g) AS t,
+       array(SELECT (i * g * 7 % 300)::int8 FROM generate_series(1, 1 + i % 6) g) AS b
+FROM generate_series(1, 20000) i;
+UPDATE ps_s SET s = '{}' WHERE id % 101 = 0;
+VACUUM ANALYZE ps_v, ps_s;
+SELECT pg_relation_size('ps_v') > 8192 * 20 AS several_pages;
+
+-- ps_run(q): q's one row, serially and with 2 workers, and whether the
+-- parallel run used workers (simjoin_last_stats) and agreed
+CREATE FUNCTION ps_run(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE serial text; par text; w int;
+BEGIN
+    PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+    EXECUTE 'SELECT (' || q || ')::text' INTO serial;
+    PERFORM set_config('max_parallel_workers_per_gather', '2', true);
+    PERFORM set_config('min_parallel_table_scan_size', '0', true);
+    EXECUTE 'SELECT (' || q || ')::text' INTO par;
+    SELECT scan_workers INTO w FROM simjoin_last_stats();
+    PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+    RETURN serial || CASE WHEN par IS NOT DISTINCT FROM serial THEN ' same' ELSE ' DIFFERENT: ' || par END
+        || CASE WHEN w > 0 THEN ' workers' ELSE ' no workers' END;
+END $$;
+
+-- the set-returning functions, self and two-table, rows and counts
+SELECT ps_run($$SELECT eps_join_count('ps_v', 'id', 'v', 2.5)$$);
+SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(distance)::numeric, 6)) FROM eps_join('ps_v', 'id', 'v', 2.5)$$);
+SELECT ps_run($$SELECT eps_join_count('ps_v', 'id', 'v', 'ps_v', 'id', 'v', 1.5)$$);
+SELECT ps_run($$SELECT jaccard_join_count('ps_s', 'id', 's', 0.5)$$);
+SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(similarity)::numeric, 6)) FROM jaccard_join('ps_s', 'id', 's', 'ps_s', 'id', 'b', 0.6)$$);
+SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(similarity)::numeric, 6)) FROM jaccard_join('ps_s', 'id', 't', 0.4)$$);
+SELECT ps_run($$SELECT theta_join_count('ps_v', 'id', 'ps_v', 'id', 'l.k = r.k AND (l.a < r.a OR l.a IS NULL)')$$);
+SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id)) FROM theta_join('ps_v', 'id', 'ps_s', 'id', 'r.id BETWEEN l.id - 2 AND l.id + 2 AND l.f > 500')$$);
+-- plain SQL counts through the node: filters are evaluated by the workers
+SELECT ps_run($$SELECT count(*) FROM ps_v a JOIN ps_v b ON a.v <-> b.v <= 2.5 WHERE a.k < 20 AND b.id % 3 = 0$$);
+SELECT ps_run($$SELECT count(*) FROM ps_s a JOIN ps_s b ON jaccard(a.t, b.t) >= 0.5 WHERE a.id > 100$$);
+SELECT ps_run($$SELECT count(*) FROM ps_v l JOIN ps_v r ON l.k = r.k AND l.f < r.f WHERE l.a IS NOT NULL$$);
+-- the node's input was read by the workers, whose rows EXPLAIN ANALYZE counts
+SET max_parallel_workers_per_gather = 2;
+SET min_parallel_table_scan_size = 0;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT count(*) FROM ps_v a JOIN ps_v b ON a.v <-> b.v <= 2.5 WHERE a.k < 20;
+
+-- errors raised while workers read are the serial errors (terse: which
+-- participant meets the row first varies)
+\set VERBOSITY terse
+UPDATE ps_v SET v = '{1,2,3}' WHERE id = 15000;
+SELECT sj_err($$SELECT eps_join_count('ps_v', 'id', 'v', 1)$$)
+       ~ '^22000: different vector dimensions (2 and 3|3 and 2)$' AS dims_error;
+UPDATE ps_v SET v = '{1,2}', id = NULL WHERE id = 15000;
+SELECT eps_join_count('ps_v', 'id', 'v', 1);
+SELECT theta_join_count('ps_v', 'id', 'ps_s', 'id', 'l.k = r.id');
+UPDATE ps_s SET s = '{1,NULL}' WHERE id = 12345;
+SELECT jaccard_join_count('ps_s', 'id', 's', 0.5);
+\set VERBOSITY default
+-- and the session goes on
+SELECT jaccard_join_count('ps_s', 'id', 'b', 0.9) > 0 AS ok;
+RESET max_parallel_workers_per_gather;
+RESET min_parallel_table_scan_size;
+DROP TABLE ps_v, ps_s;
+DROP FUNCTION ps_run(text);

@@ -82,10 +82,15 @@
  */
 #include <cub/cub.cuh>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "sjgpu_internal.cuh"
@@ -148,6 +153,23 @@ enum class Strategy
  * signature words of the bitmap strategy (0 = from the universe). */
 int			forced_strategy = 0;
 int			forced_sig_words = 0;
+
+/*
+ * Test hook: host milliseconds of the last join's steps (prepare, choose
+ * the strategy, upload and plan memory, index builds, work estimates,
+ * waits for the device), for the engine benchmarks.
+ */
+enum
+{
+	kPhasePrepare,
+	kPhaseStrategy,
+	kPhaseMemory,
+	kPhaseIndex,
+	kPhaseEstimate,
+	kPhaseWait,
+	kPhases
+};
+double		phase_ms[kPhases];
 
 /* Everything a probe kernel reads and writes. */
 struct ProbeArgs
@@ -669,6 +691,7 @@ public:
 	void		add_timings(SjTimings *t) const;
 
 private:
+	void		upload_sets();
 	void		choose_strategy();
 	double		bitmap_pass_fraction() const;
 	void		plan_memory();
@@ -770,8 +793,62 @@ JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 	sms_ = sjgpu::multiprocessor_count();
 	stream_.create();
 	kernel_timer_.create();
-	choose_strategy();
-	plan_memory();
+	{
+		double		t1 = sj_now_ms();
+		std::exception_ptr upload_error;
+
+		/*
+		 * The sets go to the device (pageable copies: the host waits) while
+		 * the host threads compute the cost model.
+		 */
+		{
+			sigset_t	all,
+						old;
+
+			/* signals stay with the backend's main thread (sjthreads.c) */
+			sigfillset(&all);
+			pthread_sigmask(SIG_BLOCK, &all, &old);
+			std::thread uploader;
+
+			try
+			{
+				uploader = std::thread([&] {
+					try
+					{
+						sjgpu::use_device(options->gpu_device);
+						upload_sets();
+					}
+					catch (...)
+					{
+						upload_error = std::current_exception();
+					}
+				});
+			}
+			catch (...)
+			{
+				pthread_sigmask(SIG_SETMASK, &old, nullptr);
+				throw;
+			}
+			pthread_sigmask(SIG_SETMASK, &old, nullptr);
+
+			try
+			{
+				choose_strategy();
+			}
+			catch (...)
+			{
+				uploader.join();
+				throw;
+			}
+			uploader.join();
+		}
+		if (upload_error)
+			std::rethrow_exception(upload_error);
+		phase_ms[kPhaseStrategy] = sj_now_ms() - t1;
+		t1 = sj_now_ms();
+		plan_memory();
+		phase_ms[kPhaseMemory] = sj_now_ms() - t1;
+	}
 	if (strategy_ == Strategy::Bitmap)
 		snprintf(strategy_str_, sizeof(strategy_str_), "gpu bitmap (%u bits%s)",
 				 sig_words_ * 64, sig_exact_ ? ", exact" : "");
@@ -821,6 +898,19 @@ host_signature(const uint64_t *off, const uint32_t *tok, uint32_t v, uint32_t wo
 
 		sig[b / 64] |= (uint64_t) 1 << (b % 64);
 	}
+}
+
+/* Copy the distinct sets and their member counts to the device. */
+void
+JaccardDevice::upload_sets()
+{
+	cudaStream_t s = stream_.get();
+
+	d_off_ = upload(&budget_, off_, (size_t) nsets_ + 1, "set offsets", s);
+	d_tok_ = upload(&budget_, tok_, (size_t) off_[nsets_], "set tokens", s);
+	d_wl_ = upload(&budget_, wl_, nsets_, "member counts", s);
+	if (!self_)
+		d_wr_ = upload(&budget_, wr_, nsets_, "member counts", s);
 }
 
 /* The cost model of the file header. */
@@ -893,6 +983,11 @@ JaccardDevice::choose_strategy()
 	auto		sums = [&](uint64_t task) {
 		uint32_t	end = (uint32_t) std::min<uint64_t>(nsets_, (task + 1) * kHostTask);
 
+		uint64_t	pt = 0,
+					bt = 0,
+					rt = 0;
+
+		/* local sums: neighbouring tasks' totals share a cache line */
 		for (uint32_t u = (uint32_t) (task * kHostTask); u < end; u++)
 		{
 			const uint32_t *t = tok_ + off_[u];
@@ -903,13 +998,16 @@ JaccardDevice::choose_strategy()
 
 			for (uint32_t i = 0; i < len; i++)
 			{
-				b[task] += cnt_all_[t[i]];
+				bt += cnt_all_[t[i]];
 				if (i < pl)
-					p[task] += cnt_idx_[t[i]];
+					pt += cnt_idx_[t[i]];
 			}
 			if (u > lo)
-				r[task] += u - lo;
+				rt += u - lo;
 		}
+		p[task] = pt;
+		b[task] = bt;
+		r[task] = rt;
 	};
 
 	parallel_for(threads_, ntasks, sums);
@@ -999,11 +1097,6 @@ JaccardDevice::plan_memory()
 	cudaStream_t s = stream_.get();
 	uint64_t	max_one = 0;
 
-	d_off_ = upload(&budget_, off_, (size_t) nsets_ + 1, "set offsets", s);
-	d_tok_ = upload(&budget_, tok_, (size_t) off_[nsets_], "set tokens", s);
-	d_wl_ = upload(&budget_, wl_, nsets_, "member counts", s);
-	if (!self_)
-		d_wr_ = upload(&budget_, wr_, nsets_, "member counts", s);
 	d_minov_ = upload(&budget_, minov_, (size_t) 2 * maxsize_ + 1, "bounds", s);
 	d_minsize_ = upload(&budget_, minsize_, (size_t) maxsize_ + 1, "bounds", s);
 	d_size_start_ = upload(&budget_, size_start_, (size_t) maxsize_ + 2, "bounds", s);
@@ -1333,8 +1426,13 @@ JaccardDevice::launch_next()
 		p = &parts_[part_];
 		if (!part_ready_)
 		{
+			double		t1 = sj_now_ms();
+
 			build_index(p->v0, p->v1);
+			phase_ms[kPhaseIndex] += sj_now_ms() - t1;
+			t1 = sj_now_ms();
 			estimate_work();
+			phase_ms[kPhaseEstimate] += sj_now_ms() - t1;
 			next_u_ = p->v0 + 1;
 			part_ready_ = true;
 		}
@@ -1394,7 +1492,12 @@ JaccardDevice::fetch(const uint32_t **u, const uint32_t **v, const double **sim,
 			*exhausted = 1;
 			return;
 		}
-		stream_.synchronize();
+		{
+			double		t1 = sj_now_ms();
+
+			stream_.synchronize();
+			phase_ms[kPhaseWait] += sj_now_ms() - t1;
+		}
 		inflight_ = false;
 		ms = kernel_timer_.elapsed_ms();
 		nrec = h_counter_.get()[0];
@@ -1505,6 +1608,14 @@ sjgpu_jaccard_set_test_strategy(int strategy, int signature_words)
 	forced_sig_words = signature_words;
 }
 
+/* Test hook (not in sjgpu.h): the phases above, then device allocation ms. */
+extern "C" void
+sjgpu_jaccard_test_phases(double *ms)
+{
+	memcpy(ms, phase_ms, sizeof(phase_ms));
+	ms[kPhases] = sjgpu::alloc_ms;
+}
+
 extern "C" SjStatus
 sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
 					const SjJoinOptions *options, SjGpuJaccardJoin **join,
@@ -1519,8 +1630,13 @@ sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
 
 		if (join == nullptr || options == nullptr)
 			throw Error(SJ_ERR_INVALID, "jaccard_join: bad arguments");
+		double		t0 = sj_now_ms();
+
 		sjgpu::use_device(options->gpu_device);
+		memset(phase_ms, 0, sizeof(phase_ms));
+		sjgpu::alloc_ms = 0;
 		st = sj_jaccard_prepare(left, right, threshold, options, &j->host, msg);
+		phase_ms[kPhasePrepare] = sj_now_ms() - t0;
 		if (st != SJ_OK)
 			throw Error(st, "%s", msg);
 		j->dev.reset(new JaccardDevice(j->host, threshold, options));

@@ -40,6 +40,10 @@
 namespace sjgpu
 {
 
+/* Milliseconds spent in cudaMalloc and cudaFree since reset (test hooks). */
+extern double alloc_ms;
+
+
 /* ------------------------------------------------------------------------
  * Errors
  * ------------------------------------------------------------------------ */

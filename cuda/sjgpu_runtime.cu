@@ -172,6 +172,8 @@ Budget::reserve(size_t bytes, const char *what)
 		peak_ = used_;
 }
 
+double		alloc_ms = 0.0;
+
 DeviceMemory::DeviceMemory(Budget *budget, size_t bytes, const char *what)
 {
 	if (bytes == 0)
@@ -180,7 +182,10 @@ DeviceMemory::DeviceMemory(Budget *budget, size_t bytes, const char *what)
 		budget->reserve(bytes, what);
 	{
 		void	   *p = nullptr;
+		double		t0 = sj_now_ms();
 		cudaError_t err = cudaMalloc(&p, bytes);
+
+		alloc_ms += sj_now_ms() - t0;
 
 		if (err != cudaSuccess)
 		{
@@ -202,7 +207,10 @@ DeviceMemory::reset() noexcept
 {
 	if (ptr_)
 	{
+		double		t0 = sj_now_ms();
+
 		(void) cudaFree(ptr_);
+		alloc_ms += sj_now_ms() - t0;
 		if (budget_)
 			budget_->release(bytes_);
 	}

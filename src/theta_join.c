@@ -1171,6 +1171,7 @@ SjThetaMarshal(SjThetaSide *side)
 	SjParts    *parts;
 	int			workers;
 	int			k;
+	double		t0;
 
 	cols[0] = side->key;
 	for (k = 0; k < side->ncols; k++)
@@ -1183,7 +1184,11 @@ SjThetaMarshal(SjThetaSide *side)
 	SjThetaSideAlloc(side);
 	parts = SjScanRelation(side->relid, side->ncols + 1, cols, SJ_PART_THETA, side,
 						   "");
+	t0 = sj_now_ms();
 	SjThetaSideAddParts(side, parts);
+	if (parts)
+		elog(DEBUG2, "simjoin: merged %d parts of \"%s\" in %.1f ms",
+			 parts->nparts, get_rel_name(side->relid), sj_now_ms() - t0);
 	workers = parts ? parts->workers : 0;
 	SjPartsRelease(parts);
 	if (side->n > (size_t) UINT32_MAX)

@@ -11,6 +11,8 @@ CREATE TABLE IF NOT EXISTS sjb_results (
 -- 'Aggregate(SimJoin)' or 'Finalize Aggregate(Gather x8(...))'; ' +JIT'
 -- where the plan's cost turns on JIT compilation
 ALTER TABLE sjb_results ADD COLUMN IF NOT EXISTS plan text;
+-- scan_workers: parallel workers that read an input (simjoin_last_stats)
+ALTER TABLE sjb_results ADD COLUMN IF NOT EXISTS scan_workers int;
 
 -- Set a setting of this transaction if it exists (simjoin.enable_customscan
 -- is absent from builds without the planner node); returns the old value.
@@ -67,7 +69,7 @@ DECLARE
     t0 timestamptz; res bigint; st record; i int; med int;
     ms float8[] := '{}'; sc float8[] := '{}'; bu float8[] := '{}';
     pr float8[] := '{}'; tr float8[] := '{}'; em float8[] := '{}';
-    strat text[] := '{}';
+    strat text[] := '{}'; wk int[] := '{}';
     old_device text; old_cs text; js jsonb; shape text; node boolean;
 BEGIN
     IF engine = 'gpu' AND NOT EXISTS (SELECT FROM simjoin_devices()) THEN
@@ -113,6 +115,7 @@ BEGIN
         SELECT * INTO st FROM simjoin_last_stats();
         sc := sc || st.scan_ms; bu := bu || st.build_ms; pr := pr || st.probe_ms;
         tr := tr || st.transfer_ms; em := em || st.emit_ms; strat := strat || st.strategy;
+        wk := wk || st.scan_workers;
     END LOOP;
     SELECT o.i INTO med FROM (SELECT g AS i, ms[g] AS m FROM generate_series(1, reps) g
                               ORDER BY 2 OFFSET (reps - 1) / 2 LIMIT 1) o;
@@ -122,9 +125,10 @@ BEGIN
         VALUES (workload, form, engine, ms[med], res, reps, shape);
     ELSE
         INSERT INTO sjb_results(workload, form, engine, ms, result, scan_ms, build_ms,
-                                probe_ms, transfer_ms, emit_ms, strategy, runs, plan)
+                                probe_ms, transfer_ms, emit_ms, strategy, runs, plan,
+                                scan_workers)
         VALUES (workload, form, engine, ms[med], res, sc[med], bu[med], pr[med],
-                tr[med], em[med], strat[med], reps, shape);
+                tr[med], em[med], strat[med], reps, shape, wk[med]);
     END IF;
     PERFORM sjb_set('simjoin.device', old_device);
     PERFORM sjb_set('simjoin.enable_customscan', old_cs);

@@ -36,7 +36,7 @@ SELECT workload, form, engine,
        round((SELECT c.ms FROM sjb_latest c WHERE c.workload = r.workload
               AND c.engine = 'cpu' AND c.form = r.form)::numeric
              / nullif(ms, 0)::numeric, 1) AS x_cpu,
-       round(scan_ms::numeric, 1) AS scan, round(build_ms::numeric, 1) AS build,
+       round(scan_ms::numeric, 1) AS scan, scan_workers AS wk, round(build_ms::numeric, 1) AS build,
        round(probe_ms::numeric, 1) AS probe, round(transfer_ms::numeric, 1) AS xfer,
        round(emit_ms::numeric, 1) AS emit, strategy, plan
 FROM sjb_latest r

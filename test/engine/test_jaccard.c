@@ -27,6 +27,8 @@
 /* GPU engine test hook (cuda/jaccard_gpu.cu; absent from CPU-only builds). */
 #pragma weak sjgpu_jaccard_set_test_strategy
 extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
+#pragma weak sjgpu_jaccard_test_phases
+extern void sjgpu_jaccard_test_phases(double *ms);
 
 /* ----------------------------------------------------------------------
  * Random numbers and set collections
@@ -1309,6 +1311,16 @@ SJ_TEST(jaccard_bench)
 				if (runs == 0)
 					runs = 1;
 				qsort(ms, runs, sizeof(double), tj_cmp_double);
+				if (e == 1 && sjgpu_jaccard_test_phases)
+				{
+					double		ph[7];
+
+					sjgpu_jaccard_test_phases(ph);
+					printf("     gpu phases of the last count run (ms): prepare %.1f, strategy %.1f, "
+						   "memory %.1f, index %.1f, estimate %.1f, device waits %.1f; "
+						   "cudaMalloc/cudaFree %.1f\n",
+						   ph[0], ph[1], ph[2], ph[3], ph[4], ph[5], ph[6]);
+				}
 				o.count_only = 0;
 				full = tj_time(eng, &L, ts[i], &o, &pairs, &tm);
 				printf("     %-6s %4u  %.1f  %10llu  %10.1f (%d)  %8.1f  %8.1f  %s%s\n",

@@ -702,13 +702,54 @@ SjKeptPath(PlannerInfo *root, RelOptInfo *rel)
 	return NULL;
 }
 
-/* planner_hook: a fresh list of kept paths for each planner call. */
+/* Does the plan tree contain a SimJoin node? */
+static bool
+SjPlanHasNode(Plan *plan)
+{
+	ListCell   *lc;
+	List	   *children = NIL;
+
+	if (plan == NULL)
+		return false;
+	if (IsA(plan, CustomScan) && ((CustomScan *) plan)->methods == &sj_scan_methods)
+		return true;
+	switch (nodeTag(plan))
+	{
+		case T_CustomScan:
+			children = ((CustomScan *) plan)->custom_plans;
+			break;
+		case T_Append:
+			children = ((Append *) plan)->appendplans;
+			break;
+		case T_MergeAppend:
+			children = ((MergeAppend *) plan)->mergeplans;
+			break;
+		case T_SubqueryScan:
+			return SjPlanHasNode(((SubqueryScan *) plan)->subplan);
+		default:
+			break;
+	}
+	foreach(lc, children)
+		if (SjPlanHasNode(lfirst(lc)))
+			return true;
+	return SjPlanHasNode(plan->lefttree) || SjPlanHasNode(plan->righttree);
+}
+
+/*
+ * planner_hook: a fresh list of kept paths for each planner call; and no
+ * JIT compilation for a plan with a SimJoin node.  The planner estimates a
+ * similarity join's pairs at a third of the cross product, so such a plan
+ * looks costly enough for JIT, whose compilation (a tenth of a second or
+ * more) takes longer than the expressions it would speed up here: the
+ * node's inputs are marshalled by its own code.
+ */
 static PlannedStmt *
 SjPlanner(Query *parse, const char *query_string, int cursorOptions,
 		  ParamListInfo boundParams)
 {
 	List	   *saved = sj_kept_paths;
 	PlannedStmt *result;
+	ListCell   *lc;
 
 	sj_kept_paths = NIL;
 	PG_TRY();
@@ -723,6 +764,15 @@ SjPlanner(Query *parse, const char *query_string, int cursorOptions,
 		sj_kept_paths = saved;
 	}
 	PG_END_TRY();
+	if (result->jitFlags != PGJIT_NONE)
+	{
+		bool		has = SjPlanHasNode(result->planTree);
+
+		foreach(lc, result->subplans)
+			has = has || SjPlanHasNode(lfirst(lc));
+		if (has)
+			result->jitFlags = PGJIT_NONE;
+	}
 	return result;
 }
 
@@ -1075,7 +1125,6 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 	List	   *priv = cscan->custom_private;
 	List	   *args = linitial(cscan->custom_exprs);
-	int			saved_jit;
 
 	state->op = intVal(list_nth(priv, SJ_PRIV_OP));
 	state->jointype = intVal(list_nth(priv, SJ_PRIV_JOINTYPE));
@@ -1089,19 +1138,6 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->workers = intVal(list_nth(priv, SJ_PRIV_WORKERS));
 	state->engine_exprs = lsecond(cscan->custom_exprs);
 
-	/*
-	 * No JIT compilation in the node and its inputs: the planner's estimate
-	 * of a similarity join's pairs (a third of the cross product) makes its
-	 * cost look large enough for JIT, whose compilation (tenths of a
-	 * second) would take longer than evaluating these few expressions per
-	 * row, and the inputs are mostly read by the node's own code.  The
-	 * projection and filter that ExecInitCustomScan built are rebuilt
-	 * without it.
-	 */
-	saved_jit = estate->es_jit_flags;
-	estate->es_jit_flags = PGJIT_NONE;
-	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
-	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
 	node->custom_ps = list_make2(ExecInitNode(linitial(cscan->custom_plans), estate, eflags),
 								 ExecInitNode(lsecond(cscan->custom_plans), estate, eflags));
 	if (args != NIL)
@@ -1117,7 +1153,6 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->residual = ExecInitQual(lthird(cscan->custom_exprs), &node->ss.ps);
 	state->cxt = AllocSetContextCreate(estate->es_query_cxt, "SimJoin",
 									   ALLOCSET_DEFAULT_SIZES);
-	estate->es_jit_flags = saved_jit;
 }
 
 static void SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
@@ -1888,9 +1923,12 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 		bool		gpu = sj_device != SJ_DEVICE_CPU && SjGpuUsable();
 
 		ExplainPropertyText("Device", gpu ? "gpu" : "cpu", es);
+		/* eps and jaccard engines choose from the data (Run Strategy) */
 		ExplainPropertyText("Strategy",
-							state->op == SJ_OP_EPS ? "grid" :
-							state->op == SJ_OP_JACCARD ? "prefix filter" :
+							state->op == SJ_OP_EPS ? "grid or tiled brute force, chosen when run" :
+							state->op == SJ_OP_JACCARD ?
+							(gpu ? "prefix filter, brute-force overlap or bitmap, chosen when run" :
+							 "prefix filter") :
 							theta_strategies[Max(0, Min(3, state->theta_strategy))], es);
 	}
 	if (es->analyze && state->loaded)

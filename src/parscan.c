@@ -42,11 +42,14 @@
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/paths.h"
 #include "storage/bufmgr.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shm_toc.h"
 #include "storage/spin.h"
@@ -72,6 +75,7 @@ typedef struct SjParShared
 	slock_t		mutex;
 	int64		rows;			/* rows read by the workers */
 	int64		filtered;		/* rows the filter removed, workers */
+	int			published;		/* workers whose part is in */
 	int			nslots;
 	dsa_pointer part[FLEXIBLE_ARRAY_MEMBER];	/* by ParallelWorkerNumber */
 } SjParShared;
@@ -314,6 +318,7 @@ SjParticipate(SjParShared *sh, Relation rel, ParallelTableScanDesc pscan,
 		sh->part[ParallelWorkerNumber] = dp;
 		sh->rows += *rows;
 		sh->filtered += *filtered;
+		sh->published++;
 		SpinLockRelease(&sh->mutex);
 	}
 }
@@ -334,6 +339,46 @@ SjParallelScanMain(dsm_segment *seg, shm_toc *toc)
 	SjParticipate(sh, rel, pscan, quals, area, NULL, &rows, &filtered);
 	table_close(rel, AccessShareLock);
 	dsa_detach(area);
+}
+
+/*
+ * Wait until every launched worker has published its part: the merge need
+ * not wait for the workers to exit (they do while it runs).  A worker that
+ * stopped without a part failed: WaitForParallelWorkersToFinish then
+ * reports its error.  Errors of workers are raised here as they come, by
+ * CHECK_FOR_INTERRUPTS.
+ */
+static void
+SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
+{
+	for (;;)
+	{
+		int			published;
+		int			i;
+
+		CHECK_FOR_INTERRUPTS();
+		SpinLockAcquire(&sh->mutex);
+		published = sh->published;
+		SpinLockRelease(&sh->mutex);
+		if (published >= pcxt->nworkers_launched)
+			return;
+		for (i = 0; i < pcxt->nworkers_launched; i++)
+		{
+			pid_t		pid;
+
+			if (DsaPointerIsValid(sh->part[i]))
+				continue;
+			if (pcxt->worker[i].error_mqh == NULL ||
+				GetBackgroundWorkerPid(pcxt->worker[i].bgwhandle, &pid) == BGWH_STOPPED)
+			{
+				WaitForParallelWorkersToFinish(pcxt);
+				return;
+			}
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
 }
 
 /*
@@ -380,6 +425,7 @@ SjParallelScan(Relation rel, Snapshot snapshot, const SjPartSpec *spec,
 	SpinLockInit(&sh->mutex);
 	sh->rows = 0;
 	sh->filtered = 0;
+	sh->published = 0;
 	sh->nslots = nworkers;
 	for (i = 0; i < nworkers; i++)
 		sh->part[i] = InvalidDsaPointer;
@@ -407,7 +453,7 @@ SjParallelScan(Relation rel, Snapshot snapshot, const SjPartSpec *spec,
 		SjParticipate(sh, rel, pscan, quals, run->area, leader_side, &rows,
 					  &filtered);
 	t_leader = sj_now_ms();
-	WaitForParallelWorkersToFinish(pcxt);
+	SjWaitForParts(pcxt, sh);
 	elog(DEBUG2, "simjoin: parallel scan of \"%s\": %d workers; set-up %.1f ms, "
 		 "leader's share %.1f ms (%lld rows), workers' end %.1f ms later (%lld rows)",
 		 RelationGetRelationName(rel), pcxt->nworkers_launched, t_launched - t0,

@@ -71,3 +71,23 @@ SELECT sj_err($$SELECT * FROM jaccard_join('docs', 'id', 'toks', 1.5)$$);
 SELECT sj_err($$SELECT * FROM jaccard_join('docs', 'id', 'toks', -0.1)$$);
 SELECT sj_err($$SELECT jaccard_join_count('docs', 'id', 'toks', 'NaN')$$);
 SELECT count(*) FROM jaccard_join('docs', 'id', 'toks', NULL);
+
+-- NULL elements in int8 and text sets, and a NaN threshold, in both forms
+CREATE TABLE badsets2 (id int, b int8[], t text[]);
+INSERT INTO badsets2 VALUES (1, '{1,2}', '{a,b}'), (2, '{1,NULL}', '{a,NULL}');
+SELECT sj_err($$SELECT * FROM jaccard_join('badsets2', 'id', 'b', 0.5)$$);
+SELECT sj_err($$SELECT * FROM jaccard_join('badsets2', 'id', 't', 0.5)$$);
+SELECT sj_err($$SELECT jaccard_join_count('badsets2', 'id', 't', 'badsets2', 'id', 't', 0.5)$$);
+SELECT sj_err($$SELECT * FROM jaccard_join('docs', 'id', 'toks', 'NaN')$$);
+SELECT sj_err($$SELECT * FROM jaccard_join('docs', 'id', 'toks', 'q8', 'k', 'toks', 'NaN')$$);
+-- thresholds met exactly: 1/2 and 9/10 join, a hair above does not
+CREATE TABLE exact_sets (id int, s int4[]);
+INSERT INTO exact_sets VALUES
+    (1, '{1,2,3}'), (2, '{2,3,4,5}'),                                  -- 2/5: below both
+    (3, '{10,11}'), (4, '{10,11,12,13}'),                              -- 2/4 = 1/2
+    (5, '{20,21,22,23,24,25,26,27,28,29}'), (6, '{20,21,22,23,24,25,26,27,28}');  -- 9/10
+SELECT left_id, right_id, similarity FROM jaccard_join('exact_sets', 'id', 's', 0.5) ORDER BY 1, 2;
+SELECT left_id, right_id, similarity FROM jaccard_join('exact_sets', 'id', 's', 0.9) ORDER BY 1, 2;
+SELECT count(*) FROM jaccard_join('exact_sets', 'id', 's', 0.5000000001);
+SELECT count(*) FROM jaccard_join('exact_sets', 'id', 's', 0.9000000001);
+DROP TABLE badsets2, exact_sets;

@@ -38,6 +38,27 @@ BEGIN
         || CASE WHEN w > 0 THEN ' workers' ELSE ' no workers' END;
 END $$;
 
+-- ps_plan(q): q's plan, one line a row; ps_compare(q): q's rows with the
+-- node and with PostgreSQL's own plan (simjoin.enable_customscan = off)
+-- are the same multiset
+CREATE FUNCTION ps_plan(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || q;
+END $$;
+CREATE FUNCTION ps_compare(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE extra bigint; missing bigint; n bigint;
+BEGIN
+    EXECUTE 'CREATE TEMP TABLE ps_on AS SELECT x::text AS r FROM (' || q || ') x';
+    PERFORM set_config('simjoin.enable_customscan', 'off', true);
+    EXECUTE 'CREATE TEMP TABLE ps_off AS SELECT x::text AS r FROM (' || q || ') x';
+    PERFORM set_config('simjoin.enable_customscan', 'on', true);
+    SELECT count(*) INTO n FROM ps_off;
+    SELECT count(*) INTO extra FROM (TABLE ps_on EXCEPT ALL TABLE ps_off) d;
+    SELECT count(*) INTO missing FROM (TABLE ps_off EXCEPT ALL TABLE ps_on) d;
+    DROP TABLE ps_on, ps_off;
+    RETURN format('rows=%s extra=%s missing=%s', n, extra, missing);
+END $$;
+
 -- the set-returning functions, self and two-table, rows and counts
 SELECT ps_run($$SELECT eps_join_count('ps_v', 'id', 'v', 2.5)$$);
 SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(distance)::numeric, 6)) FROM eps_join('ps_v', 'id', 'v', 2.5)$$);
@@ -74,4 +95,25 @@ SELECT jaccard_join_count('ps_s', 'id', 'b', 0.9) > 0 AS ok;
 RESET max_parallel_workers_per_gather;
 RESET min_parallel_table_scan_size;
 DROP TABLE ps_v, ps_s;
-DROP FUNCTION ps_run(text);
+
+-- the planner's partial path: the outer input split across parallel
+-- workers under Gather, each joining its share; results as PostgreSQL's
+CREATE TABLE pp_a AS SELECT i AS id, ARRAY[(i % 97)::float8, (i % 89)::float8] AS v, i % 50 AS k FROM generate_series(1, 30000) i;
+CREATE TABLE pp_b AS SELECT i AS id, ARRAY[(i % 83)::float8, (i % 79)::float8] AS v, i % 50 AS k FROM generate_series(1, 3000) i;
+VACUUM ANALYZE pp_a, pp_b;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET simjoin.enable_customscan = on;
+SELECT bool_or(p LIKE '%Gather%') AS gather, bool_or(p LIKE '%SimJoin%') AS simjoin
+FROM (SELECT * FROM ps_plan($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5$$)) x(p);
+SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5$$);
+SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.k = b.k AND a.id < b.id * 3$$);
+SELECT ps_compare($$SELECT a.id, count(b.id) FROM pp_a a LEFT JOIN pp_b b ON a.v <-> b.v <= 1 GROUP BY a.id$$);
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+DROP TABLE pp_a, pp_b;
+DROP FUNCTION ps_run(text), ps_plan(text), ps_compare(text);

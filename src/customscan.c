@@ -180,7 +180,10 @@ typedef struct SjScanState
 	SjSetScan  *sscan;
 	SjDict	   *dict;
 	SjThetaPrepared *tp;
-	SjParts    *parts[2];		/* sides read by parallel workers */
+	bool		side_done[2];	/* side read by workers and finished */
+	SjVectorInput eps_in[2];	/* ... its input, eps */
+	SjSets		set_in[2];		/* ... jaccard */
+	int64	   *set_keys[2];
 	int64		rows_out;
 	SjStats		stats;
 	double		t0;
@@ -1197,13 +1200,15 @@ SjReadSideParallel(SjScanState *state, int s)
 		return false;
 	state->rows[s].n = parts->rows;
 	state->stats.scan_workers = Max(state->stats.scan_workers, parts->workers);
+	/* merge now: the workers' slots are free again for the other side */
 	if (state->op == SJ_OP_THETA)
-	{
 		SjThetaSideAddParts(side, parts);
-		SjPartsRelease(parts);
-	}
+	else if (state->op == SJ_OP_EPS)
+		SjEpsSideFinish(side, parts, &state->eps_in[s]);
 	else
-		state->parts[s] = parts;	/* merged by SjMarshalEnd */
+		SjSetSideFinish(side, parts, &state->set_in[s], &state->set_keys[s]);
+	SjPartsRelease(parts);
+	state->side_done[s] = true;
 	return true;
 }
 
@@ -1479,6 +1484,8 @@ SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
 static void
 SjMarshalEnd(SjScanState *state)
 {
+	int			s;
+
 	memset(&state->spec, 0, sizeof(state->spec));
 	state->spec.name = sj_op_names[state->op];
 	if (state->op == SJ_OP_EPS)
@@ -1486,8 +1493,15 @@ SjMarshalEnd(SjScanState *state)
 		SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
 		SjEpsScan  *sc = state->escan;
 
-		SjEpsSideFinish(&sc[0], state->parts[0], &job->left);
-		SjEpsSideFinish(&sc[1], state->parts[1], &job->right);
+		for (s = 0; s < 2; s++)
+		{
+			SjVectorInput *in = s == 0 ? &job->left : &job->right;
+
+			if (state->side_done[s])
+				*in = state->eps_in[s];
+			else
+				SjEpsSideFinish(&sc[s], NULL, in);
+		}
 		/* in the order of l2_distance's arguments, as its own error */
 		if (sc[0].dim >= 0 && sc[1].dim >= 0 && sc[0].dim != sc[1].dim)
 			SjErrorDims(sc[state->swapped ? 1 : 0].dim, sc[state->swapped ? 0 : 1].dim);
@@ -1503,8 +1517,19 @@ SjMarshalEnd(SjScanState *state)
 	{
 		SjJaccardJob *job = palloc0(sizeof(SjJaccardJob));
 
-		SjSetSideFinish(&state->sscan[0], state->parts[0], &job->left, &job->left_keys);
-		SjSetSideFinish(&state->sscan[1], state->parts[1], &job->right, &job->right_keys);
+		for (s = 0; s < 2; s++)
+		{
+			SjSets	   *in = s == 0 ? &job->left : &job->right;
+			int64	  **keys = s == 0 ? &job->left_keys : &job->right_keys;
+
+			if (state->side_done[s])
+			{
+				*in = state->set_in[s];
+				*keys = state->set_keys[s];
+			}
+			else
+				SjSetSideFinish(&state->sscan[s], NULL, in, keys);
+		}
 		job->left.universe = job->right.universe = SjDictSize(state->dict);
 		job->threshold = state->param;
 		state->keys[0] = job->left_keys;
@@ -1525,9 +1550,6 @@ SjMarshalEnd(SjScanState *state)
 		state->stats.left_rows = nl;
 		state->stats.right_rows = nr;
 	}
-	SjPartsRelease(state->parts[0]);
-	SjPartsRelease(state->parts[1]);
-	state->parts[0] = state->parts[1] = NULL;
 }
 
 /*
@@ -1837,7 +1859,7 @@ SjResetRun(SjScanState *state)
 	state->sscan = NULL;
 	state->dict = NULL;
 	state->tp = NULL;
-	state->parts[0] = state->parts[1] = NULL;
+	state->side_done[0] = state->side_done[1] = false;
 	state->loaded = false;
 	state->finished = false;
 }

@@ -175,6 +175,7 @@ typedef struct SjEpsMerge
 	size_t		n;
 	int64	   *keys;
 	double	   *coords;
+	SjMergeTasks tasks;
 } SjEpsMerge;
 
 #define SJ_MERGE_BLOCK	65536	/* rows a merge task copies */
@@ -184,26 +185,16 @@ static void
 SjEpsMergeTask(void *arg, uint64_t task, int worker)
 {
 	SjEpsMerge *m = (SjEpsMerge *) arg;
-	int			p = 0;
 	size_t		first,
 				last,
 				i;
+	int			p = SjMergeTaskPiece(&m->tasks, task, &first);
 	int			k;
 
-	/* task t is block t - (blocks of the pieces before) of its piece */
-	for (;;)
-	{
-		size_t		blocks = (m->pieces[p].n + SJ_MERGE_BLOCK - 1) / SJ_MERGE_BLOCK;
-
-		if (task < blocks)
-			break;
-		task -= blocks;
-		p++;
-	}
-	first = task * SJ_MERGE_BLOCK;
 	last = Min(first + SJ_MERGE_BLOCK, m->pieces[p].n);
-	memcpy(m->keys + m->pieces[p].offset + first, m->pieces[p].keys + first,
-		   (last - first) * sizeof(int64));
+	if (m->keys != m->pieces[p].keys)
+		memcpy(m->keys + m->pieces[p].offset + first, m->pieces[p].keys + first,
+			   (last - first) * sizeof(int64));
 	for (k = 0; k < m->dim; k++)
 	{
 		double	   *col = m->coords + (size_t) k * m->n + m->pieces[p].offset;
@@ -223,7 +214,6 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 {
 	SjEpsMerge	m;
 	int			nparts = parts ? parts->nparts : 0;
-	uint64		ntasks = 0;
 	int			p;
 
 	memset(&m, 0, sizeof(m));
@@ -261,24 +251,10 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	m.coords = palloc_extended(Max(m.n, 1) * m.dim * sizeof(double), MCXT_ALLOC_HUGE);
 	m.keys = nparts > 0 ?
 		palloc_extended(Max(m.n, 1) * sizeof(int64), MCXT_ALLOC_HUGE) : scan->keys;
-	for (p = 0; p < m.npieces; p++)
-		ntasks += (m.pieces[p].n + SJ_MERGE_BLOCK - 1) / SJ_MERGE_BLOCK;
-	if (nparts == 0)
-	{
-		/* one piece, in place: keys stay, rows go to the columns */
-		size_t		i;
-		int			k;
-
-		for (k = 0; k < m.dim && m.n > 0; k++)
-		{
-			double	   *col = m.coords + (size_t) k * m.n;
-
-			for (i = 0; i < m.n; i++)
-				col[i] = scan->rows[i * m.dim + k];
-		}
-	}
-	else
-		SjParallelCopy(ntasks, SjEpsMergeTask, &m);
+	SjMergeTasksInit(&m.tasks, m.npieces, m.pieces, sizeof(SjEpsPiece),
+						 SJ_MERGE_BLOCK);
+	/* the leader's rows go to the columns too, in parallel blocks */
+	SjParallelCopy(m.tasks.first[m.npieces], SjEpsMergeTask, &m);
 	pfree(scan->rows);
 	scan->rows = NULL;
 	if (m.keys != scan->keys)
@@ -292,6 +268,7 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	out->keys = m.keys;
 	out->skipped = scan->skipped;
 	pfree(m.pieces);
+	pfree(m.tasks.first);
 }
 
 /* A parallel worker's side, for the columns of spec. */

@@ -325,22 +325,23 @@ typedef struct SjSetMerge
 	int64	   *keys;
 	uint64	   *offsets;
 	uint32	   *tokens;
+	SjMergeTasks tasks;
 } SjSetMerge;
 
 #define SJ_SET_MERGE_BLOCK	16384	/* sets a merge task copies */
-
-static int SjSetPieceOf(const SjSetMerge *m, uint64_t *task);
 
 /* Merge task: one block of one piece, its tokens renumbered and sorted. */
 static void
 SjSetMergeTask(void *arg, uint64_t task, int worker)
 {
 	SjSetMerge *m = (SjSetMerge *) arg;
-	int			p = SjSetPieceOf(m, &task);
-	const SjSetPiece *pc = &m->pieces[p];
-	size_t		first = task * SJ_SET_MERGE_BLOCK,
-				last = Min(first + SJ_SET_MERGE_BLOCK, pc->n),
+	size_t		first,
+				last,
 				i;
+	int			p = SjMergeTaskPiece(&m->tasks, task, &first);
+	const SjSetPiece *pc = &m->pieces[p];
+
+	last = Min(first + SJ_SET_MERGE_BLOCK, pc->n);
 
 	memcpy(m->keys + pc->offset + first, pc->keys + first, (last - first) * sizeof(int64));
 	for (i = first; i < last; i++)
@@ -379,23 +380,6 @@ SjSetMergeTask(void *arg, uint64_t task, int worker)
 	}
 }
 
-/* The piece of a merge task; *task becomes the block within it. */
-static int
-SjSetPieceOf(const SjSetMerge *m, uint64_t *task)
-{
-	int			p = 0;
-
-	for (;;)
-	{
-		uint64		blocks = (m->pieces[p].n + SJ_SET_MERGE_BLOCK - 1) / SJ_SET_MERGE_BLOCK;
-
-		if (*task < blocks)
-			return p;
-		*task -= blocks;
-		p++;
-	}
-}
-
 /*
  * The engine's view of the sets gathered so far and of those in parts that
  * parallel workers built (NULL: none), whose tokens are renumbered into
@@ -407,8 +391,7 @@ SjSetSideFinish(SjSetScan *scan, const SjParts *parts, SjSets *out, int64 **keys
 	SjSetMerge	m;
 	int			nparts = parts ? parts->nparts : 0;
 	size_t		n = scan->n;
-	uint64		ntok = scan->ntokens,
-				ntasks = 0;
+	uint64		ntok = scan->ntokens;
 	int			p;
 
 	if (nparts > 0)
@@ -469,9 +452,10 @@ SjSetSideFinish(SjSetScan *scan, const SjParts *parts, SjSets *out, int64 **keys
 		m.offsets = palloc_extended((n + 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
 		m.tokens = palloc_extended(Max(ntok, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
 		m.offsets[0] = 0;
-		for (p = 0; p <= nparts; p++)
-			ntasks += (m.pieces[p].n + SJ_SET_MERGE_BLOCK - 1) / SJ_SET_MERGE_BLOCK;
-		SjParallelCopy(ntasks, SjSetMergeTask, &m);
+		SjMergeTasksInit(&m.tasks, nparts + 1, m.pieces, sizeof(SjSetPiece),
+							 SJ_SET_MERGE_BLOCK);
+		SjParallelCopy(m.tasks.first[nparts + 1], SjSetMergeTask, &m);
+		pfree(m.tasks.first);
 		for (p = 1; p <= nparts; p++)
 			pfree((void *) m.pieces[p].map);
 		pfree(m.pieces);

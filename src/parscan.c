@@ -117,6 +117,15 @@ SjScanRows(TableScanDesc scan, TupleTableSlot *slot, int ncols,
 		   const AttrNumber *attnums, ExprState *qual, ExprContext *econtext,
 		   SjRowFn fn, void *arg, int64 *filtered)
 {
+	TupleDesc	desc = RelationGetDescr(scan->rs_rd);
+
+	/*
+	 * A heap without a filter: tuples straight from the scan's pinned page,
+	 * only the columns needed taken from each (no slot filled and pinned
+	 * per tuple), which halves the cost of a narrow row.
+	 */
+	bool		heap = qual == NULL &&
+		scan->rs_rd->rd_tableam == GetHeapamTableAmRoutine();
 	AttrNumber	maxatt = 0;
 	Datum		values[SJ_PART_MAX_COLS];
 	bool		isnull[SJ_PART_MAX_COLS];
@@ -130,45 +139,18 @@ SjScanRows(TableScanDesc scan, TupleTableSlot *slot, int ncols,
 		maxatt = Max(maxatt, attnums[i]);
 	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "simjoin row",
 								   ALLOCSET_DEFAULT_SIZES);
-	if (qual == NULL && scan->rs_rd->rd_tableam == GetHeapamTableAmRoutine())
+	for (;;)
 	{
-		/*
-		 * A heap without a filter: tuples straight from the scan's pinned
-		 * page, only the columns needed taken from each (no slot to fill
-		 * and pin per tuple), which halves the cost of a narrow row.
-		 */
-		TupleDesc	desc = RelationGetDescr(scan->rs_rd);
-		HeapTuple	tup;
-
-		while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
-		{
-			MemoryContext old;
-
-			if ((++nread & 4095) == 0)
-				CHECK_FOR_INTERRUPTS();
-			for (i = 0; i < ncols; i++)
-			{
-				if (attnums[i] == 0)
-				{
-					values[i] = Int64GetDatum(nrows);
-					isnull[i] = false;
-				}
-				else
-					values[i] = heap_getattr(tup, attnums[i], desc, &isnull[i]);
-			}
-			old = MemoryContextSwitchTo(rowcxt);
-			fn(arg, values, isnull);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(rowcxt);
-			nrows++;
-		}
-		MemoryContextDelete(rowcxt);
-		return nrows;
-	}
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-	{
+		HeapTuple	tup = NULL;
 		MemoryContext old;
 
+		if (heap)
+		{
+			if ((tup = heap_getnext(scan, ForwardScanDirection)) == NULL)
+				break;
+		}
+		else if (!table_scan_getnextslot(scan, ForwardScanDirection, slot))
+			break;
 		if ((++nread & 4095) == 0)
 			CHECK_FOR_INTERRUPTS();
 		if (qual)
@@ -182,7 +164,7 @@ SjScanRows(TableScanDesc scan, TupleTableSlot *slot, int ncols,
 			}
 			ResetExprContext(econtext);
 		}
-		if (maxatt > 0)
+		if (!heap && maxatt > 0)
 			slot_getsomeattrs(slot, maxatt);
 		for (i = 0; i < ncols; i++)
 		{
@@ -191,6 +173,8 @@ SjScanRows(TableScanDesc scan, TupleTableSlot *slot, int ncols,
 				values[i] = Int64GetDatum(nrows);
 				isnull[i] = false;
 			}
+			else if (heap)
+				values[i] = heap_getattr(tup, attnums[i], desc, &isnull[i]);
 			else
 			{
 				values[i] = slot->tts_values[attnums[i] - 1];
@@ -261,6 +245,48 @@ SjParallelCopy(uint64 ntasks, SjTaskFn fn, void *arg)
 		sj_error(errmsg, status, "could not start the threads that merge a parallel scan");
 		SjReportStatus(status, errmsg, "simjoin");
 	}
+}
+
+/* Number the merge tasks of the pieces. */
+void
+SjMergeTasksInit(SjMergeTasks *tasks, int npieces, const void *pieces,
+				 size_t stride, size_t block)
+{
+	int			p;
+
+	tasks->npieces = npieces;
+	tasks->block = block;
+	tasks->first = palloc((npieces + 1) * sizeof(uint64));
+	tasks->first[0] = 0;
+	for (p = 0; p < npieces; p++)
+	{
+		size_t		rows = *(const size_t *) ((const char *) pieces + p * stride);
+
+		tasks->first[p + 1] = tasks->first[p] + (rows + block - 1) / block;
+	}
+}
+
+/* The piece of a merge task, and the first of its rows in that piece. */
+int
+SjMergeTaskPiece(const SjMergeTasks *tasks, uint64 task, size_t *first_row)
+{
+	int			lo = 0,
+				hi = tasks->npieces;
+
+	/* the last piece whose first task is <= task (empty pieces have none) */
+	while (hi - lo > 1)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (tasks->first[mid] <= task)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	while (tasks->first[lo + 1] <= task)
+		lo++;
+	*first_row = (task - tasks->first[lo]) * tasks->block;
+	return lo;
 }
 
 /* Can a side with these column types be built by workers? */

@@ -231,6 +231,23 @@ extern SjParts *SjScanChildParallel(struct PlanState *child, SjPartKind kind, in
 extern void SjPartsRelease(SjParts *parts);
 extern void SjParallelCopy(uint64 ntasks, SjTaskFn fn, void *arg);
 
+/*
+ * A merge of pieces (the leader's side and the workers' parts) into one
+ * side, as tasks of up to `block` rows of one piece each.  The pieces are
+ * an array of structs of `stride` bytes, each beginning with its row count
+ * (a size_t).
+ */
+typedef struct SjMergeTasks
+{
+	int			npieces;
+	size_t		block;
+	uint64	   *first;			/* first task of each piece; [npieces]: all */
+} SjMergeTasks;
+
+extern void SjMergeTasksInit(SjMergeTasks *tasks, int npieces, const void *pieces,
+							 size_t stride, size_t block);
+extern int	SjMergeTaskPiece(const SjMergeTasks *tasks, uint64 task, size_t *first_row);
+
 /* distance.c */
 extern int	SjVectorDim(ArrayType *a, const char *what);
 extern void SjErrorDims(int a, int b);

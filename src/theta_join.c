@@ -1293,6 +1293,7 @@ typedef struct SjThetaPiece
 typedef struct SjThetaMerge
 {
 	SjThetaPiece *pieces;
+	SjMergeTasks tasks;
 	int			ncols;
 	int64	   *keys;
 	char	   *values[SJ_THETA_MAX_COLS];
@@ -1306,23 +1307,12 @@ static void
 SjThetaMergeTask(void *arg, uint64_t task, int worker)
 {
 	SjThetaMerge *m = (SjThetaMerge *) arg;
-	const SjThetaPiece *pc;
-	int			p = 0;
 	size_t		first,
 				len;
+	int			p = SjMergeTaskPiece(&m->tasks, task, &first);
+	const SjThetaPiece *pc = &m->pieces[p];
 	int			k;
 
-	for (;;)
-	{
-		uint64		blocks = (m->pieces[p].n + SJ_THETA_MERGE_BLOCK - 1) / SJ_THETA_MERGE_BLOCK;
-
-		if (task < blocks)
-			break;
-		task -= blocks;
-		p++;
-	}
-	pc = &m->pieces[p];
-	first = task * SJ_THETA_MERGE_BLOCK;
 	len = Min(first + SJ_THETA_MERGE_BLOCK, pc->n) - first;
 	memcpy(m->keys + pc->offset + first, pc->keys + first, len * sizeof(int64));
 	for (k = 0; k < m->ncols; k++)
@@ -1342,7 +1332,6 @@ SjThetaSideAddParts(void *side, const SjParts *parts)
 	SjThetaSide *sd = (SjThetaSide *) side;
 	SjThetaMerge m;
 	size_t		n = sd->n;
-	uint64		ntasks = 0;
 	int			p,
 				k;
 
@@ -1388,9 +1377,10 @@ SjThetaSideAddParts(void *side, const SjParts *parts)
 		m.values[k] = palloc_extended(Max(n, 1) * 8, MCXT_ALLOC_HUGE);
 		m.nulls[k] = palloc_extended(Max(n, 1), MCXT_ALLOC_HUGE);
 	}
-	for (p = 0; p <= parts->nparts; p++)
-		ntasks += (m.pieces[p].n + SJ_THETA_MERGE_BLOCK - 1) / SJ_THETA_MERGE_BLOCK;
-	SjParallelCopy(ntasks, SjThetaMergeTask, &m);
+	SjMergeTasksInit(&m.tasks, parts->nparts + 1, m.pieces, sizeof(SjThetaPiece),
+						 SJ_THETA_MERGE_BLOCK);
+	SjParallelCopy(m.tasks.first[parts->nparts + 1], SjThetaMergeTask, &m);
+	pfree(m.tasks.first);
 
 	pfree(sd->keys);
 	sd->keys = m.keys;

@@ -117,3 +117,17 @@ RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 DROP TABLE pp_a, pp_b;
 DROP FUNCTION ps_run(text), ps_plan(text), ps_compare(text);
+
+-- temporary tables live in the session's own buffers: read serially
+CREATE TEMP TABLE ps_tmp AS SELECT i AS id, ARRAY[(i % 101)::float8, (i % 103)::float8] AS v FROM generate_series(1, 20000) i;
+SET max_parallel_workers_per_gather = 2;
+SET min_parallel_table_scan_size = 0;
+SELECT eps_join_count('ps_tmp', 'id', 'v', 1.5) AS temp_count;
+SELECT scan_workers FROM simjoin_last_stats();
+-- the genetic optimizer plans a counted similarity join too
+SET geqo_threshold = 2;
+SELECT count(*) FROM ps_tmp a JOIN ps_tmp b ON a.v <-> b.v <= 1.5;
+RESET geqo_threshold;
+RESET max_parallel_workers_per_gather;
+RESET min_parallel_table_scan_size;
+DROP TABLE ps_tmp;

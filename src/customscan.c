@@ -310,8 +310,13 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 				pairs,
 				engine_ms;
 	QualCost	residual;
+	SpecialJoinInfo inner_sjinfo;
 
-	sel = clauselist_selectivity(root, info->engine_clauses, 0, JOIN_INNER, sjinfo);
+	/* pairs as an inner join forms them, whatever the join's type */
+	inner_sjinfo = *sjinfo;
+	inner_sjinfo.jointype = JOIN_INNER;
+	sel = clauselist_selectivity(root, info->engine_clauses, 0, JOIN_INNER,
+								 &inner_sjinfo);
 	pairs = clamp_row_est(sel * outer_rows * inner_rows);
 	engine_ms = r->start_ms + r->row_ms * (outer_rows + inner_rows) + r->pair_ms * pairs;
 	if (info->op == SJ_OP_THETA && info->theta_strategy == SJ_THETA_NESTED_LOOP)
@@ -667,6 +672,14 @@ SjKeepPath(PlannerInfo *root, RelOptInfo *joinrel, CustomPath *path)
 	SjJoinPlanInfo *info = linitial(path->custom_private);
 	ListCell   *lc;
 	SjKept	   *k;
+
+	/*
+	 * The genetic optimizer builds each candidate join order in a memory
+	 * context of its own, deleted afterwards: nothing is kept from it (the
+	 * counting node then needs the join path to survive on its own).
+	 */
+	if (root->join_search_private != NULL)
+		return;
 
 	foreach(lc, sj_kept_paths)
 	{

@@ -204,8 +204,9 @@ SjParallelWorkers(Relation rel)
 	BlockNumber pages;
 	int			workers;
 
+	/* workers cannot read the leader's local buffers of a temporary table */
 	if (max_parallel_workers_per_gather <= 0 || IsParallelWorker() ||
-		!IsUnderPostmaster)
+		!IsUnderPostmaster || RelationUsesLocalBuffers(rel))
 		return 0;
 	workers = RelationGetParallelWorkers(rel, -1);
 	if (workers < 0)
@@ -397,7 +398,11 @@ SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
 			if (pcxt->worker[i].error_mqh == NULL ||
 				GetBackgroundWorkerPid(pcxt->worker[i].bgwhandle, &pid) == BGWH_STOPPED)
 			{
+				/* reports the worker's error; no part and no error is a bug */
 				WaitForParallelWorkersToFinish(pcxt);
+				for (i = 0; i < pcxt->nworkers_launched; i++)
+					if (!DsaPointerIsValid(sh->part[i]))
+						elog(ERROR, "parallel worker %d of a simjoin scan ended without its rows", i);
 				return;
 			}
 		}
@@ -507,6 +512,8 @@ SjPartsRelease(SjParts *parts)
 	if (parts == NULL || parts->run == NULL)
 		return;
 	run = parts->run;
+	/* workers that published exit by now; their late errors still count */
+	WaitForParallelWorkersToFinish(run->pcxt);
 	dsa_detach(run->area);
 	DestroyParallelContext(run->pcxt);
 	ExitParallelMode();

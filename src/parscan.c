@@ -521,24 +521,23 @@ SjPartsRelease(SjParts *parts)
 	parts->nparts = 0;
 }
 
-/* Fill spec's columns from an operator's column list (cols[0] the key). */
+/*
+ * A side's description for the workers: the columns to read with their
+ * types (the key first; keyname, when not NULL, names it in errors).
+ */
 static void
 SjPartSpecFill(SjPartSpec *spec, SjPartKind kind, Oid relid, int ncols,
-			   const SjColumn *cols, const char *what)
+			   const AttrNumber *attnums, const Oid *typids,
+			   const char *keyname, const char *what)
 {
-	int			i;
-
 	memset(spec, 0, sizeof(*spec));
 	spec->kind = kind;
 	spec->relid = relid;
 	spec->ncols = ncols;
-	for (i = 0; i < ncols; i++)
-	{
-		spec->attnums[i] = cols[i].attnum;
-		spec->typids[i] = cols[i].typid;
-	}
-	if (cols[0].name)
-		namestrcpy(&spec->keyname, cols[0].name);
+	memcpy(spec->attnums, attnums, ncols * sizeof(AttrNumber));
+	memcpy(spec->typids, typids, ncols * sizeof(Oid));
+	if (keyname)
+		namestrcpy(&spec->keyname, keyname);
 	strlcpy(spec->what, what, sizeof(spec->what));
 }
 
@@ -567,7 +566,8 @@ SjScanTable(Relation rel, int ncols, const SjColumn *cols, SjPartKind kind,
 	{
 		SjPartSpec	spec;
 
-		SjPartSpecFill(&spec, kind, RelationGetRelid(rel), ncols, cols, what);
+		SjPartSpecFill(&spec, kind, RelationGetRelid(rel), ncols, attnums, typids,
+					   cols[0].name, what);
 		return SjParallelScan(rel, GetActiveSnapshot(), &spec, NIL, nworkers, side);
 	}
 	else
@@ -614,9 +614,11 @@ SjScanChildParallel(PlanState *child, SjPartKind kind, int ncols,
 	Relation	rel;
 	SjPartSpec	spec;
 	SjParts    *parts;
+	AttrNumber	attnums[SJ_PART_MAX_COLS];
 	int			nworkers;
 	int			i;
 
+	Assert(ncols <= SJ_PART_MAX_COLS);
 	if (!IsA(plan, SeqScan) || plan->parallel_aware || !plan->parallel_safe ||
 		plan->initPlan != NIL || child->chgParam != NULL ||
 		!IsMVCCSnapshot(estate->es_snapshot) ||
@@ -628,15 +630,10 @@ SjScanChildParallel(PlanState *child, SjPartKind kind, int ncols,
 	if (rel == NULL || rel->rd_rel->relkind != RELKIND_RELATION)
 		return NULL;
 
-	memset(&spec, 0, sizeof(spec));
-	spec.kind = kind;
-	spec.relid = RelationGetRelid(rel);
-	spec.ncols = ncols;
 	for (i = 0; i < ncols; i++)
 	{
-		spec.typids[i] = typids[i];
 		if (positions[i] == 0)
-			spec.attnums[i] = 0;
+			attnums[i] = 0;
 		else
 		{
 			TargetEntry *te = list_nth_node(TargetEntry, plan->targetlist, positions[i] - 1);
@@ -645,10 +642,11 @@ SjScanChildParallel(PlanState *child, SjPartKind kind, int ncols,
 			if (!IsA(var, Var) || var->varno != seq->scan.scanrelid ||
 				var->varattno <= 0 || var->varlevelsup != 0)
 				return NULL;
-			spec.attnums[i] = var->varattno;
+			attnums[i] = var->varattno;
 		}
 	}
-	strlcpy(spec.what, what, sizeof(spec.what));
+	SjPartSpecFill(&spec, kind, RelationGetRelid(rel), ncols, attnums, typids,
+				   NULL, what);
 	nworkers = SjParallelWorkers(rel);
 	if (nworkers == 0)
 		return NULL;

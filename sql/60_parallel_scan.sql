@@ -94,7 +94,32 @@ SELECT jaccard_join_count('ps_s', 'id', 's', 0.5);
 SELECT jaccard_join_count('ps_s', 'id', 'b', 0.9) > 0 AS ok;
 RESET max_parallel_workers_per_gather;
 RESET min_parallel_table_scan_size;
-DROP TABLE ps_v, ps_s;
+
+-- both tables of a two-table join are read in one parallel context; a
+-- table too small for workers of its own rides along with a large one
+CREATE TABLE ps_tiny AS
+SELECT i AS id, (i % 50)::int AS k, ARRAY[(i * 37 % 1000) / 10.0, (i * 53 % 1000) / 10.0]::float8[] AS v,
+       array(SELECT (i * g * 7 % 300)::int FROM generate_series(1, 1 + i % 6) g) AS s
+FROM generate_series(1, 40) i;
+UPDATE ps_v SET v = NULL WHERE v = '{1,2,3}';
+UPDATE ps_v SET id = 15000 WHERE id IS NULL;
+UPDATE ps_s SET s = NULL WHERE s = '{1,NULL}';
+SET max_parallel_workers_per_gather = 0;
+SELECT theta_join_count('ps_tiny', 'id', 'ps_v', 'id', 'l.k = r.k') AS theta_serial,
+       eps_join_count('ps_v', 'id', 'v', 'ps_tiny', 'id', 'v', 3) AS eps_serial,
+       jaccard_join_count('ps_tiny', 'id', 's', 'ps_s', 'id', 's', 0.5) AS jaccard_serial \gset
+SET max_parallel_workers_per_gather = 2;
+SET min_parallel_table_scan_size = '64kB';
+SELECT theta_join_count('ps_tiny', 'id', 'ps_v', 'id', 'l.k = r.k') = :theta_serial AS theta_same;
+SELECT scan_workers > 0 AS theta_workers FROM simjoin_last_stats();
+SELECT eps_join_count('ps_v', 'id', 'v', 'ps_tiny', 'id', 'v', 3) = :eps_serial AS eps_same;
+SELECT scan_workers > 0 AS eps_workers FROM simjoin_last_stats();
+SELECT jaccard_join_count('ps_tiny', 'id', 's', 'ps_s', 'id', 's', 0.5) = :jaccard_serial AS jaccard_same;
+SELECT scan_workers > 0 AS jaccard_workers FROM simjoin_last_stats();
+SELECT :theta_serial > 0 AND :eps_serial > 0 AND :jaccard_serial > 0 AS nonzero;
+RESET max_parallel_workers_per_gather;
+RESET min_parallel_table_scan_size;
+DROP TABLE ps_v, ps_s, ps_tiny;
 
 -- the planner's partial path: the outer input split across parallel
 -- workers under Gather, each joining its share; results as PostgreSQL's

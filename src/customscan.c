@@ -1175,6 +1175,58 @@ static void SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values
 						 const bool *nulls);
 
 /*
+ * What workers need to build side s of a counting node: its kind, the
+ * operator's side, and its columns as positions in the child's rows with
+ * their types.  False where the side cannot be read by workers.
+ */
+static bool
+SjSideSpec(SjScanState *state, int s, SjPartKind *kind, void **side, int *ncols,
+		   int *positions, Oid *typids)
+{
+	PlanState  *child = list_nth(state->css.custom_ps, s);
+
+	if (state->op == SJ_OP_THETA)
+	{
+		*kind = SJ_PART_THETA;
+		*side = SjThetaPreparedSide(state->tp, s, ncols, positions, typids);
+		return true;
+	}
+	if (state->arg_var[s] < 0)
+		return false;
+	*ncols = 2;
+	positions[0] = 0;
+	typids[0] = INT8OID;
+	positions[1] = state->arg_var[s] + 1;
+	typids[1] = TupleDescAttr(ExecGetResultType(child), state->arg_var[s])->atttypid;
+	*kind = state->op == SJ_OP_EPS ? SJ_PART_EPS : SJ_PART_SETS;
+	*side = state->op == SJ_OP_EPS ? (void *) &state->escan[s] : (void *) &state->sscan[s];
+	return true;
+}
+
+/* What the values of a side are, in error messages. */
+static const char *
+SjSideWhat(SjScanState *state)
+{
+	return state->op == SJ_OP_EPS ? "vector" : "set";
+}
+
+/* Side s was read with workers: merge their parts, release, count. */
+static void
+SjSideAddParts(SjScanState *state, int s, void *side, SjParts *parts)
+{
+	state->rows[s].n = parts->rows;
+	state->stats.scan_workers = Max(state->stats.scan_workers, parts->workers);
+	if (state->op == SJ_OP_THETA)
+		SjThetaSideAddParts(side, parts);
+	else if (state->op == SJ_OP_EPS)
+		SjEpsSideFinish(side, parts, &state->eps_in[s]);
+	else
+		SjSetSideFinish(side, parts, &state->set_in[s], &state->set_keys[s]);
+	SjPartsRelease(parts);
+	state->side_done[s] = true;
+}
+
+/*
  * Counting: read input s with parallel workers straight into the engine's
  * input, where it is a Seq Scan of a plain table whose join columns are
  * plain columns (parscan.c).  False, having read nothing, otherwise.
@@ -1190,38 +1242,48 @@ SjReadSideParallel(SjScanState *state, int s)
 	void	   *side;
 	SjParts    *parts;
 
-	if (state->op == SJ_OP_THETA)
-	{
-		kind = SJ_PART_THETA;
-		side = SjThetaPreparedSide(state->tp, s, &ncols, positions, typids);
-	}
-	else
-	{
-		if (state->arg_var[s] < 0)
-			return false;
-		ncols = 2;
-		positions[0] = 0;
-		typids[0] = INT8OID;
-		positions[1] = state->arg_var[s] + 1;
-		typids[1] = TupleDescAttr(ExecGetResultType(child), state->arg_var[s])->atttypid;
-		kind = state->op == SJ_OP_EPS ? SJ_PART_EPS : SJ_PART_SETS;
-		side = state->op == SJ_OP_EPS ? (void *) &state->escan[s] : (void *) &state->sscan[s];
-	}
+	if (!SjSideSpec(state, s, &kind, &side, &ncols, positions, typids))
+		return false;
 	parts = SjScanChildParallel(child, kind, ncols, positions, typids, side,
-								state->op == SJ_OP_EPS ? "vector" : "set");
+								SjSideWhat(state));
 	if (parts == NULL)
 		return false;
-	state->rows[s].n = parts->rows;
-	state->stats.scan_workers = Max(state->stats.scan_workers, parts->workers);
 	/* merge now: the workers' slots are free again for the other side */
-	if (state->op == SJ_OP_THETA)
-		SjThetaSideAddParts(side, parts);
-	else if (state->op == SJ_OP_EPS)
-		SjEpsSideFinish(side, parts, &state->eps_in[s]);
-	else
-		SjSetSideFinish(side, parts, &state->set_in[s], &state->set_keys[s]);
-	SjPartsRelease(parts);
-	state->side_done[s] = true;
+	SjSideAddParts(state, s, side, parts);
+	return true;
+}
+
+/*
+ * Both inputs of a counting node in one parallel context (parscan.c), where
+ * workers can read both; false, having read nothing, otherwise.
+ */
+static bool
+SjReadBothParallel(SjScanState *state)
+{
+	PlanState  *children[2];
+	int			positions[2][SJ_PART_MAX_COLS];
+	Oid			typids[2][SJ_PART_MAX_COLS];
+	const int  *posp[2] = {positions[0], positions[1]};
+	const Oid  *typp[2] = {typids[0], typids[1]};
+	const char *what[2];
+	int			ncols[2];
+	SjPartKind	kind[2];
+	void	   *sides[2];
+	SjParts    *parts[2];
+	int			s;
+
+	for (s = 0; s < 2; s++)
+	{
+		children[s] = list_nth(state->css.custom_ps, s);
+		what[s] = SjSideWhat(state);
+		if (!SjSideSpec(state, s, &kind[s], &sides[s], &ncols[s], positions[s],
+						typids[s]))
+			return false;
+	}
+	if (!SjScanChildrenParallel(children, kind[0], ncols, posp, typp, sides, what, parts))
+		return false;
+	for (s = 0; s < 2; s++)
+		SjSideAddParts(state, s, sides[s], parts[s]);
 	return true;
 }
 
@@ -1625,8 +1687,11 @@ SjLoad(SjScanState *state)
 	state->streaming = count_only;
 	if (state->source == SJ_SRC_ENGINE)
 		SjMarshalBegin(state);
-	SjReadSide(state, 0);
-	SjReadSide(state, 1);
+	if (!(state->streaming && SjReadBothParallel(state)))
+	{
+		SjReadSide(state, 0);
+		SjReadSide(state, 1);
+	}
 	if (state->jointype != JOIN_INNER)
 		state->matched = palloc_extended(Max(state->rows[0].n, 1) * sizeof(bool),
 										 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);

@@ -147,6 +147,32 @@ SjEpsMarshal(SjEpsScan *scan, SjVectorInput *out)
 }
 
 /*
+ * Scan both sides of a two-table join (together where parallel workers
+ * read them) and transpose them.  Returns the parallel workers that read
+ * them.
+ */
+static int
+SjEpsMarshalPair(SjEpsScan *lscan, SjEpsScan *rscan, SjVectorInput *lout,
+				 SjVectorInput *rout)
+{
+	Oid			relids[2] = {lscan->relid, rscan->relid};
+	int			ncols[2] = {2, 2};
+	const SjColumn *cols[2] = {lscan->cols, rscan->cols};
+	void	   *sides[2] = {lscan, rscan};
+	const char *what[2] = {lscan->what, rscan->what};
+	SjParts    *parts[2];
+	int			workers;
+
+	SjScanRelationPair(relids, ncols, cols, SJ_PART_EPS, sides, what, parts);
+	workers = Max(parts[0] ? parts[0]->workers : 0, parts[1] ? parts[1]->workers : 0);
+	SjEpsSideFinish(lscan, parts[0], lout);
+	SjEpsSideFinish(rscan, parts[1], rout);
+	SjPartsRelease(parts[0]);
+	SjPartsRelease(parts[1]);
+	return workers;
+}
+
+/*
  * A side as a parallel worker sends it (SjEpsPartWrite): this header, the
  * keys, then the vectors row by row.
  */
@@ -430,12 +456,11 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	SjEpsPrepare(&lscan, left_relid, left_key, left_vec);
 	if (!job.self)
 		SjEpsPrepare(&rscan, right_relid, right_key, right_vec);
-	stats.scan_workers = SjEpsMarshal(&lscan, &job.left);
-	if (!job.self)
+	if (job.self)
+		stats.scan_workers = SjEpsMarshal(&lscan, &job.left);
+	else
 	{
-		int			workers = SjEpsMarshal(&rscan, &job.right);
-
-		stats.scan_workers = Max(stats.scan_workers, workers);
+		stats.scan_workers = SjEpsMarshalPair(&lscan, &rscan, &job.left, &job.right);
 		if (lscan.dim >= 0 && rscan.dim >= 0 && lscan.dim != rscan.dim)
 			SjErrorDims(lscan.dim, rscan.dim);
 	}

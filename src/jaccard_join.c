@@ -290,6 +290,32 @@ SjSetMarshal(SjSetScan *scan, SjSets *out, int64 **keys)
 }
 
 /*
+ * Scan both sides of a two-table join (together where parallel workers
+ * read them) into the engine's layout.  Returns the parallel workers that
+ * read them.
+ */
+static int
+SjSetMarshalPair(SjSetScan *lscan, SjSetScan *rscan, SjSets *lout, int64 **lkeys,
+				 SjSets *rout, int64 **rkeys)
+{
+	Oid			relids[2] = {lscan->relid, rscan->relid};
+	int			ncols[2] = {2, 2};
+	const SjColumn *cols[2] = {lscan->cols, rscan->cols};
+	void	   *sides[2] = {lscan, rscan};
+	const char *what[2] = {lscan->what, rscan->what};
+	SjParts    *parts[2];
+	int			workers;
+
+	SjScanRelationPair(relids, ncols, cols, SJ_PART_SETS, sides, what, parts);
+	workers = Max(parts[0] ? parts[0]->workers : 0, parts[1] ? parts[1]->workers : 0);
+	SjSetSideFinish(lscan, parts[0], lout, lkeys);
+	SjSetSideFinish(rscan, parts[1], rout, rkeys);
+	SjPartsRelease(parts[0]);
+	SjPartsRelease(parts[1]);
+	return workers;
+}
+
+/*
  * A side as a parallel worker sends it (SjSetPartWrite): this header, the
  * keys, the set offsets, the tokens (ids of the worker's own dictionary),
  * then that dictionary in id order: int8 values, or for text the lengths
@@ -714,13 +740,11 @@ SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 							format_type_be(rscan.cols[1].typid)),
 					 errhint("Cast one side in a view, or use the same element type on both sides.")));
 	}
-	stats.scan_workers = SjSetMarshal(&lscan, &job.left, &job.left_keys);
-	if (!job.self)
-	{
-		int			workers = SjSetMarshal(&rscan, &job.right, &job.right_keys);
-
-		stats.scan_workers = Max(stats.scan_workers, workers);
-	}
+	if (job.self)
+		stats.scan_workers = SjSetMarshal(&lscan, &job.left, &job.left_keys);
+	else
+		stats.scan_workers = SjSetMarshalPair(&lscan, &rscan, &job.left, &job.left_keys,
+											  &job.right, &job.right_keys);
 	job.left.universe = dict->next_id;
 	job.right.universe = dict->next_id;
 	stats.left_rows = job.left.n;

@@ -245,3 +245,41 @@ SjScanRelation(Oid relid, int ncols, const SjColumn *cols, SjPartKind kind,
 	relation_close(rel, NoLock);
 	return parts;
 }
+
+/*
+ * Both relations of a two-table join (parts[s] for side s): in one parallel
+ * context where workers can read both, so that they start once; otherwise
+ * one after the other, as SjScanRelation reads each.
+ */
+void
+SjScanRelationPair(const Oid *relids, const int *ncols, const SjColumn *const *cols,
+				   SjPartKind kind, void **sides, const char *const *what,
+				   SjParts **parts)
+{
+	Relation	rels[2];
+	bool		fast = true;
+	int			s;
+
+	for (s = 0; s < 2; s++)
+	{
+		SjCheckRelation(relids[s]);
+		if (check_enable_rls(relids[s], InvalidOid, false) == RLS_ENABLED)
+			fast = false;
+	}
+	for (s = 0; s < 2; s++)
+	{
+		rels[s] = relation_open(relids[s], AccessShareLock);
+		if (rels[s]->rd_rel->relkind != RELKIND_RELATION || rels[s]->rd_rel->relhassubclass)
+			fast = false;
+	}
+	if (fast && SjScanTablePair(rels, ncols, cols, kind, sides, what, parts))
+	{
+		relation_close(rels[0], NoLock);
+		relation_close(rels[1], NoLock);
+		return;
+	}
+	relation_close(rels[0], NoLock);
+	relation_close(rels[1], NoLock);
+	for (s = 0; s < 2; s++)
+		parts[s] = SjScanRelation(relids[s], ncols[s], cols[s], kind, sides[s], what[s]);
+}

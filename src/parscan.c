@@ -22,6 +22,15 @@
  *	  hands the parts to the operator, which merges them with its own side
  *	  (on the CPU engine's threads) before the context is released.
  *
+ * The two tables of a two-table join (functions and counting node alike)
+ * are read in one parallel context, one after the other by every
+ * participant (SjScanTablePair, SjScanChildrenParallel): workers take tens
+ * of milliseconds to start and to write their parts, which two contexts
+ * paid twice, and a side too small for workers of its own rides along.
+ * While the leader reads its blocks, each prefetches the header of a tuple
+ * a few ahead on the page (the visible tuples of a page are known in
+ * page-at-a-time mode), as a narrow row costs little more than that miss.
+ *
  * Ownership: the parts live in the parallel context's shared area; they are
  * valid until SjPartsRelease, or until the (sub)transaction aborts, which
  * releases the context with everything in it.  Workers take no privilege
@@ -62,23 +71,41 @@
 
 #include "simjoin.h"
 
-/* Keys of the parallel context's table of contents. */
+/*
+ * Keys of the parallel context's table of contents: one scan descriptor
+ * and one filter per relation read (job).
+ */
 #define SJ_PAR_KEY_SHARED	UINT64CONST(0x53494D4A4F494E01)
-#define SJ_PAR_KEY_SCAN		UINT64CONST(0x53494D4A4F494E02)
 #define SJ_PAR_KEY_AREA		UINT64CONST(0x53494D4A4F494E03)
-#define SJ_PAR_KEY_QUAL		UINT64CONST(0x53494D4A4F494E04)
+#define SJ_PAR_KEY_SCAN(j)	(UINT64CONST(0x53494D4A4F494E10) + (j))
+#define SJ_PAR_KEY_QUAL(j)	(UINT64CONST(0x53494D4A4F494E20) + (j))
+
+/* Relations one parallel context reads, one after the other. */
+#define SJ_PAR_MAX_JOBS		2
 
 /* What the participants share. */
 typedef struct SjParShared
 {
-	SjPartSpec	spec;
+	int			njobs;
+	SjPartSpec	spec[SJ_PAR_MAX_JOBS];
 	slock_t		mutex;
-	int64		rows;			/* rows read by the workers */
-	int64		filtered;		/* rows the filter removed, workers */
-	int			published;		/* workers whose part is in */
+	int64		rows[SJ_PAR_MAX_JOBS];	/* rows read by the workers */
+	int64		filtered[SJ_PAR_MAX_JOBS];	/* rows the filter removed, workers */
+	int			published;		/* workers whose parts are all in */
 	int			nslots;
-	dsa_pointer part[FLEXIBLE_ARRAY_MEMBER];	/* by ParallelWorkerNumber */
+	/* [job * nslots + ParallelWorkerNumber] */
+	dsa_pointer part[FLEXIBLE_ARRAY_MEMBER];
 } SjParShared;
+
+/* One relation of a parallel read, as the leader describes it. */
+typedef struct SjScanJob
+{
+	Relation	rel;
+	SjPartSpec	spec;
+	List	   *quals;			/* filter over rel's attributes, or NIL */
+	void	   *side;			/* the leader's side */
+	Instrumentation *instrument;	/* the custom scan child's, or NULL */
+} SjScanJob;
 
 /* One kind's side: how a participant builds and serializes it. */
 typedef struct SjPartOps
@@ -95,12 +122,15 @@ static const SjPartOps sj_part_ops[] = {
 	[SJ_PART_THETA] = {SjThetaPartBegin, SjThetaPartRow, SjThetaPartSize, SjThetaPartWrite},
 };
 
-/* The parallel run behind an SjParts. */
+/* Tuples ahead of the current one whose headers a heap scan prefetches. */
+#define SJ_SCAN_PREFETCH	4
+
+/* The parallel run behind the SjParts of its jobs. */
 typedef struct SjParRun
 {
 	ParallelContext *pcxt;
 	dsa_area   *area;
-	const char **part;
+	int			refs;			/* SjParts not yet released */
 } SjParRun;
 
 PGDLLEXPORT void SjParallelScanMain(dsm_segment *seg, shm_toc *toc);
@@ -126,6 +156,7 @@ SjScanRows(TableScanDesc scan, TupleTableSlot *slot, int ncols,
 	 */
 	bool		heap = qual == NULL &&
 		scan->rs_rd->rd_tableam == GetHeapamTableAmRoutine();
+	bool		pagemode = heap && (scan->rs_flags & SO_ALLOW_PAGEMODE) != 0;
 	AttrNumber	maxatt = 0;
 	Datum		values[SJ_PART_MAX_COLS];
 	bool		isnull[SJ_PART_MAX_COLS];
@@ -148,6 +179,23 @@ SjScanRows(TableScanDesc scan, TupleTableSlot *slot, int ncols,
 		{
 			if ((tup = heap_getnext(scan, ForwardScanDirection)) == NULL)
 				break;
+			if (pagemode)
+			{
+				/*
+				 * The visible tuples of the page are known (page-at-a-time
+				 * mode): fetch the header of one a few ahead, so that its
+				 * cache miss overlaps this row's work.
+				 */
+				HeapScanDesc hs = (HeapScanDesc) scan;
+				int			ahead = hs->rs_cindex + SJ_SCAN_PREFETCH;
+
+				if (ahead < hs->rs_ntuples)
+				{
+					Page		page = BufferGetPage(hs->rs_cbuf);
+
+					__builtin_prefetch(PageGetItem(page, PageGetItemId(page, hs->rs_vistuples[ahead])));
+				}
+			}
 		}
 		else if (!table_scan_getnextslot(scan, ForwardScanDirection, slot))
 			break;
@@ -306,29 +354,44 @@ SjPartTypesOk(SjPartKind kind, int ncols, const Oid *typids)
 }
 
 /*
- * The worker's side: begin, read its share of the blocks, serialize into
- * the shared area.
+ * A participant's share of one job: begin a side (the leader passes its
+ * own), read blocks of the relation in turn, and, for a worker, serialize
+ * the side into the shared area.  Returns the part (InvalidDsaPointer for
+ * the leader).
  */
-static void
-SjParticipate(SjParShared *sh, Relation rel, ParallelTableScanDesc pscan,
+static dsa_pointer
+SjParticipate(const SjPartSpec *spec, Relation rel, ParallelTableScanDesc pscan,
 			  List *quals, dsa_area *area, void *leader_side, int64 *rows,
 			  int64 *filtered)
 {
-	const SjPartOps *ops = &sj_part_ops[sh->spec.kind];
-	void	   *side = leader_side ? leader_side : ops->begin(&sh->spec);
-	TableScanDesc scan = table_beginscan_parallel(rel, pscan);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	const SjPartOps *ops = &sj_part_ops[spec->kind];
+	MemoryContext cxt = NULL,
+				old = NULL;
+	void	   *side;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
 	EState	   *estate = NULL;
 	ExprContext *econtext = NULL;
 	ExprState  *qual = NULL;
+	dsa_pointer dp = InvalidDsaPointer;
 
+	/* a worker's side lives until it is serialized */
+	if (leader_side == NULL)
+	{
+		cxt = AllocSetContextCreate(CurrentMemoryContext, "simjoin part",
+									ALLOCSET_DEFAULT_SIZES);
+		old = MemoryContextSwitchTo(cxt);
+	}
+	side = leader_side ? leader_side : ops->begin(spec);
+	scan = table_beginscan_parallel(rel, pscan);
+	slot = table_slot_create(rel, NULL);
 	if (quals != NIL)
 	{
 		estate = CreateExecutorState();
 		econtext = CreateExprContext(estate);
 		qual = ExecInitQual(quals, NULL);
 	}
-	*rows = SjScanRows(scan, slot, sh->spec.ncols, sh->spec.attnums, qual,
+	*rows = SjScanRows(scan, slot, spec->ncols, spec->attnums, qual,
 					   econtext, ops->row, side, filtered);
 	if (estate)
 		FreeExecutorState(estate);
@@ -338,46 +401,63 @@ SjParticipate(SjParShared *sh, Relation rel, ParallelTableScanDesc pscan,
 	if (leader_side == NULL)
 	{
 		Size		size = ops->size(side);
-		dsa_pointer dp = dsa_allocate_extended(area, size, DSA_ALLOC_HUGE);
 
+		dp = dsa_allocate_extended(area, size, DSA_ALLOC_HUGE);
 		ops->write(side, dsa_get_address(area, dp));
-		SpinLockAcquire(&sh->mutex);
-		sh->part[ParallelWorkerNumber] = dp;
-		sh->rows += *rows;
-		sh->filtered += *filtered;
-		sh->published++;
-		SpinLockRelease(&sh->mutex);
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
 	}
+	return dp;
 }
 
-/* Entry point of a parallel worker (CreateParallelContext). */
+/*
+ * Entry point of a parallel worker (CreateParallelContext): every job in
+ * turn, each part published as soon as it is written; the worker counts as
+ * published once all its parts are in.
+ */
 void
 SjParallelScanMain(dsm_segment *seg, shm_toc *toc)
 {
 	SjParShared *sh = shm_toc_lookup(toc, SJ_PAR_KEY_SHARED, false);
-	ParallelTableScanDesc pscan = shm_toc_lookup(toc, SJ_PAR_KEY_SCAN, false);
-	char	   *qualstr = shm_toc_lookup(toc, SJ_PAR_KEY_QUAL, true);
 	dsa_area   *area = dsa_attach_in_place(shm_toc_lookup(toc, SJ_PAR_KEY_AREA, false), seg);
-	List	   *quals = qualstr ? (List *) stringToNode(qualstr) : NIL;
-	Relation	rel = table_open(sh->spec.relid, AccessShareLock);
-	int64		rows = 0,
-				filtered = 0;
+	int			j;
 
-	SjParticipate(sh, rel, pscan, quals, area, NULL, &rows, &filtered);
-	table_close(rel, AccessShareLock);
+	for (j = 0; j < sh->njobs; j++)
+	{
+		ParallelTableScanDesc pscan = shm_toc_lookup(toc, SJ_PAR_KEY_SCAN(j), false);
+		char	   *qualstr = shm_toc_lookup(toc, SJ_PAR_KEY_QUAL(j), true);
+		List	   *quals = qualstr ? (List *) stringToNode(qualstr) : NIL;
+		Relation	rel = table_open(sh->spec[j].relid, AccessShareLock);
+		int64		rows = 0,
+					filtered = 0;
+		dsa_pointer dp;
+
+		dp = SjParticipate(&sh->spec[j], rel, pscan, quals, area, NULL, &rows,
+						   &filtered);
+		table_close(rel, AccessShareLock);
+		SpinLockAcquire(&sh->mutex);
+		sh->part[j * sh->nslots + ParallelWorkerNumber] = dp;
+		sh->rows[j] += rows;
+		sh->filtered[j] += filtered;
+		if (j == sh->njobs - 1)
+			sh->published++;
+		SpinLockRelease(&sh->mutex);
+	}
 	dsa_detach(area);
 }
 
 /*
- * Wait until every launched worker has published its part: the merge need
+ * Wait until every launched worker has published its parts: the merge need
  * not wait for the workers to exit (they do while it runs).  A worker that
- * stopped without a part failed: WaitForParallelWorkersToFinish then
- * reports its error.  Errors of workers are raised here as they come, by
- * CHECK_FOR_INTERRUPTS.
+ * stopped without its last part failed: WaitForParallelWorkersToFinish
+ * then reports its error.  Errors of workers are raised here as they come,
+ * by CHECK_FOR_INTERRUPTS.
  */
 static void
 SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
 {
+	dsa_pointer *last = &sh->part[(sh->njobs - 1) * sh->nslots];
+
 	for (;;)
 	{
 		int			published;
@@ -393,7 +473,7 @@ SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
 		{
 			pid_t		pid;
 
-			if (DsaPointerIsValid(sh->part[i]))
+			if (DsaPointerIsValid(last[i]))
 				continue;
 			if (pcxt->worker[i].error_mqh == NULL ||
 				GetBackgroundWorkerPid(pcxt->worker[i].bgwhandle, &pid) == BGWH_STOPPED)
@@ -401,7 +481,7 @@ SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
 				/* reports the worker's error; no part and no error is a bug */
 				WaitForParallelWorkersToFinish(pcxt);
 				for (i = 0; i < pcxt->nworkers_launched; i++)
-					if (!DsaPointerIsValid(sh->part[i]))
+					if (!DsaPointerIsValid(last[i]))
 						elog(ERROR, "parallel worker %d of a simjoin scan ended without its rows", i);
 				return;
 			}
@@ -413,97 +493,136 @@ SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
 }
 
 /*
- * Read rel with nworkers parallel workers into leader_side (the leader's
- * share) and parts (the workers'), under snapshot, keeping the rows that
- * pass quals (a list of expressions over rel's attributes, or NIL).
+ * Read the jobs' relations with nworkers parallel workers in one parallel
+ * context, under snapshot: every participant reads its share of the first
+ * relation, then of the second, so that the workers start (tens of
+ * milliseconds) once for both.  The leader's shares go into the jobs'
+ * sides, the workers' come back as parts[j] (all sharing the context,
+ * released by SjPartsRelease on each).
  */
-static SjParts *
-SjParallelScan(Relation rel, Snapshot snapshot, const SjPartSpec *spec,
-			   List *quals, int nworkers, void *leader_side)
+static void
+SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
+			   SjParts **parts)
 {
-	SjParts    *parts = palloc0(sizeof(SjParts));
 	SjParRun   *run = palloc0(sizeof(SjParRun));
 	ParallelContext *pcxt;
 	SjParShared *sh;
-	ParallelTableScanDesc pscan;
 	Size		shared_size = add_size(offsetof(SjParShared, part),
-									   mul_size(nworkers, sizeof(dsa_pointer)));
-	Size		scan_size;
+									   mul_size(mul_size(nworkers, njobs),
+												sizeof(dsa_pointer)));
+	Size		scan_size[SJ_PAR_MAX_JOBS];
 	Size		area_size = dsa_minimum_size();
-	char	   *qualstr = quals != NIL ? nodeToString(quals) : NULL;
+	char	   *qualstr[SJ_PAR_MAX_JOBS];
+	ParallelTableScanDesc pscan[SJ_PAR_MAX_JOBS];
 	void	   *area_space;
-	int64		rows = 0,
-				filtered = 0;
-	int			i;
-
+	int64		rows[SJ_PAR_MAX_JOBS],
+				filtered[SJ_PAR_MAX_JOBS];
+	int			nkeys = 2;
+	int			i,
+				j;
 	double		t0 = sj_now_ms(),
 				t_launched,
 				t_leader;
 
+	Assert(njobs >= 1 && njobs <= SJ_PAR_MAX_JOBS);
 	EnterParallelMode();
 	pcxt = CreateParallelContext("simjoin", "SjParallelScanMain", nworkers);
-	scan_size = table_parallelscan_estimate(rel, snapshot);
 	shm_toc_estimate_chunk(&pcxt->estimator, shared_size);
-	shm_toc_estimate_chunk(&pcxt->estimator, scan_size);
 	shm_toc_estimate_chunk(&pcxt->estimator, area_size);
-	if (qualstr)
-		shm_toc_estimate_chunk(&pcxt->estimator, strlen(qualstr) + 1);
-	shm_toc_estimate_keys(&pcxt->estimator, qualstr ? 4 : 3);
+	for (j = 0; j < njobs; j++)
+	{
+		scan_size[j] = table_parallelscan_estimate(jobs[j].rel, snapshot);
+		shm_toc_estimate_chunk(&pcxt->estimator, scan_size[j]);
+		nkeys++;
+		qualstr[j] = jobs[j].quals != NIL ? nodeToString(jobs[j].quals) : NULL;
+		if (qualstr[j])
+		{
+			shm_toc_estimate_chunk(&pcxt->estimator, strlen(qualstr[j]) + 1);
+			nkeys++;
+		}
+	}
+	shm_toc_estimate_keys(&pcxt->estimator, nkeys);
 	InitializeParallelDSM(pcxt);
 
 	sh = shm_toc_allocate(pcxt->toc, shared_size);
-	sh->spec = *spec;
+	memset(sh, 0, shared_size);
+	sh->njobs = njobs;
 	SpinLockInit(&sh->mutex);
-	sh->rows = 0;
-	sh->filtered = 0;
-	sh->published = 0;
 	sh->nslots = nworkers;
-	for (i = 0; i < nworkers; i++)
+	for (i = 0; i < nworkers * njobs; i++)
 		sh->part[i] = InvalidDsaPointer;
+	for (j = 0; j < njobs; j++)
+		sh->spec[j] = jobs[j].spec;
 	shm_toc_insert(pcxt->toc, SJ_PAR_KEY_SHARED, sh);
-	pscan = shm_toc_allocate(pcxt->toc, scan_size);
-	table_parallelscan_initialize(rel, pscan, snapshot);
-	shm_toc_insert(pcxt->toc, SJ_PAR_KEY_SCAN, pscan);
+	for (j = 0; j < njobs; j++)
+	{
+		pscan[j] = shm_toc_allocate(pcxt->toc, scan_size[j]);
+		table_parallelscan_initialize(jobs[j].rel, pscan[j], snapshot);
+		shm_toc_insert(pcxt->toc, SJ_PAR_KEY_SCAN(j), pscan[j]);
+		if (qualstr[j])
+		{
+			char	   *q = shm_toc_allocate(pcxt->toc, strlen(qualstr[j]) + 1);
+
+			strcpy(q, qualstr[j]);
+			shm_toc_insert(pcxt->toc, SJ_PAR_KEY_QUAL(j), q);
+		}
+	}
 	area_space = shm_toc_allocate(pcxt->toc, area_size);
 	shm_toc_insert(pcxt->toc, SJ_PAR_KEY_AREA, area_space);
 	run->area = dsa_create_in_place(area_space, area_size,
 									LWTRANCHE_PARALLEL_QUERY_DSA, pcxt->seg);
-	if (qualstr)
-	{
-		char	   *q = shm_toc_allocate(pcxt->toc, strlen(qualstr) + 1);
-
-		strcpy(q, qualstr);
-		shm_toc_insert(pcxt->toc, SJ_PAR_KEY_QUAL, q);
-	}
 	run->pcxt = pcxt;
 
+	for (j = 0; j < njobs; j++)
+		if (jobs[j].instrument)
+			InstrStartNode(jobs[j].instrument);
 	LaunchParallelWorkers(pcxt);
 	t_launched = sj_now_ms();
 	/* the leader reads too, unless told not to while workers run */
-	if (parallel_leader_participation || pcxt->nworkers_launched == 0)
-		SjParticipate(sh, rel, pscan, quals, run->area, leader_side, &rows,
-					  &filtered);
+	for (j = 0; j < njobs; j++)
+	{
+		rows[j] = filtered[j] = 0;
+		if (parallel_leader_participation || pcxt->nworkers_launched == 0)
+			(void) SjParticipate(&jobs[j].spec, jobs[j].rel, pscan[j], jobs[j].quals,
+								 run->area, jobs[j].side, &rows[j], &filtered[j]);
+	}
 	t_leader = sj_now_ms();
 	SjWaitForParts(pcxt, sh);
-	elog(DEBUG2, "simjoin: parallel scan of \"%s\": %d workers; set-up %.1f ms, "
+	elog(DEBUG2, "simjoin: parallel scan of \"%s\"%s%s%s: %d workers; set-up %.1f ms, "
 		 "leader's share %.1f ms (%lld rows), workers' end %.1f ms later (%lld rows)",
-		 RelationGetRelationName(rel), pcxt->nworkers_launched, t_launched - t0,
-		 t_leader - t_launched, (long long) rows, sj_now_ms() - t_leader,
-		 (long long) sh->rows);
+		 RelationGetRelationName(jobs[0].rel), njobs > 1 ? " and \"" : "",
+		 njobs > 1 ? RelationGetRelationName(jobs[1].rel) : "", njobs > 1 ? "\"" : "",
+		 pcxt->nworkers_launched, t_launched - t0, t_leader - t_launched,
+		 (long long) (rows[0] + (njobs > 1 ? rows[1] : 0)), sj_now_ms() - t_leader,
+		 (long long) (sh->rows[0] + (njobs > 1 ? sh->rows[1] : 0)));
 
-	run->part = palloc0(Max(nworkers, 1) * sizeof(char *));
-	for (i = 0; i < nworkers; i++)
-		if (DsaPointerIsValid(sh->part[i]))
-			run->part[parts->nparts++] = dsa_get_address(run->area, sh->part[i]);
-	parts->part = run->part;
-	parts->rows = rows + sh->rows;
-	parts->filtered = filtered + sh->filtered;
-	parts->workers = pcxt->nworkers_launched;
-	parts->run = run;
-	return parts;
+	run->refs = njobs;
+	for (j = 0; j < njobs; j++)
+	{
+		SjParts    *pt = palloc0(sizeof(SjParts));
+		const char **part = palloc0(Max(nworkers, 1) * sizeof(char *));
+
+		for (i = 0; i < nworkers; i++)
+			if (DsaPointerIsValid(sh->part[j * nworkers + i]))
+				part[pt->nparts++] = dsa_get_address(run->area, sh->part[j * nworkers + i]);
+		pt->part = part;
+		pt->rows = rows[j] + sh->rows[j];
+		pt->filtered = filtered[j] + sh->filtered[j];
+		pt->workers = pcxt->nworkers_launched;
+		pt->run = run;
+		if (jobs[j].instrument)
+		{
+			InstrStopNode(jobs[j].instrument, (double) pt->rows);
+			jobs[j].instrument->nfiltered1 += (double) pt->filtered;
+		}
+		parts[j] = pt;
+	}
 }
 
-/* Release the shared memory behind parts (NULL: nothing). */
+/*
+ * Release parts (NULL: nothing); the shared memory behind them goes with
+ * the last SjParts of their parallel context.
+ */
 void
 SjPartsRelease(SjParts *parts)
 {
@@ -512,13 +631,15 @@ SjPartsRelease(SjParts *parts)
 	if (parts == NULL || parts->run == NULL)
 		return;
 	run = parts->run;
+	parts->run = NULL;
+	parts->nparts = 0;
+	if (--run->refs > 0)
+		return;
 	/* workers that published exit by now; their late errors still count */
 	WaitForParallelWorkersToFinish(run->pcxt);
 	dsa_detach(run->area);
 	DestroyParallelContext(run->pcxt);
 	ExitParallelMode();
-	parts->run = NULL;
-	parts->nparts = 0;
 }
 
 /*
@@ -542,16 +663,14 @@ SjPartSpecFill(SjPartSpec *spec, SjPartKind kind, Oid relid, int ncols,
 }
 
 /*
- * Read a plain table (the fast path of SjScanRelation) into side: with
- * parallel workers where the table is large enough and the kind allows,
- * returning their parts for the operator to merge; else serially,
- * returning NULL.
+ * The job of reading a plain table's columns into side with workers, if
+ * workers can read it and build its kind; *nworkers says how many its size
+ * asks for (maybe 0).
  */
-SjParts *
-SjScanTable(Relation rel, int ncols, const SjColumn *cols, SjPartKind kind,
-			void *side, const char *what)
+static bool
+SjTableJob(Relation rel, int ncols, const SjColumn *cols, SjPartKind kind,
+		   void *side, const char *what, SjScanJob *job, int *nworkers)
 {
-	int			nworkers = SjParallelWorkers(rel);
 	AttrNumber	attnums[SJ_PART_MAX_COLS];
 	Oid			typids[SJ_PART_MAX_COLS];
 	int			i;
@@ -562,26 +681,83 @@ SjScanTable(Relation rel, int ncols, const SjColumn *cols, SjPartKind kind,
 		attnums[i] = cols[i].attnum;
 		typids[i] = cols[i].typid;
 	}
-	if (nworkers > 0 && SjPartTypesOk(kind, ncols, typids))
-	{
-		SjPartSpec	spec;
+	*nworkers = SjParallelWorkers(rel);
+	if (RelationUsesLocalBuffers(rel) || !SjPartTypesOk(kind, ncols, typids))
+		return false;
+	memset(job, 0, sizeof(*job));
+	job->rel = rel;
+	SjPartSpecFill(&job->spec, kind, RelationGetRelid(rel), ncols, attnums, typids,
+				   cols[0].name, what);
+	job->side = side;
+	return true;
+}
 
-		SjPartSpecFill(&spec, kind, RelationGetRelid(rel), ncols, attnums, typids,
-					   cols[0].name, what);
-		return SjParallelScan(rel, GetActiveSnapshot(), &spec, NIL, nworkers, side);
-	}
-	else
-	{
-		TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
-		TupleTableSlot *slot = table_slot_create(rel, NULL);
-		int64		filtered = 0;
+/* Read a plain table serially into side. */
+static void
+SjScanTableSerial(Relation rel, int ncols, const SjColumn *cols, SjPartKind kind,
+				  void *side)
+{
+	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	AttrNumber	attnums[SJ_PART_MAX_COLS];
+	int64		filtered = 0;
+	int			i;
 
-		SjScanRows(scan, slot, ncols, attnums, NULL, NULL,
-				   sj_part_ops[kind].row, side, &filtered);
-		ExecDropSingleTupleTableSlot(slot);
-		table_endscan(scan);
-		return NULL;
+	for (i = 0; i < ncols; i++)
+		attnums[i] = cols[i].attnum;
+	SjScanRows(scan, slot, ncols, attnums, NULL, NULL, sj_part_ops[kind].row,
+			   side, &filtered);
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+}
+
+/*
+ * Read a plain table (the fast path of SjScanRelation) into side: with
+ * parallel workers where the table is large enough and the kind allows,
+ * returning their parts for the operator to merge; else serially,
+ * returning NULL.
+ */
+SjParts *
+SjScanTable(Relation rel, int ncols, const SjColumn *cols, SjPartKind kind,
+			void *side, const char *what)
+{
+	SjScanJob	job;
+	SjParts    *parts;
+	int			nworkers;
+
+	if (SjTableJob(rel, ncols, cols, kind, side, what, &job, &nworkers) &&
+		nworkers > 0)
+	{
+		SjParallelScan(&job, 1, GetActiveSnapshot(), nworkers, &parts);
+		return parts;
 	}
+	SjScanTableSerial(rel, ncols, cols, kind, side);
+	return NULL;
+}
+
+/*
+ * Read the two plain tables of a two-table join in one parallel context
+ * (parts[s] for side s, each to be merged and released), when either is
+ * large enough for workers and both kinds allow.  False, having read
+ * nothing, otherwise.
+ */
+bool
+SjScanTablePair(Relation *rels, const int *ncols, const SjColumn *const *cols,
+				SjPartKind kind, void **sides, const char *const *what, SjParts **parts)
+{
+	SjScanJob	jobs[2];
+	int			nworkers[2];
+	int			s;
+
+	/* a table too small for workers of its own rides along with the other */
+	for (s = 0; s < 2; s++)
+		if (!SjTableJob(rels[s], ncols[s], cols[s], kind, sides[s], what[s], &jobs[s],
+						&nworkers[s]))
+			return false;
+	if (Max(nworkers[0], nworkers[1]) == 0)
+		return false;
+	SjParallelScan(jobs, 2, GetActiveSnapshot(), Max(nworkers[0], nworkers[1]), parts);
+	return true;
 }
 
 /* Does expr contain a parameter or a subplan (which workers lack)? */
@@ -596,39 +772,36 @@ SjHasParams(Node *node, void *context)
 }
 
 /*
- * The custom scan's door: read the input child (a Seq Scan node already
- * initialized by the executor) with parallel workers into side, where it
- * is a filtered scan of a plain table that workers can evaluate; columns
- * are positions in the child's target list (0: a row number), each of
- * which must be a plain column of the table.  Returns NULL, having read
- * nothing, where that does not apply or the table is too small.
+ * The job of reading a custom scan's input child (a Seq Scan node already
+ * initialized by the executor) with workers into side, where it is a
+ * filtered scan of a plain table that workers can evaluate (*nworkers: how
+ * many its size asks for, maybe 0); columns are positions in the child's target list
+ * (0: a row number), each of which must be a plain column of the table.
  */
-SjParts *
-SjScanChildParallel(PlanState *child, SjPartKind kind, int ncols,
-					const int *positions, const Oid *typids, void *side,
-					const char *what)
+static bool
+SjChildJob(PlanState *child, SjPartKind kind, int ncols, const int *positions,
+		   const Oid *typids, void *side, const char *what, SjScanJob *job,
+		   int *nworkers)
 {
 	Plan	   *plan = child->plan;
 	SeqScan    *seq;
 	EState	   *estate = child->state;
 	Relation	rel;
-	SjPartSpec	spec;
-	SjParts    *parts;
 	AttrNumber	attnums[SJ_PART_MAX_COLS];
-	int			nworkers;
 	int			i;
 
 	Assert(ncols <= SJ_PART_MAX_COLS);
+	*nworkers = 0;
 	if (!IsA(plan, SeqScan) || plan->parallel_aware || !plan->parallel_safe ||
 		plan->initPlan != NIL || child->chgParam != NULL ||
 		!IsMVCCSnapshot(estate->es_snapshot) ||
 		SjHasParams((Node *) plan->qual, NULL) ||
 		!SjPartTypesOk(kind, ncols, typids))
-		return NULL;
+		return false;
 	seq = (SeqScan *) plan;
 	rel = ((ScanState *) child)->ss_currentRelation;
 	if (rel == NULL || rel->rd_rel->relkind != RELKIND_RELATION)
-		return NULL;
+		return false;
 
 	for (i = 0; i < ncols; i++)
 	{
@@ -641,24 +814,65 @@ SjScanChildParallel(PlanState *child, SjPartKind kind, int ncols,
 
 			if (!IsA(var, Var) || var->varno != seq->scan.scanrelid ||
 				var->varattno <= 0 || var->varlevelsup != 0)
-				return NULL;
+				return false;
 			attnums[i] = var->varattno;
 		}
 	}
-	SjPartSpecFill(&spec, kind, RelationGetRelid(rel), ncols, attnums, typids,
+	*nworkers = SjParallelWorkers(rel);
+	if (RelationUsesLocalBuffers(rel))
+		return false;
+	memset(job, 0, sizeof(*job));
+	job->rel = rel;
+	SjPartSpecFill(&job->spec, kind, RelationGetRelid(rel), ncols, attnums, typids,
 				   NULL, what);
-	nworkers = SjParallelWorkers(rel);
-	if (nworkers == 0)
-		return NULL;
+	job->quals = plan->qual;
+	job->side = side;
+	job->instrument = child->instrument;
+	return true;
+}
 
-	if (child->instrument)
-		InstrStartNode(child->instrument);
-	parts = SjParallelScan(rel, estate->es_snapshot, &spec, plan->qual,
-						   nworkers, side);
-	if (child->instrument)
-	{
-		InstrStopNode(child->instrument, (double) parts->rows);
-		child->instrument->nfiltered1 += (double) parts->filtered;
-	}
+/*
+ * The custom scan's door: read the input child with parallel workers into
+ * side (SjChildJob says when).  Returns NULL, having read nothing, where
+ * that does not apply or the table is too small.
+ */
+SjParts *
+SjScanChildParallel(PlanState *child, SjPartKind kind, int ncols,
+					const int *positions, const Oid *typids, void *side,
+					const char *what)
+{
+	SjScanJob	job;
+	SjParts    *parts;
+	int			nworkers;
+
+	if (!SjChildJob(child, kind, ncols, positions, typids, side, what, &job, &nworkers) ||
+		nworkers == 0)
+		return NULL;
+	SjParallelScan(&job, 1, child->state->es_snapshot, nworkers, &parts);
 	return parts;
+}
+
+/*
+ * Both input children of the custom scan in one parallel context (parts[s]
+ * for child s), where workers can read both and either is large enough
+ * for them.  False, having read nothing, otherwise.
+ */
+bool
+SjScanChildrenParallel(PlanState **children, SjPartKind kind, const int *ncols,
+					   const int *const *positions, const Oid *const *typids,
+					   void **sides, const char *const *what, SjParts **parts)
+{
+	SjScanJob	jobs[2];
+	int			nworkers[2];
+	int			s;
+
+	for (s = 0; s < 2; s++)
+		if (!SjChildJob(children[s], kind, ncols[s], positions[s], typids[s], sides[s],
+						what[s], &jobs[s], &nworkers[s]))
+			return false;
+	if (Max(nworkers[0], nworkers[1]) == 0)
+		return false;
+	SjParallelScan(jobs, 2, children[0]->state->es_snapshot,
+				   Max(nworkers[0], nworkers[1]), parts);
+	return true;
 }

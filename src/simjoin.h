@@ -202,6 +202,9 @@ extern void SjResolveColumn(Oid relid, const char *name, SjColumn *col);
 extern void SjCheckKeyColumn(Oid relid, const SjColumn *col);
 extern SjParts *SjScanRelation(Oid relid, int ncols, const SjColumn *cols,
 							   SjPartKind kind, void *side, const char *what);
+extern void SjScanRelationPair(const Oid *relids, const int *ncols,
+							   const SjColumn *const *cols, SjPartKind kind,
+							   void **sides, const char *const *what, SjParts **parts);
 extern int64 SjKeyValue(Datum value, Oid typid);
 extern void SjErrorNullKey(Oid relid, const SjColumn *col);
 
@@ -228,6 +231,13 @@ extern SjParts *SjScanTable(struct RelationData *rel, int ncols, const SjColumn 
 extern SjParts *SjScanChildParallel(struct PlanState *child, SjPartKind kind, int ncols,
 									const int *positions, const Oid *typids,
 									void *side, const char *what);
+extern bool SjScanTablePair(struct RelationData **rels, const int *ncols,
+							const SjColumn *const *cols, SjPartKind kind, void **sides,
+							const char *const *what, SjParts **parts);
+extern bool SjScanChildrenParallel(struct PlanState **children, SjPartKind kind,
+								   const int *ncols, const int *const *positions,
+								   const Oid *const *typids, void **sides,
+								   const char *const *what, SjParts **parts);
 extern void SjPartsRelease(SjParts *parts);
 extern void SjParallelCopy(uint64 ntasks, SjTaskFn fn, void *arg);
 

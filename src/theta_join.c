@@ -1160,18 +1160,11 @@ SjThetaSideAlloc(SjThetaSide *side)
 	}
 }
 
-/*
- * Scan one side: the key, then the condition's columns.  Returns the
- * parallel workers that read it.
- */
-static int
-SjThetaMarshal(SjThetaSide *side)
+/* The columns to read of a side: the key, then the condition's columns. */
+static void
+SjThetaColumns(SjThetaSide *side, SjColumn *cols)
 {
-	SjColumn	cols[SJ_THETA_MAX_COLS + 1];
-	SjParts    *parts;
-	int			workers;
 	int			k;
-	double		t0;
 
 	cols[0] = side->key;
 	for (k = 0; k < side->ncols; k++)
@@ -1181,21 +1174,54 @@ SjThetaMarshal(SjThetaSide *side)
 		cols[k + 1].typid = side->cols[k].typid;
 		cols[k + 1].typmod = -1;
 	}
-	SjThetaSideAlloc(side);
-	parts = SjScanRelation(side->relid, side->ncols + 1, cols, SJ_PART_THETA, side,
-						   "");
-	t0 = sj_now_ms();
+}
+
+/* Merge the workers' parts of a side that was read, and check its size. */
+static void
+SjThetaSideFinish(SjThetaSide *side, SjParts *parts)
+{
+	double		t0 = sj_now_ms();
+
 	SjThetaSideAddParts(side, parts);
 	if (parts)
 		elog(DEBUG2, "simjoin: merged %d parts of \"%s\" in %.1f ms",
 			 parts->nparts, get_rel_name(side->relid), sj_now_ms() - t0);
-	workers = parts ? parts->workers : 0;
 	SjPartsRelease(parts);
 	if (side->n > (size_t) UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("relation \"%s\" has too many rows for theta_join",
 						get_rel_name(side->relid))));
+}
+
+/*
+ * Scan both sides (together where parallel workers read them).  Returns
+ * the parallel workers that read them.
+ */
+static int
+SjThetaMarshal(SjThetaSide **sides)
+{
+	SjColumn	cols[2][SJ_THETA_MAX_COLS + 1];
+	Oid			relids[2];
+	int			ncols[2];
+	const SjColumn *colp[2];
+	const char *what[2] = {"", ""};
+	SjParts    *parts[2];
+	int			workers;
+	int			s;
+
+	for (s = 0; s < 2; s++)
+	{
+		SjThetaColumns(sides[s], cols[s]);
+		SjThetaSideAlloc(sides[s]);
+		relids[s] = sides[s]->relid;
+		ncols[s] = sides[s]->ncols + 1;
+		colp[s] = cols[s];
+	}
+	SjScanRelationPair(relids, ncols, colp, SJ_PART_THETA, (void **) sides, what, parts);
+	workers = Max(parts[0] ? parts[0]->workers : 0, parts[1] ? parts[1]->workers : 0);
+	for (s = 0; s < 2; s++)
+		SjThetaSideFinish(sides[s], parts[s]);
 	return workers;
 }
 
@@ -1635,12 +1661,7 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	SjCompileBool(&comp, expr);
 
 	/* read both sides; rank text and numeric values jointly */
-	for (s = 0; s < 2; s++)
-	{
-		int			workers = SjThetaMarshal(sides[s]);
-
-		stats.scan_workers = Max(stats.scan_workers, workers);
-	}
+	stats.scan_workers = SjThetaMarshal(sides);
 	memset(&job, 0, sizeof(job));
 	job.store = store;
 	job.desc = desc;

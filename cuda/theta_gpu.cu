@@ -68,6 +68,14 @@
  * selectivity seen so far and re-run smaller on overflow (SjTimings.reruns).
  * count_only reduces counts per block, one atomicAdd a block.
  *
+ * Overlap with the caller: when next() hands back a batch of pairs and the
+ * next call will need more, the next window or rectangle of the chunk is
+ * launched first (launch_ahead), so the device evaluates it while the
+ * caller emits the batch; the next step() waits for it (finish_work).  The
+ * batch lives in host memory and the device buffer was copied back before,
+ * so one output buffer suffices.  Loading a chunk and beginning a pass stay
+ * synchronous.
+ *
  * Ownership: device memory belongs to the handle through DeviceBuffer
  * charged to its Budget; a pass's index is freed before the next pass's is
  * built; sjgpu_theta_end frees everything.
@@ -106,6 +114,9 @@ constexpr size_t kSlack = size_t(1) << 20;	/* device bytes left unplanned */
 constexpr unsigned kMinChunk = 16384;	/* outer rows a probe should hold */
 constexpr int kPartBits = 16;		/* at most 2^16 hash partitions */
 constexpr double kPassRows = 65536;	/* a pass costs as much as probing these rows */
+constexpr int kFlyNone = 0;			/* work in flight between next() calls */
+constexpr int kFlyWindow = 1;
+constexpr int kFlyRectangle = 2;
 
 /* Value states, as in the CPU engine. */
 constexpr int kVal = 0;
@@ -1392,6 +1403,13 @@ struct SjGpuThetaJoin
 	unsigned	nl_col = 0;
 	double		nl_cells = 0;	/* cells of the next rectangle */
 
+	/* work in flight: a window or rectangle launched, not yet read back */
+	int			inflight = kFlyNone;
+	unsigned long long fly_w = 0;	/* window: candidates */
+	unsigned	fly_r1 = 0;		/* rectangle: its end row and column */
+	unsigned	fly_c1 = 0;
+	unsigned long long fly_cells = 0;
+
 	/* output */
 	size_t		out_cap = 0;
 	DeviceBuffer<unsigned> d_l;
@@ -1870,9 +1888,9 @@ collect(SjGpuThetaJoin *j, unsigned long long n)
 	j->timings.transfer_ms += now_ms() - t0;
 }
 
-/* Evaluate the next window of candidates (hash, range). */
+/* Launch the next window of candidates (hash, range); finish_window waits. */
 void
-run_window(SjGpuThetaJoin *j, uint64_t *count)
+launch_window(SjGpuThetaJoin *j)
 {
 	cudaStream_t s = j->stream.get();
 	unsigned long long w = j->c_total - j->c_pos;
@@ -1889,9 +1907,18 @@ run_window(SjGpuThetaJoin *j, uint64_t *count)
 											 j->c_start.get(), j->c_eval.get(), j->perm.get(),
 											 j->c_pos, j->c_pos + w);
 	SJGPU_CHECK_LAUNCH("cand_kernel");
+	j->inflight = kFlyWindow;
+	j->fly_w = w;
+}
+
+/* Wait for the window in flight and take its pairs or count. */
+void
+finish_window(SjGpuThetaJoin *j, uint64_t *count)
+{
 	unsigned long long counter = 0,
 				cnt = 0;
 
+	j->inflight = kFlyNone;
 	read_stats(j, &counter, &cnt, nullptr);
 	if (j->error)
 		return;
@@ -1901,12 +1928,12 @@ run_window(SjGpuThetaJoin *j, uint64_t *count)
 		*count += cnt;
 	else
 		collect(j, counter);
-	j->c_pos += w;
+	j->c_pos += j->fly_w;
 }
 
-/* Evaluate the next rectangle of the nested loop. */
+/* Launch the next rectangle of the nested loop; finish_rectangle waits. */
 void
-run_rectangle(SjGpuThetaJoin *j, uint64_t *count)
+launch_rectangle(SjGpuThetaJoin *j)
 {
 	cudaStream_t s = j->stream.get();
 	unsigned	m = j->in_n;
@@ -1977,10 +2004,26 @@ run_rectangle(SjGpuThetaJoin *j, uint64_t *count)
 									 (int) smem));
 	nl_kernel<<<dim3(gx, gy), kThreads, smem, s>>>(eval_args(j), g);
 	SJGPU_CHECK_LAUNCH("nl_kernel");
+	j->inflight = kFlyRectangle;
+	j->fly_r1 = g.r1;
+	j->fly_c1 = g.c1;
+	j->fly_cells = ncells;
+}
 
+/*
+ * Wait for the rectangle in flight and take its pairs or count; on an
+ * overflow of the output buffer, shrink the next rectangle and leave the
+ * cursor for it to run again.
+ */
+void
+finish_rectangle(SjGpuThetaJoin *j, uint64_t *count)
+{
+	unsigned	m = j->in_n;
+	unsigned long long ncells = j->fly_cells;
 	unsigned long long counter = 0,
 				cnt = 0;
 
+	j->inflight = kFlyNone;
 	read_stats(j, &counter, &cnt, nullptr);
 	if (j->error)
 		return;
@@ -2005,14 +2048,50 @@ run_rectangle(SjGpuThetaJoin *j, uint64_t *count)
 							   std::max((double) j->out_cap,
 										sel > 0 ? j->out_cap / (2 * sel) : (double) kNlMaxCells));
 	}
-	if (g.c1 == m)
+	if (j->fly_c1 == m)
 	{
-		j->nl_row = g.r1;
+		j->nl_row = j->fly_r1;
 		j->nl_col = 0;
 	}
 	else
-		j->nl_col = g.c1;
+		j->nl_col = j->fly_c1;
 	j->c_pos = (unsigned long long) j->nl_row * m + j->nl_col;
+}
+
+/* Launch the next window or rectangle of the current chunk. */
+void
+launch_work(SjGpuThetaJoin *j)
+{
+	if (j->plan.strategy == SJ_THETA_NESTED_LOOP)
+		launch_rectangle(j);
+	else
+		launch_window(j);
+}
+
+/* Wait for the work in flight and take its results. */
+void
+finish_work(SjGpuThetaJoin *j, uint64_t *count)
+{
+	if (j->inflight == kFlyRectangle)
+		finish_rectangle(j, count);
+	else
+		finish_window(j, count);
+}
+
+/*
+ * Overlap with the caller: before a batch of pairs goes back, launch the
+ * next window or rectangle when the next call will need one, so the device
+ * works while the caller emits the batch; the next step() finishes it.
+ * Its pairs go to the device buffer, whose last contents were copied back
+ * already; the batch handed over lives in host memory.
+ */
+void
+launch_ahead(SjGpuThetaJoin *j)
+{
+	if (j->count_only || j->finished || j->error || j->inflight != kFlyNone ||
+		!j->have_chunk || j->c_pos >= j->c_total || j->pn - j->ppos >= j->cap)
+		return;
+	launch_work(j);
 }
 
 /* Make pass p current: free the last piece's index, upload and index p's. */
@@ -2041,10 +2120,18 @@ begin_pass(SjGpuThetaJoin *j, size_t p)
 	j->timings.build_ms += now_ms() - t0;
 }
 
-/* One step: load a chunk, evaluate one window / rectangle, or begin a pass. */
+/*
+ * One step: finish the work in flight, load a chunk, evaluate one window /
+ * rectangle, or begin a pass.
+ */
 void
 step(SjGpuThetaJoin *j, uint64_t *count)
 {
+	if (j->inflight != kFlyNone)
+	{
+		finish_work(j, count);
+		return;
+	}
 	if (!j->have_chunk || j->c_pos >= j->c_total)
 	{
 		if (j->next_row < j->out_n)
@@ -2055,10 +2142,8 @@ step(SjGpuThetaJoin *j, uint64_t *count)
 			j->finished = true;
 		return;
 	}
-	if (j->plan.strategy == SJ_THETA_NESTED_LOOP)
-		run_rectangle(j, count);
-	else
-		run_window(j, count);
+	launch_work(j);
+	finish_work(j, count);
 }
 
 /* Device bytes of one outer row of a chunk: its slice and its columns. */
@@ -2585,6 +2670,7 @@ sjgpu_theta_next(SjGpuThetaJoin *j, SjPairBatch *batch, int *done, char *errmsg)
 			batch->right = n ? j->pr.data() + j->ppos : nullptr;
 			j->ppos += n;
 			*done = j->finished && j->ppos == j->pn;
+			launch_ahead(j);
 		}
 		j->timings.probe_ms += now_ms() - t0;
 		j->timings.device_bytes = j->budget.peak();
@@ -2625,5 +2711,8 @@ sjgpu_theta_data_error(const SjGpuThetaJoin *j)
 extern "C" void
 sjgpu_theta_end(SjGpuThetaJoin *j)
 {
+	/* a launch ahead may still run: let it end before its buffers go */
+	if (j && j->inflight != kFlyNone)
+		(void) cudaStreamSynchronize(j->stream.get());
 	delete j;
 }

@@ -2190,6 +2190,65 @@ SJ_TEST(theta_gpu_partitioned)
 	SJ_CHECK(bad == NULL, "%s", bad);
 }
 
+/*
+ * End a join while the window launched ahead of the caller may still run,
+ * for each strategy; then a whole join on the same device must be right.
+ */
+SJ_TEST(theta_gpu_end_early)
+{
+	Rng			rng = rng_for("theta_gpu_end_early");
+	Side		ls,
+				rs;
+	SjJoinOptions opt;
+	SjThetaInstr prog[16];
+	SjThetaProgram p;
+	char		strategy[64];
+	const char *bad = NULL;
+	SjStatus	st = SJ_OK;
+	char		msg[SJ_ERRMSG_LEN] = "";
+	int			s;
+	static const SjThetaStrategy strats[] = {SJ_THETA_HASH, SJ_THETA_RANGE,
+	SJ_THETA_NESTED_LOOP};
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	large_sides(&ls, &rs, 20000, 30000, 10, 0.0, 0.0, 0.0, &rng);
+	tn_used = 0;
+	p.ninstr = tn_emit(EQI(L(0), R(0)), prog, 0);
+	p.instr = prog;
+	memset(&opt, 0, sizeof(opt));
+	opt.max_batch_pairs = 1000;
+	for (s = 0; s < 3 && st == SJ_OK; s++)
+	{
+		SjGpuThetaJoin *j = NULL;
+		SjPairBatch b;
+		int			done = 0,
+					k;
+
+		st = sjgpu_theta_begin(&ls.t, &rs.t, &p, strats[s], &opt, &j, msg);
+		for (k = 0; k < 3 && st == SJ_OK && !done; k++)
+			st = sjgpu_theta_next(j, &b, &done, msg);
+		sjgpu_theta_end(j);
+	}
+	if (st == SJ_OK)
+	{
+		tn_used = 0;
+		opt.max_batch_pairs = 100000;
+		opt.cpu_threads = 4;
+		bad = list_check(&cpu_engine, &gpu_engine, &ls, &rs,
+						 AND(EQI(L(0), R(0)), LTI(ADDI(64, L(4), CI(50)), R(4))),
+						 SJ_THETA_AUTO, SJ_THETA_AUTO,
+						 &opt, strategy, sizeof(strategy));
+	}
+	side_free(&ls);
+	side_free(&rs);
+	SJ_CHECK(st == SJ_OK, "status %d: %s", (int) st, msg);
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
 /* A limit below the fixed reserve: SJ_ERR_DEVICE_NOMEM from begin, with a message. */
 SJ_TEST(theta_gpu_partitioned_nomem)
 {

@@ -12,7 +12,8 @@
  * after a dominant left operand.  An error sets a device flag (first code
  * wins, atomicCAS), which the host turns into SJ_ERR_DATA.
  *
- * Build (He et al. 2008 on CUB primitives; the inner side stays resident):
+ * Build (He et al. 2008 on CUB primitives; the inner side, or the current
+ * piece of it, stays resident):
  *	hash	rows with no NULL key are partitioned to the front, their 64-bit
  *			hashes (the CPU engine's function) radix-sorted with the row ids,
  *			run-length encoded into groups of equal hash, and a directory
@@ -32,14 +33,52 @@
  * outer row (its cached columns in registers) and streams the inner side
  * through shared memory tiles; a rectangle of the join matrix is one launch.
  *
+ * Passes: when the inner side, its index and a probe of kMinChunk outer
+ * rows fit in the budget, the join is one pass and the probe buffers get
+ * what the index leaves (SjTimings.strategy is the plan's word: "hash").
+ * Otherwise the probe buffers take a quarter to a half of the budget first
+ * and the inner side is cut into pieces of at most k rows, k the most whose
+ * index peaks within the rest (inner_bytes() follows build_index's buffers
+ * and asks CUB for its temporary bytes); each pass uploads and indexes one
+ * piece, the outer rows that can meet it probe it in chunks, and its index
+ * is freed before the next piece is built into the same column buffers.
+ *	hash	a Grace hash join: on the host, the rows of both sides with no
+ *			NULL key (the others never have candidates) are grouped into P
+ *			partitions by the low bits of the same 64-bit key hash (the
+ *			directory uses the top bits); P, a power of two up to 2^16, is
+ *			the cheapest from a histogram of the hashes (outer rows probed,
+ *			plus a fixed cost a pass).  A partition of more than k inner rows
+ *			(a frequent key) is cut into pieces, each probed by all of the
+ *			partition's outer rows.  Gathered rows are renumbered on the
+ *			device; collect() maps pairs back to the tables' rows.
+ *			Strategy "hash (P partitions)", or "hash (P partitions, N
+ *			passes)" when a partition was cut.
+ *	range, nested loop
+ *			contiguous row ranges of the inner side, each probed by every
+ *			outer row ("range (N inner pieces)").
+ * The passes together see exactly the candidate pairs of the join in one
+ * pass, each once, so pairs, counts and the errors that can be raised are
+ * the same; only their order differs.  The pass loop is part of step(): beginning a pass
+ * is one step, so next() stays bounded and resumable.  The largest piece
+ * is built in begin, where running out of memory can still fall back.
+ *
  * Output: matches are staged per warp in shared memory and appended to the
  * device buffer with one atomicAdd per flush (at most 512 pairs).  Candidate
  * windows never exceed the buffer; a nested-loop rectangle is sized from the
  * selectivity seen so far and re-run smaller on overflow (SjTimings.reruns).
  * count_only reduces counts per block, one atomicAdd a block.
  *
+ * Overlap with the caller: when next() hands back a batch of pairs and the
+ * next call will need more, the next window or rectangle of the chunk is
+ * launched first (launch_ahead), so the device evaluates it while the
+ * caller emits the batch; the next step() waits for it (finish_work).  The
+ * batch lives in host memory and the device buffer was copied back before,
+ * so one output buffer suffices.  Loading a chunk and beginning a pass stay
+ * synchronous.
+ *
  * Ownership: device memory belongs to the handle through DeviceBuffer
- * charged to its Budget; sjgpu_theta_end frees everything.
+ * charged to its Budget; a pass's index is freed before the next pass's is
+ * built; sjgpu_theta_end frees everything.
  */
 #include <cub/device/device_partition.cuh>
 #include <cub/device/device_radix_sort.cuh>
@@ -71,6 +110,13 @@ constexpr size_t kMaxOut = size_t(1) << 22;	/* device output buffer, pairs */
 constexpr uint64_t kCountWindow = uint64_t(1) << 28;	/* candidates a count launch */
 constexpr uint64_t kNlMaxCells = uint64_t(1) << 31;	/* cells a nested-loop launch */
 constexpr double kCallMs = 100.0;	/* work one next() aims at */
+constexpr size_t kSlack = size_t(1) << 20;	/* device bytes left unplanned */
+constexpr unsigned kMinChunk = 16384;	/* outer rows a probe should hold */
+constexpr int kPartBits = 16;		/* at most 2^16 hash partitions */
+constexpr double kPassRows = 65536;	/* a pass costs as much as probing these rows */
+constexpr int kFlyNone = 0;			/* work in flight between next() calls */
+constexpr int kFlyWindow = 1;
+constexpr int kFlyRectangle = 2;
 
 /* Value states, as in the CPU engine. */
 constexpr int kVal = 0;
@@ -1272,6 +1318,19 @@ struct DevTable
 	std::vector<DevCol> hdesc;
 };
 
+/*
+ * One pass of the join: a piece of the inner side, resident while the
+ * outer rows that can meet it probe it.  Positions index in_ids / out_ids
+ * when those hold the rows of hash partitions, else rows themselves.
+ */
+struct Pass
+{
+	unsigned	in_begin;
+	unsigned	in_n;
+	unsigned	out_begin;
+	unsigned	out_n;
+};
+
 }								/* namespace */
 
 struct SjGpuThetaJoin
@@ -1297,8 +1356,22 @@ struct SjGpuThetaJoin
 	Budget		budget;
 	Stream		stream;
 	DeviceBuffer<DInstr> d_prog;
-	DevTable	din;			/* inner side, whole */
+	DevTable	din;			/* inner side, one piece */
 	DevTable	dout;			/* outer side, one chunk */
+
+	/* passes: one when the inner side fits, else one per piece */
+	std::vector<Pass> passes;
+	size_t		pass = 0;
+	std::vector<unsigned> in_ids;	/* hash partitions: rows by partition */
+	std::vector<unsigned> out_ids;
+	unsigned	nparts = 0;		/* hash partitions (0: not partitioned) */
+	unsigned	in_cap = 0;		/* inner rows a piece holds */
+	unsigned	in_begin = 0;	/* the current pass */
+	unsigned	in_n = 0;
+	unsigned	out_begin = 0;
+	unsigned	out_n = 0;
+	std::vector<long long> stage_v; /* host rows gathered for upload */
+	std::vector<unsigned char> stage_n;
 
 	/* inner index */
 	DeviceBuffer<unsigned> perm;
@@ -1314,8 +1387,8 @@ struct SjGpuThetaJoin
 
 	/* chunk of outer rows */
 	unsigned	chunk_cap = 0;	/* rows a chunk holds */
-	unsigned	next_row = 0;
-	unsigned	chunk_begin = 0;
+	unsigned	next_row = 0;	/* within the pass's outer rows */
+	unsigned	chunk_begin = 0;	/* row (or out_ids position) of chunk row 0 */
 	unsigned	chunk_n = 0;
 	bool		have_chunk = false;
 	DeviceBuffer<unsigned> c_start;
@@ -1329,6 +1402,13 @@ struct SjGpuThetaJoin
 	unsigned	nl_row = 0;		/* nested loop cursor (chunk-local) */
 	unsigned	nl_col = 0;
 	double		nl_cells = 0;	/* cells of the next rectangle */
+
+	/* work in flight: a window or rectangle launched, not yet read back */
+	int			inflight = kFlyNone;
+	unsigned long long fly_w = 0;	/* window: candidates */
+	unsigned	fly_r1 = 0;		/* rectangle: its end row and column */
+	unsigned	fly_c1 = 0;
+	unsigned long long fly_cells = 0;
 
 	/* output */
 	size_t		out_cap = 0;
@@ -1367,10 +1447,15 @@ now_ms()
 	return sj_now_ms();
 }
 
-/* Upload rows [row0, row0 + n) of the used columns of t into dt. */
+/*
+ * Upload n rows of the used columns of t into dt: rows ids[pos ..] when ids
+ * is given (gathered on the host), else rows [pos, pos + n).  The first
+ * call allocates dt for `capacity` rows.
+ */
 void
 upload_table(SjGpuThetaJoin *j, const SjThetaTable *t, const bool *used,
-			 DevTable &dt, unsigned row0, unsigned n, unsigned capacity)
+			 DevTable &dt, const unsigned *ids, unsigned pos, unsigned n,
+			 unsigned capacity)
 {
 	cudaStream_t s = j->stream.get();
 	double		t0 = now_ms();
@@ -1400,16 +1485,51 @@ upload_table(SjGpuThetaJoin *j, const SjThetaTable *t, const bool *used,
 									dt.hdesc.size() * sizeof(DevCol),
 									cudaMemcpyHostToDevice, s));
 	}
-	for (int c = 0; c < t->ncols && n > 0; c++)
+	if (n > capacity)
+		throw Error(SJ_ERR_INTERNAL, "theta_join: %u rows for a device table of %u", n,
+					capacity);
+	if (ids)
 	{
+		int			nused = 0;
+
+		for (int c = 0; c < t->ncols; c++)
+			nused += used[c];
+		j->stage_v.resize((size_t) nused * n);
+		j->stage_n.resize((size_t) nused * n);
+	}
+	for (int c = 0, u = 0; c < t->ncols && n > 0; c++)
+	{
+		const long long *v = (const long long *) t->cols[c].values;
+		const unsigned char *nu = t->cols[c].nulls;
+		const long long *src;
+		const unsigned char *srcn;
+
 		if (!used[c])
 			continue;
-		SJGPU_CHECK(cudaMemcpyAsync(dt.vals[c].get(),
-									(const long long *) t->cols[c].values + row0,
-									(size_t) n * sizeof(long long),
+		if (ids)
+		{
+			/* gather; the staging rows stay untouched until the synchronize */
+			long long  *sv = j->stage_v.data() + (size_t) u * n;
+			unsigned char *sn = j->stage_n.data() + (size_t) u * n;
+
+			for (unsigned i = 0; i < n; i++)
+				sv[i] = v[ids[pos + i]];
+			if (nu)
+				for (unsigned i = 0; i < n; i++)
+					sn[i] = nu[ids[pos + i]];
+			src = sv;
+			srcn = nu ? sn : nullptr;
+			u++;
+		}
+		else
+		{
+			src = v + pos;
+			srcn = nu ? nu + pos : nullptr;
+		}
+		SJGPU_CHECK(cudaMemcpyAsync(dt.vals[c].get(), src, (size_t) n * sizeof(long long),
 									cudaMemcpyHostToDevice, s));
-		if (t->cols[c].nulls)
-			SJGPU_CHECK(cudaMemcpyAsync(dt.nuls[c].get(), t->cols[c].nulls + row0, n,
+		if (srcn)
+			SJGPU_CHECK(cudaMemcpyAsync(dt.nuls[c].get(), srcn, n,
 										cudaMemcpyHostToDevice, s));
 	}
 	j->stream.synchronize();
@@ -1438,12 +1558,25 @@ blocks_for(unsigned long long n)
 	return (unsigned) ((n + kThreads - 1) / kThreads);
 }
 
-/* Build the inner index (hash groups or sorted keys). */
+/* Free the inner index (before the next piece's is built). */
+void
+free_index(SjGpuThetaJoin *j)
+{
+	j->perm.reset();
+	j->keys.reset();
+	j->ghash.reset();
+	j->gstart.reset();
+	j->dir.reset();
+	j->nperm = j->nkeys = j->ngroups = 0;
+	j->collision = 0;
+}
+
+/* Build the index of the inner piece in din (hash groups or sorted keys). */
 void
 build_index(SjGpuThetaJoin *j)
 {
 	cudaStream_t s = j->stream.get();
-	unsigned	n = j->inner->n;
+	unsigned	n = j->in_n;
 	bool		hash = j->plan.strategy == SJ_THETA_HASH;
 	KKeys		keys = make_keys(j->plan);
 	int			range_col = hash ? -1 : j->plan.range_col;
@@ -1601,7 +1734,8 @@ eval_args(SjGpuThetaJoin *j)
 	a.ic = j->din.desc.get();
 	a.nic = j->inner->ncols;
 	a.outer_left = j->outer_left;
-	a.orow0 = j->chunk_begin;
+	/* hash partitions: chunk-local outer rows, mapped back in collect() */
+	a.orow0 = j->nparts > 0 ? 0 : j->chunk_begin;
 	a.count_only = j->count_only;
 	a.out.l = j->d_l.get();
 	a.out.r = j->d_r.get();
@@ -1640,19 +1774,20 @@ void
 load_chunk(SjGpuThetaJoin *j, uint64_t *count)
 {
 	cudaStream_t s = j->stream.get();
-	unsigned	R = std::min(j->chunk_cap, j->outer->n - j->next_row);
+	unsigned	R = std::min(j->chunk_cap, j->out_n - j->next_row);
 
-	j->chunk_begin = j->next_row;
+	j->chunk_begin = j->out_begin + j->next_row;
 	j->chunk_n = R;
 	j->next_row += R;
 	j->have_chunk = true;
-	upload_table(j, j->outer, j->used_outer, j->dout, j->chunk_begin, R, j->chunk_cap);
+	upload_table(j, j->outer, j->used_outer, j->dout,
+				 j->nparts > 0 ? j->out_ids.data() : nullptr, j->chunk_begin, R, j->chunk_cap);
 
 	if (j->plan.strategy == SJ_THETA_NESTED_LOOP)
 	{
 		j->nl_row = 0;
 		j->nl_col = 0;
-		j->c_total = (unsigned long long) R * j->inner->n;
+		j->c_total = (unsigned long long) R * j->in_n;
 		j->c_pos = 0;
 		return;
 	}
@@ -1695,6 +1830,36 @@ load_chunk(SjGpuThetaJoin *j, uint64_t *count)
 	*count += direct;
 }
 
+/*
+ * Map n pairs of the current pass from device-local row numbers (chunk
+ * row of a partition's outer rows, row of the inner piece) to rows of the
+ * tables.
+ */
+void
+map_rows(const SjGpuThetaJoin *j, unsigned *l, unsigned *r, size_t n)
+{
+	unsigned   *o = j->outer_left ? l : r;
+	unsigned   *in = j->outer_left ? r : l;
+
+	if (j->nparts > 0)
+	{
+		const unsigned *ids = j->out_ids.data() + j->chunk_begin;
+
+		for (size_t k = 0; k < n; k++)
+			o[k] = ids[o[k]];
+	}
+	if (j->nparts > 0)
+	{
+		const unsigned *ids = j->in_ids.data() + j->in_begin;
+
+		for (size_t k = 0; k < n; k++)
+			in[k] = ids[in[k]];
+	}
+	else if (j->in_begin > 0)
+		for (size_t k = 0; k < n; k++)
+			in[k] += j->in_begin;
+}
+
 /* Append `n` pairs from the device output to the pending pairs. */
 void
 collect(SjGpuThetaJoin *j, unsigned long long n)
@@ -1718,13 +1883,14 @@ collect(SjGpuThetaJoin *j, unsigned long long n)
 	SJGPU_CHECK(cudaMemcpyAsync(j->pr.data() + j->pn, j->d_r.get(), n * sizeof(unsigned),
 								cudaMemcpyDeviceToHost, s));
 	j->stream.synchronize();
+	map_rows(j, j->pl.data() + j->pn, j->pr.data() + j->pn, n);
 	j->pn += n;
 	j->timings.transfer_ms += now_ms() - t0;
 }
 
-/* Evaluate the next window of candidates (hash, range). */
+/* Launch the next window of candidates (hash, range); finish_window waits. */
 void
-run_window(SjGpuThetaJoin *j, uint64_t *count)
+launch_window(SjGpuThetaJoin *j)
 {
 	cudaStream_t s = j->stream.get();
 	unsigned long long w = j->c_total - j->c_pos;
@@ -1741,9 +1907,18 @@ run_window(SjGpuThetaJoin *j, uint64_t *count)
 											 j->c_start.get(), j->c_eval.get(), j->perm.get(),
 											 j->c_pos, j->c_pos + w);
 	SJGPU_CHECK_LAUNCH("cand_kernel");
+	j->inflight = kFlyWindow;
+	j->fly_w = w;
+}
+
+/* Wait for the window in flight and take its pairs or count. */
+void
+finish_window(SjGpuThetaJoin *j, uint64_t *count)
+{
 	unsigned long long counter = 0,
 				cnt = 0;
 
+	j->inflight = kFlyNone;
 	read_stats(j, &counter, &cnt, nullptr);
 	if (j->error)
 		return;
@@ -1753,15 +1928,15 @@ run_window(SjGpuThetaJoin *j, uint64_t *count)
 		*count += cnt;
 	else
 		collect(j, counter);
-	j->c_pos += w;
+	j->c_pos += j->fly_w;
 }
 
-/* Evaluate the next rectangle of the nested loop. */
+/* Launch the next rectangle of the nested loop; finish_rectangle waits. */
 void
-run_rectangle(SjGpuThetaJoin *j, uint64_t *count)
+launch_rectangle(SjGpuThetaJoin *j)
 {
 	cudaStream_t s = j->stream.get();
-	unsigned	m = j->inner->n;
+	unsigned	m = j->in_n;
 	double		cells = j->count_only ? (double) kNlMaxCells : j->nl_cells;
 	NlArgs		g;
 	unsigned long long ncells;
@@ -1829,10 +2004,26 @@ run_rectangle(SjGpuThetaJoin *j, uint64_t *count)
 									 (int) smem));
 	nl_kernel<<<dim3(gx, gy), kThreads, smem, s>>>(eval_args(j), g);
 	SJGPU_CHECK_LAUNCH("nl_kernel");
+	j->inflight = kFlyRectangle;
+	j->fly_r1 = g.r1;
+	j->fly_c1 = g.c1;
+	j->fly_cells = ncells;
+}
 
+/*
+ * Wait for the rectangle in flight and take its pairs or count; on an
+ * overflow of the output buffer, shrink the next rectangle and leave the
+ * cursor for it to run again.
+ */
+void
+finish_rectangle(SjGpuThetaJoin *j, uint64_t *count)
+{
+	unsigned	m = j->in_n;
+	unsigned long long ncells = j->fly_cells;
 	unsigned long long counter = 0,
 				cnt = 0;
 
+	j->inflight = kFlyNone;
 	read_stats(j, &counter, &cnt, nullptr);
 	if (j->error)
 		return;
@@ -1857,37 +2048,475 @@ run_rectangle(SjGpuThetaJoin *j, uint64_t *count)
 							   std::max((double) j->out_cap,
 										sel > 0 ? j->out_cap / (2 * sel) : (double) kNlMaxCells));
 	}
-	if (g.c1 == m)
+	if (j->fly_c1 == m)
 	{
-		j->nl_row = g.r1;
+		j->nl_row = j->fly_r1;
 		j->nl_col = 0;
 	}
 	else
-		j->nl_col = g.c1;
+		j->nl_col = j->fly_c1;
 	j->c_pos = (unsigned long long) j->nl_row * m + j->nl_col;
 }
 
-/* One step: load a chunk or evaluate one window / rectangle. */
+/* Launch the next window or rectangle of the current chunk. */
+void
+launch_work(SjGpuThetaJoin *j)
+{
+	if (j->plan.strategy == SJ_THETA_NESTED_LOOP)
+		launch_rectangle(j);
+	else
+		launch_window(j);
+}
+
+/* Wait for the work in flight and take its results. */
+void
+finish_work(SjGpuThetaJoin *j, uint64_t *count)
+{
+	if (j->inflight == kFlyRectangle)
+		finish_rectangle(j, count);
+	else
+		finish_window(j, count);
+}
+
+/*
+ * Overlap with the caller: before a batch of pairs goes back, launch the
+ * next window or rectangle when the next call will need one, so the device
+ * works while the caller emits the batch; the next step() finishes it.
+ * Its pairs go to the device buffer, whose last contents were copied back
+ * already; the batch handed over lives in host memory.
+ */
+void
+launch_ahead(SjGpuThetaJoin *j)
+{
+	if (j->count_only || j->finished || j->error || j->inflight != kFlyNone ||
+		!j->have_chunk || j->c_pos >= j->c_total || j->pn - j->ppos >= j->cap)
+		return;
+	launch_work(j);
+}
+
+/* Make pass p current: free the last piece's index, upload and index p's. */
+void
+begin_pass(SjGpuThetaJoin *j, size_t p)
+{
+	const Pass &ps = j->passes[p];
+	double		t0 = now_ms();
+
+	free_index(j);
+	j->pass = p;
+	j->in_begin = ps.in_begin;
+	j->in_n = ps.in_n;
+	j->out_begin = ps.out_begin;
+	j->out_n = ps.out_n;
+	j->next_row = 0;
+	j->have_chunk = false;
+	j->c_total = 0;
+	j->c_pos = 0;
+	upload_table(j, j->inner, j->used_inner, j->din,
+				 j->nparts > 0 ? j->in_ids.data() : nullptr, j->in_begin, j->in_n, j->in_cap);
+	if (j->plan.strategy != SJ_THETA_NESTED_LOOP)
+		build_index(j);
+	j->exact = j->plan.exact && !j->collision;
+	j->direct_count = j->exact && j->count_only;
+	j->timings.build_ms += now_ms() - t0;
+}
+
+/*
+ * One step: finish the work in flight, load a chunk, evaluate one window /
+ * rectangle, or begin a pass.
+ */
 void
 step(SjGpuThetaJoin *j, uint64_t *count)
 {
-	if (!j->have_chunk || j->c_pos >= j->c_total)
+	if (j->inflight != kFlyNone)
 	{
-		if (j->next_row >= j->outer->n)
-		{
-			j->finished = true;
-			return;
-		}
-		load_chunk(j, count);
+		finish_work(j, count);
 		return;
 	}
-	if (j->plan.strategy == SJ_THETA_NESTED_LOOP)
-		run_rectangle(j, count);
-	else
-		run_window(j, count);
+	if (!j->have_chunk || j->c_pos >= j->c_total)
+	{
+		if (j->next_row < j->out_n)
+			load_chunk(j, count);
+		else if (j->pass + 1 < j->passes.size())
+			begin_pass(j, j->pass + 1);
+		else
+			j->finished = true;
+		return;
+	}
+	launch_work(j);
+	finish_work(j, count);
 }
 
-/* Set up device state and choose the chunk size; throws on failure. */
+/* Device bytes of one outer row of a chunk: its slice and its columns. */
+size_t
+probe_row_bytes(const SjGpuThetaJoin *j)
+{
+	size_t		per_row = 4 + 8 + 8 + 1;
+
+	for (int c = 0; c < j->outer->ncols; c++)
+		if (j->used_outer[c])
+			per_row += 8 + (j->outer->cols[c].nulls ? 1 : 0);
+	return per_row;
+}
+
+/* Temporary bytes of the scan over the slices of `rows` outer rows. */
+size_t
+scan_bytes(SjGpuThetaJoin *j, unsigned rows)
+{
+	size_t		bytes = 0;
+
+	SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, (unsigned long long *) nullptr,
+											  (unsigned long long *) nullptr, (int) rows + 1,
+											  j->stream.get()));
+	return bytes;
+}
+
+/*
+ * Device bytes of a piece of n inner rows: its columns and its index, at
+ * the peak of build_index (peak) or as kept for probing.  The terms follow
+ * build_index's buffers (n rows: ids 4 + flags 1 + partition 4, then sort
+ * keys 2 x 8 + values 4, then permutation 4 + group hashes 8 + starts 4 +
+ * sizes 4 + directory <= 8) and CUB's own temporary bytes for n items.
+ */
+size_t
+inner_bytes(SjGpuThetaJoin *j, unsigned n, bool peak)
+{
+	cudaStream_t s = j->stream.get();
+	bool		hash = j->plan.strategy == SJ_THETA_HASH;
+	size_t		N = n;
+	size_t		cols = (size_t) std::max(1, j->inner->ncols) * sizeof(DevCol);
+	size_t		need;
+	size_t		t_part = 0,
+				t_sort = 0,
+				t_rle = 0,
+				t_scan = 0;
+
+	for (int c = 0; c < j->inner->ncols; c++)
+		if (j->used_inner[c])
+			cols += N * (8 + (j->inner->cols[c].nulls ? 1 : 0));
+	if (j->plan.strategy == SJ_THETA_NESTED_LOOP || n == 0)
+		return cols + 4096;
+	if (!peak)
+		return cols + (hash ? 24 : 12) * N + 4096;
+
+	cub::DoubleBuffer<unsigned long long> dk(nullptr, nullptr);
+	cub::DoubleBuffer<unsigned> dv(nullptr, nullptr);
+
+	SJGPU_CHECK(cub::DevicePartition::Flagged(nullptr, t_part, (unsigned *) nullptr,
+											  (unsigned char *) nullptr, (unsigned *) nullptr,
+											  (int *) nullptr, (int) n, s));
+	SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, t_sort, dk, dv, (int) n, 0, 64, s));
+	need = std::max(9 * N + std::max<size_t>(t_part, 16), 24 * N + std::max<size_t>(t_sort, 16));
+	if (hash)
+	{
+		SJGPU_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, t_rle,
+													   (unsigned long long *) nullptr,
+													   (unsigned long long *) nullptr,
+													   (unsigned *) nullptr, (int *) nullptr,
+													   (int) n, s));
+		SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, t_scan, (unsigned *) nullptr,
+												  (unsigned *) nullptr, (int) n + 1, s));
+		need = std::max(need, 44 * N + std::max<size_t>(std::max(t_rle, t_scan), 16));
+		need = std::max(need, 48 * N);
+	}
+	else
+		need = std::max(need, 36 * N);
+	return cols + need + 4096;
+}
+
+/*
+ * The output buffer and the outer side's chunk buffers within `room`
+ * bytes (the scan's temporary bytes included); throws SJ_ERR_DEVICE_NOMEM
+ * when not even one outer row fits.
+ */
+void
+alloc_probe(SjGpuThetaJoin *j, size_t room)
+{
+	cudaStream_t s = j->stream.get();
+	unsigned	n_out = j->outer->n;
+	size_t		per_row = probe_row_bytes(j);
+	size_t		scan = scan_bytes(j, n_out);
+	unsigned long long bound = (unsigned long long) n_out * j->inner->n;
+	size_t		avail;
+
+	if (room < scan + per_row + 64 * 8)
+		throw Error(SJ_ERR_DEVICE_NOMEM,
+					"theta_join: %zu bytes of device memory left for the outer side, too few (limit %zu)",
+					room, j->budget.limit());
+	avail = room - scan;
+	if (!j->count_only)
+	{
+		size_t		out = std::min<unsigned long long>(kMaxOut, std::max<unsigned long long>(bound, 1));
+
+		out = std::min(out, avail / 2 / 8);
+		out = std::max<size_t>(out, 64);
+		j->out_cap = out;
+		j->d_l = DeviceBuffer<unsigned>(&j->budget, out, "theta output");
+		j->d_r = DeviceBuffer<unsigned>(&j->budget, out, "theta output");
+		avail -= out * 8;
+	}
+	j->chunk_cap = (unsigned) std::min<size_t>(n_out, avail / per_row);
+	j->chunk_cap = std::min(j->chunk_cap, 1u << 30);
+	if (j->chunk_cap < 1)
+		throw Error(SJ_ERR_DEVICE_NOMEM, "theta_join: no room for a chunk of outer rows");
+	j->c_start = DeviceBuffer<unsigned>(&j->budget, j->chunk_cap, "theta slices");
+	j->c_len = DeviceBuffer<unsigned long long>(&j->budget, (size_t) j->chunk_cap + 1,
+												"theta slices");
+	j->c_cum = DeviceBuffer<unsigned long long>(&j->budget, (size_t) j->chunk_cap + 1,
+												"theta slices");
+	j->c_eval = DeviceBuffer<unsigned char>(&j->budget, j->chunk_cap, "theta slices");
+	SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, j->scan_tmp_bytes, j->c_len.get(),
+											  j->c_cum.get(), (int) j->chunk_cap + 1, s));
+	j->scan_tmp_bytes = std::max<size_t>(j->scan_tmp_bytes, 16);
+	j->scan_tmp = DeviceBuffer<unsigned char>(&j->budget, j->scan_tmp_bytes,
+											  "theta scan temp");
+	j->nl_cells = (double) std::max<size_t>(j->out_cap, 1);
+	/* the chunk's columns (per_row counted them) */
+	upload_table(j, j->outer, j->used_outer, j->dout, nullptr, 0, 0, j->chunk_cap);
+}
+
+/* Host twin of d_nkey (theta_cpu.c's th_nkey): -0 is 0, one NaN. */
+unsigned long long
+h_nkey(const SjThetaColumn &c, int type, unsigned r)
+{
+	if (type == SJ_TF64)
+	{
+		double		d = ((const double *) c.values)[r];
+		unsigned long long bits;
+
+		if (d == 0.0)
+			return 0;
+		if (std::isnan(d))
+			return 0x7ff8000000000000ULL;
+		memcpy(&bits, &d, sizeof(bits));
+		return bits;
+	}
+	return (unsigned long long) ((const int64_t *) c.values)[r];
+}
+
+/* Host twin of d_key_null, on the caller's table. */
+bool
+h_key_null(const SjThetaTable *t, const int *kc, int n, unsigned r)
+{
+	for (int k = 0; k < n; k++)
+		if (t->cols[kc[k]].nulls && t->cols[kc[k]].nulls[r])
+			return true;
+	return false;
+}
+
+/* Host twin of d_hash: the CPU engine's hash of a row's key tuple. */
+unsigned long long
+h_hash(const SjThetaTable *t, const int *kc, const int *type, int n, unsigned r)
+{
+	unsigned long long h = mix64(h_nkey(t->cols[kc[0]], type[0], r));
+
+	for (int k = 1; k < n; k++)
+		h = mix64(h ^ mix64(h_nkey(t->cols[kc[k]], type[k], r) + (unsigned long long) k));
+	return h;
+}
+
+/*
+ * Hash partitions (Grace hash join).  Rows with a NULL key are dropped:
+ * they never have candidates.  A row's partition is the low bits of its key
+ * hash (the directory of a piece's index uses the top bits), so equal keys
+ * meet in one partition.  The number of partitions P, a power of two up to
+ * 2^kPartBits, is chosen from a histogram of the low kPartBits bits: the
+ * fewest outer rows probed, counting a pass as kPassRows rows.  A partition
+ * of more than k inner rows (a frequent key) is cut into pieces of at most
+ * k rows, each probed by all of the partition's outer rows.  Partitions
+ * lacking inner or outer rows are skipped.
+ */
+void
+plan_partitions(SjGpuThetaJoin *j, unsigned k)
+{
+	const unsigned F = 1u << kPartBits;
+	const SjThetaTable *in = j->inner,
+			   *out = j->outer;
+	KKeys		keys = make_keys(j->plan);
+	std::vector<unsigned> fin(F, 0),
+				fout(F, 0);
+	unsigned	P = 2;
+	double		best = -1;
+	bool		cut = false;
+
+	for (unsigned r = 0; r < in->n; r++)
+		if (!h_key_null(in, keys.bcol, keys.n, r))
+			fin[h_hash(in, keys.bcol, keys.type, keys.n, r) & (F - 1)]++;
+	for (unsigned r = 0; r < out->n; r++)
+		if (!h_key_null(out, keys.pcol, keys.n, r))
+			fout[h_hash(out, keys.pcol, keys.type, keys.n, r) & (F - 1)]++;
+
+	for (unsigned np = 2; np <= F; np <<= 1)
+	{
+		double		cost = 0;
+
+		for (unsigned p = 0; p < np; p++)
+		{
+			unsigned long long a = 0,
+						b = 0;
+
+			for (unsigned f = p; f < F; f += np)
+			{
+				a += fin[f];
+				b += fout[f];
+			}
+			if (a > 0 && b > 0)
+				cost += (double) ((a + k - 1) / k) * ((double) b + kPassRows);
+		}
+		if (best < 0 || cost < best)
+		{
+			best = cost;
+			P = np;
+		}
+	}
+
+	/* rows by partition (a counting sort) */
+	std::vector<unsigned> ioff(P + 1, 0),
+				ooff(P + 1, 0);
+
+	for (unsigned f = 0; f < F; f++)
+	{
+		ioff[(f & (P - 1)) + 1] += fin[f];
+		ooff[(f & (P - 1)) + 1] += fout[f];
+	}
+	for (unsigned p = 0; p < P; p++)
+	{
+		ioff[p + 1] += ioff[p];
+		ooff[p + 1] += ooff[p];
+	}
+	j->in_ids.resize(ioff[P]);
+	j->out_ids.resize(ooff[P]);
+	{
+		std::vector<unsigned> ipos(ioff.begin(), ioff.end() - 1),
+					opos(ooff.begin(), ooff.end() - 1);
+
+		for (unsigned r = 0; r < in->n; r++)
+			if (!h_key_null(in, keys.bcol, keys.n, r))
+				j->in_ids[ipos[h_hash(in, keys.bcol, keys.type, keys.n, r) & (P - 1)]++] = r;
+		for (unsigned r = 0; r < out->n; r++)
+			if (!h_key_null(out, keys.pcol, keys.n, r))
+				j->out_ids[opos[h_hash(out, keys.pcol, keys.type, keys.n, r) & (P - 1)]++] = r;
+	}
+	j->nparts = P;
+	for (unsigned p = 0; p < P; p++)
+	{
+		unsigned	a = ioff[p + 1] - ioff[p],
+					b = ooff[p + 1] - ooff[p];
+
+		if (a == 0 || b == 0)
+			continue;
+
+		unsigned	npieces = (a + k - 1) / k,
+					size = (a + npieces - 1) / npieces;
+
+		if (npieces > 1)
+			cut = true;
+		for (unsigned q = 0; q < a; q += size)
+			j->passes.push_back(Pass{ioff[p] + q, std::min(size, a - q), ooff[p], b});
+	}
+	if (cut)
+		snprintf(j->timings.strategy, sizeof(j->timings.strategy),
+				 "%.20s (%u partitions, %zu passes)", j->plan.description, P, j->passes.size());
+	else
+		snprintf(j->timings.strategy, sizeof(j->timings.strategy), "%.20s (%u partitions)",
+				 j->plan.description, P);
+}
+
+/* Contiguous pieces of at most k inner rows, each probed by every outer row. */
+void
+plan_ranges(SjGpuThetaJoin *j, unsigned k)
+{
+	unsigned	n = j->inner->n,
+				npieces = (n + k - 1) / k,
+				size = (n + npieces - 1) / npieces;
+
+	for (unsigned q = 0; q < n; q += size)
+		j->passes.push_back(Pass{q, std::min(size, n - q), 0, j->outer->n});
+}
+
+/*
+ * Plan the passes over the inner side, allocate the probe's buffers and
+ * begin the first pass.  When the inner side with its index fits beside a
+ * probe of kMinChunk rows: one pass, the probe sized from what the index
+ * leaves.  Otherwise the probe takes its share first (a quarter to a half
+ * of the budget) and the inner side is cut into pieces of the most rows
+ * whose index fits in the rest: hash partitions, else row ranges.
+ */
+void
+plan_passes(SjGpuThetaJoin *j)
+{
+	unsigned	n_in = j->inner->n,
+				n_out = j->outer->n;
+	unsigned long long bound = (unsigned long long) n_out * n_in;
+	size_t		scan = scan_bytes(j, n_out);
+	size_t		per_row = probe_row_bytes(j);
+	size_t		want = scan + per_row * std::min(n_out, kMinChunk) +
+		(j->count_only ? 0 : 8 * (size_t) std::min<unsigned long long>(bound, kMinChunk));
+	size_t		full = scan + per_row * n_out +
+		(j->count_only ? 0 : 8 * (size_t) std::min<unsigned long long>(bound, kMaxOut));
+	size_t		avail = j->budget.available();
+	size_t		room = avail > kSlack ? avail - kSlack : 0;
+	unsigned	k,
+				lo = 0,
+				hi = n_in;
+
+	if (inner_bytes(j, n_in, true) <= avail &&
+		inner_bytes(j, n_in, false) + kSlack + want <= avail)
+	{
+		/* the inner side fits whole: the probe gets what the index leaves */
+		j->passes.push_back(Pass{0, n_in, 0, n_out});
+		j->in_cap = n_in;
+		begin_pass(j, 0);
+		avail = j->budget.available();
+		alloc_probe(j, avail > kSlack ? avail - kSlack : 0);
+		return;
+	}
+
+	alloc_probe(j, std::min(full, std::min(room / 2, std::max(room / 4, want))));
+	avail = j->budget.available();
+	room = avail > kSlack ? avail - kSlack : 0;
+	while (lo < hi)
+	{
+		unsigned	mid = lo + (hi - lo + 1) / 2;
+
+		if (inner_bytes(j, mid, true) <= room)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	k = lo;
+	if (k == 0)
+		throw Error(SJ_ERR_DEVICE_NOMEM,
+					"theta_join: %zu bytes of device memory leave no room for the inner side",
+					j->budget.limit());
+	if (k >= n_in)
+		j->passes.push_back(Pass{0, n_in, 0, n_out});
+	else if (j->plan.strategy == SJ_THETA_HASH)
+		plan_partitions(j, k);
+	else
+		plan_ranges(j, k);
+
+	if (j->nparts == 0 && j->passes.size() > 1)
+		snprintf(j->timings.strategy, sizeof(j->timings.strategy), "%.20s (%zu inner pieces)",
+				 j->plan.description, j->passes.size());
+	if (j->passes.empty())
+	{
+		j->finished = true;
+		return;
+	}
+
+	/* the largest piece first: begin() then fails if any would */
+	size_t		big = 0;
+
+	for (size_t p = 1; p < j->passes.size(); p++)
+		if (j->passes[p].in_n > j->passes[big].in_n)
+			big = p;
+	std::swap(j->passes[0], j->passes[big]);
+	for (const Pass &p : j->passes)
+		j->in_cap = std::max(j->in_cap, p.in_n);
+	begin_pass(j, 0);
+}
+
+/* Set up device state, plan the passes and begin the first; throws on failure. */
 void
 begin_device(SjGpuThetaJoin *j, const SjJoinOptions *options)
 {
@@ -1931,66 +2560,7 @@ begin_device(SjGpuThetaJoin *j, const SjJoinOptions *options)
 	SJGPU_CHECK(cudaMemsetAsync(j->d_stat.get(), 0, 3 * sizeof(unsigned long long), s));
 	SJGPU_CHECK(cudaMemsetAsync(j->d_err.get(), 0, sizeof(int), s));
 
-	/* inner side and its index */
-	{
-		double		t0 = now_ms();
-
-		upload_table(j, j->inner, j->used_inner, j->din, 0, n_in, n_in);
-		if (j->plan.strategy != SJ_THETA_NESTED_LOOP)
-			build_index(j);
-		j->timings.build_ms += now_ms() - t0;
-	}
-	j->exact = j->plan.exact && !j->collision;
-	j->direct_count = j->exact && j->count_only;
-
-	/* output buffer and chunk size from what is left of the budget */
-	{
-		size_t		per_row = 4 + 8 + 8 + 1;
-		size_t		avail = j->budget.available();
-		size_t		slack = 1 << 20;
-		unsigned long long bound = (unsigned long long) n_out * n_in;
-		size_t		scan_bytes = 0;
-
-		for (int c = 0; c < j->outer->ncols; c++)
-			if (j->used_outer[c])
-				per_row += 8 + (j->outer->cols[c].nulls ? 1 : 0);
-		SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes,
-												  (unsigned long long *) nullptr,
-												  (unsigned long long *) nullptr,
-												  (int) n_out + 1, s));
-		if (avail < slack + scan_bytes + per_row + 64 * 8)
-			throw Error(SJ_ERR_DEVICE_NOMEM,
-						"theta_join: %zu bytes of device memory left after the index, too few",
-						avail);
-		avail -= slack + scan_bytes;
-		if (!j->count_only)
-		{
-			size_t		out = std::min<unsigned long long>(kMaxOut, std::max<unsigned long long>(bound, 1));
-
-			out = std::min(out, avail / 2 / 8);
-			out = std::max<size_t>(out, 64);
-			j->out_cap = out;
-			j->d_l = DeviceBuffer<unsigned>(&j->budget, out, "theta output");
-			j->d_r = DeviceBuffer<unsigned>(&j->budget, out, "theta output");
-			avail -= out * 8;
-		}
-		j->chunk_cap = (unsigned) std::min<size_t>(n_out, avail / per_row);
-		j->chunk_cap = std::min(j->chunk_cap, 1u << 30);
-		if (j->chunk_cap < 1)
-			throw Error(SJ_ERR_DEVICE_NOMEM, "theta_join: no room for a chunk of outer rows");
-		j->c_start = DeviceBuffer<unsigned>(&j->budget, j->chunk_cap, "theta slices");
-		j->c_len = DeviceBuffer<unsigned long long>(&j->budget, (size_t) j->chunk_cap + 1,
-													"theta slices");
-		j->c_cum = DeviceBuffer<unsigned long long>(&j->budget, (size_t) j->chunk_cap + 1,
-													"theta slices");
-		j->c_eval = DeviceBuffer<unsigned char>(&j->budget, j->chunk_cap, "theta slices");
-		SJGPU_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, j->scan_tmp_bytes, j->c_len.get(),
-												  j->c_cum.get(), (int) j->chunk_cap + 1, s));
-		j->scan_tmp_bytes = std::max<size_t>(j->scan_tmp_bytes, 16);
-		j->scan_tmp = DeviceBuffer<unsigned char>(&j->budget, j->scan_tmp_bytes,
-												  "theta scan temp");
-		j->nl_cells = (double) std::max<size_t>(j->out_cap, 1);
-	}
+	plan_passes(j);
 	j->stream.synchronize();
 }
 
@@ -2100,6 +2670,7 @@ sjgpu_theta_next(SjGpuThetaJoin *j, SjPairBatch *batch, int *done, char *errmsg)
 			batch->right = n ? j->pr.data() + j->ppos : nullptr;
 			j->ppos += n;
 			*done = j->finished && j->ppos == j->pn;
+			launch_ahead(j);
 		}
 		j->timings.probe_ms += now_ms() - t0;
 		j->timings.device_bytes = j->budget.peak();
@@ -2140,5 +2711,8 @@ sjgpu_theta_data_error(const SjGpuThetaJoin *j)
 extern "C" void
 sjgpu_theta_end(SjGpuThetaJoin *j)
 {
+	/* a launch ahead may still run: let it end before its buffers go */
+	if (j && j->inflight != kFlyNone)
+		(void) cudaStreamSynchronize(j->stream.get());
 	delete j;
 }

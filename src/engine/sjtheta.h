@@ -129,12 +129,16 @@
  * returns counts only.  One next() call does a bounded amount of work (about
  * 50 ms on the CPU, 100 ms on the GPU) and may return an empty batch with
  * done == 0.  SjTimings.strategy is "hash", "range" or "nested-loop"
- * (sj_theta_plan() tells the same before running, for EXPLAIN).
+ * (sj_theta_plan() tells the same before running, for EXPLAIN); the GPU
+ * engine appends "(P partitions)" or "(N inner pieces)" when the inner side
+ * did not fit in device memory whole.
  *
  * Limits: SJ_THETA_MAX_INSTR instructions, SJ_THETA_MAX_STACK deep,
  * SJ_THETA_MAX_COLS columns a side; the GPU engine keeps the inner (build,
  * sorted or smaller) side on the device and batches the outer side to fit
- * options->gpu_memory_limit, and takes sides of fewer than 2^31 rows.
+ * options->gpu_memory_limit; an inner side too large for it is partitioned
+ * by key hash (hash) or cut into row ranges (range, nested loop), one piece
+ * on the device at a time.  It takes sides of fewer than 2^31 rows.
  */
 #ifndef SJTHETA_H
 #define SJTHETA_H

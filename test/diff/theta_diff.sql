@@ -82,8 +82,14 @@ SELECT sjd_theta_case('empty right', 't_a', 't_none', 'l.a < r.a', true);
 SELECT sjd_theta_case('400k x 300k equi', 't_big', 't_big2', 'l.k = r.k', false);
 SELECT sjd_theta_case('400k x 300k equi on skewed keys, residual', 't_big', 't_big2', 'l.z = r.z AND l.a < 3 AND r.a < 30', false, '64MB');
 SELECT sjd_theta_case('400k x 300k band', 't_big', 't_big2', 'r.a BETWEEN l.a AND l.a + 0 AND l.k = r.k', false, '64MB');
-SELECT sjd_report('400k x 300k band, 2MB device memory, auto falls back to the CPU',
-       CASE WHEN NOT sjd_gpu() OR sjd_scalar('auto', $$SELECT theta_join_count('t_big', 'id', 't_big2', 'id', 'r.a BETWEEN l.a AND l.a + 1')$$, '2MB')
+SELECT sjd_theta_case('400k x 300k equi + residual, hash partitions', 't_big', 't_big2', 'l.k = r.k AND l.f < r.f', false, '4MB');
+SELECT sjd_theta_case('400k x 300k equi on skewed keys, hash partitions', 't_big', 't_big2', 'l.z = r.z AND l.a < 3 AND r.a < 30', false, '4MB');
+SELECT sjd_report('400k x 300k band, 2MB device memory, inner pieces',
+       CASE WHEN NOT sjd_gpu() OR sjd_scalar('gpu', $$SELECT theta_join_count('t_big', 'id', 't_big2', 'id', 'r.a BETWEEN l.a AND l.a + 1')$$, '2MB')
+                                  = sjd_scalar('cpu', $$SELECT theta_join_count('t_big', 'id', 't_big2', 'id', 'r.a BETWEEN l.a AND l.a + 1')$$)
+            THEN NULL ELSE 'counts differ' END);
+SELECT sjd_report('400k x 300k band, 1MB device memory, auto falls back to the CPU',
+       CASE WHEN NOT sjd_gpu() OR sjd_scalar('auto', $$SELECT theta_join_count('t_big', 'id', 't_big2', 'id', 'r.a BETWEEN l.a AND l.a + 1')$$, '1MB')
                                   = sjd_scalar('cpu', $$SELECT theta_join_count('t_big', 'id', 't_big2', 'id', 'r.a BETWEEN l.a AND l.a + 1')$$)
             THEN NULL ELSE 'counts differ' END);
 SELECT sjd_theta_case('3000 x 2000 all-equal keys (6M pairs)', 't_a', 't_b', 'l.one = r.one', false, '16MB');

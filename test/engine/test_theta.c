@@ -1630,6 +1630,224 @@ SJ_TEST(theta_cpu_strategies_agree)
 }
 
 /* ------------------------------------------------------------------------
+ * Joins too large for a bit matrix: sorted pair lists
+ * ------------------------------------------------------------------------ */
+
+/* Pairs of one run, as left * m + right. */
+typedef struct PairList
+{
+	uint64_t   *v;
+	size_t		n;
+	size_t		cap;
+} PairList;
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Run a join to the end, appending its pairs to list (sorted at the end).
+ * Returns a description of the first contract violation, or NULL.
+ */
+static const char *
+run_list(const Engine *eng, const Side *ls, const Side *rs, const TNode *cond,
+		 SjThetaStrategy strat, const SjJoinOptions *opt, PairList *list, Got *got)
+{
+	static char why[512];
+	SjThetaInstr prog[SJ_THETA_MAX_INSTR];
+	SjThetaProgram p;
+	void	   *j = NULL;
+	SjTimings	tm;
+	size_t		cap = opt->max_batch_pairs ? opt->max_batch_pairs : 1048576;
+	size_t		k;
+	int			done = 0;
+	double		t0 = sj_now_ms();
+
+	memset(got, 0, sizeof(*got));
+	memset(list, 0, sizeof(*list));
+	p.ninstr = tn_emit(cond, prog, 0);
+	p.instr = prog;
+	got->status = eng->begin(&ls->t, &rs->t, &p, strat, opt, &j, got->msg);
+	if (got->status != SJ_OK)
+	{
+		eng->end(j);
+		return NULL;
+	}
+	while (!done)
+	{
+		SjPairBatch b;
+
+		got->status = eng->next(j, &b, &done, got->msg);
+		if (got->status != SJ_OK)
+			break;
+		if (sj_now_ms() - t0 > 120000)
+		{
+			eng->end(j);
+			return "next() does not finish within 120 s";
+		}
+		if (opt->count_only)
+		{
+			if (b.left || b.right)
+			{
+				eng->end(j);
+				return "count_only batch carries pairs";
+			}
+			got->count += b.count;
+			continue;
+		}
+		if (b.count > cap)
+		{
+			snprintf(why, sizeof(why), "batch of %zu pairs exceeds max_batch_pairs %zu", b.count, cap);
+			eng->end(j);
+			return why;
+		}
+		if (list->n + b.count > list->cap)
+		{
+			list->cap = (list->n + b.count) * 2;
+			list->v = realloc(list->v, list->cap * sizeof(uint64_t));
+		}
+		for (k = 0; k < b.count; k++)
+		{
+			if (b.left[k] >= ls->n || b.right[k] >= rs->n)
+			{
+				snprintf(why, sizeof(why), "pair (%u, %u) out of range", b.left[k], b.right[k]);
+				eng->end(j);
+				return why;
+			}
+			list->v[list->n++] = (uint64_t) b.left[k] * rs->n + b.right[k];
+		}
+		got->count += b.count;
+	}
+	eng->timings(j, &tm);
+	got->batches = tm.batches;
+	snprintf(got->strategy, sizeof(got->strategy), "%s", tm.strategy);
+	eng->end(j);
+	if (list->n > 1)
+		qsort(list->v, list->n, sizeof(uint64_t), cmp_u64);
+	for (k = 1; k < list->n; k++)
+		if (list->v[k] == list->v[k - 1])
+		{
+			snprintf(why, sizeof(why), "pair (%llu, %llu) returned twice",
+					 (unsigned long long) (list->v[k] / rs->n),
+					 (unsigned long long) (list->v[k] % rs->n));
+			return why;
+		}
+	return NULL;
+}
+
+/*
+ * Run engine a (the reference) and engine b on one join: the same status
+ * (and message, for a data error), the same count, the same pairs.  b's
+ * strategy text is copied to strategy.
+ */
+static const char *
+list_check(const Engine *a, const Engine *b, const Side *ls, const Side *rs,
+		   const TNode *cond, SjThetaStrategy sa, SjThetaStrategy sb,
+		   const SjJoinOptions *opt, char *strategy, size_t len)
+{
+	static char why[1024];
+	PairList	pa,
+				pb;
+	Got			ga,
+				gb;
+	const char *bad;
+	size_t		k;
+
+	bad = run_list(a, ls, rs, cond, sa, opt, &pa, &ga);
+	if (!bad)
+		bad = run_list(b, ls, rs, cond, sb, opt, &pb, &gb);
+	else
+		memset(&pb, 0, sizeof(pb));
+	if (!bad)
+		snprintf(strategy, len, "%s", gb.strategy);
+	if (!bad && (ga.status != gb.status ||
+				 (ga.status == SJ_ERR_DATA && strcmp(ga.msg, gb.msg) != 0) ||
+				 (ga.status != SJ_OK && ga.status != SJ_ERR_DATA)))
+	{
+		snprintf(why, sizeof(why), "status %d \"%.200s\" / %d \"%.200s\"", (int) ga.status,
+				 ga.msg, (int) gb.status, gb.msg);
+		bad = why;
+	}
+	if (!bad && ga.status == SJ_OK && ga.count != gb.count)
+	{
+		snprintf(why, sizeof(why), "%s [%s] %llu pairs, %s [%s] %llu", a->name, ga.strategy,
+				 (unsigned long long) ga.count, b->name, gb.strategy,
+				 (unsigned long long) gb.count);
+		bad = why;
+	}
+	for (k = 0; !bad && ga.status == SJ_OK && !opt->count_only && k < pa.n; k++)
+		if (pa.v[k] != pb.v[k])
+		{
+			uint64_t	x = pa.v[k] < pb.v[k] ? pa.v[k] : pb.v[k];
+
+			snprintf(why, sizeof(why), "pair (%llu, %llu) %s by %s [%s]",
+					 (unsigned long long) (x / rs->n), (unsigned long long) (x % rs->n),
+					 x == pa.v[k] ? "missed" : "invented", b->name, gb.strategy);
+			bad = why;
+		}
+	free(pa.v);
+	free(pb.v);
+	return bad;
+}
+
+/*
+ * Sides for the large joins: left n rows, right m rows, keys (column 0)
+ * uniform over `keys` values; then a fraction hot_l / hot_r of the rows
+ * gets the one key 7 (skew).  NULLs in every column with probability nullp.
+ */
+static void
+large_sides(Side *ls, Side *rs, uint32_t n, uint32_t m, int64_t keys, double nullp,
+			double hot_l, double hot_r, Rng *rng)
+{
+	Shape		sh;
+	uint32_t	k;
+
+	memset(&sh, 0, sizeof(sh));
+	sh.keys = keys;
+	sh.nullp = nullp;
+	sh.wide = n;
+	sh.zerop = 0.05;
+	sh.n = n;
+	side_make(ls, &sh, rng);
+	sh.n = m;
+	side_make(rs, &sh, rng);
+	for (k = 0; k < n; k++)
+		if (rng_unit(rng) < hot_l)
+			ls->i[0][k] = 7;
+	for (k = 0; k < m; k++)
+		if (rng_unit(rng) < hot_r)
+			rs->i[0][k] = 7;
+}
+
+/* The CPU engine's hash and range joins agree on a large equi-join. */
+SJ_TEST(theta_cpu_large_lists)
+{
+	Rng			rng = rng_for("theta_cpu_large_lists");
+	Side		ls,
+				rs;
+	SjJoinOptions opt;
+	char		strategy[64];
+	const char *bad;
+
+	large_sides(&ls, &rs, 100000, 150000, 50000, 0.05, 0.0, 0.0, &rng);
+	memset(&opt, 0, sizeof(opt));
+	opt.cpu_threads = 2;
+	opt.max_batch_pairs = 5000;
+	tn_used = 0;
+	bad = list_check(&cpu_engine, &cpu_engine, &ls, &rs, EQI(L(0), R(0)), SJ_THETA_HASH,
+					 SJ_THETA_RANGE, &opt, strategy, sizeof(strategy));
+	side_free(&ls);
+	side_free(&rs);
+	SJ_CHECK(bad == NULL, "%s", bad);
+	SJ_CHECK(strcmp(strategy, "range") == 0, "strategy \"%s\"", strategy);
+}
+
+/* ------------------------------------------------------------------------
  * GPU
  * ------------------------------------------------------------------------ */
 
@@ -1809,6 +2027,258 @@ SJ_TEST(theta_gpu_nl_rerun)
 			 (unsigned long long) expect);
 	SJ_CHECK(tm.reruns > 0, "no rectangle was re-run (%llu batches)",
 			 (unsigned long long) tm.batches);
+}
+
+/*
+ * An inner side larger than the memory limit: partitioned hash joins (and
+ * range and nested-loop joins in inner pieces) against the CPU engine,
+ * pair for pair, in pairs and count form, over tiny batches.
+ */
+typedef struct BigCase
+{
+	const char *name;
+	TNode	   *cond;
+	SjThetaStrategy strat;		/* the GPU's (the CPU's is AUTO) */
+	int			count_only;
+	size_t		max_batch;
+	size_t		memlimit;
+	const char *expect;			/* in the GPU's strategy text (NULL: "=" below) */
+	const char *equal;			/* the GPU's whole strategy text */
+} BigCase;
+
+static const char *
+big_cases(const BigCase *cases, int ncases, const Side *ls, const Side *rs)
+{
+	static char why[1024];
+	int			c;
+
+	for (c = 0; c < ncases; c++)
+	{
+		const BigCase *bc = &cases[c];
+		SjJoinOptions opt;
+		char		strategy[64] = "";
+		const char *bad;
+
+		memset(&opt, 0, sizeof(opt));
+		opt.cpu_threads = 4;
+		opt.count_only = bc->count_only;
+		opt.max_batch_pairs = bc->max_batch;
+		opt.gpu_memory_limit = bc->memlimit;
+		bad = list_check(&cpu_engine, &gpu_engine, ls, rs, bc->cond, SJ_THETA_AUTO, bc->strat,
+						 &opt, strategy, sizeof(strategy));
+		if (!bad && bc->expect && strstr(strategy, bc->expect) == NULL)
+			bad = "the GPU's strategy text lacks the expected words";
+		if (!bad && bc->equal && strcmp(strategy, bc->equal) != 0)
+			bad = "the GPU's strategy text differs";
+		if (bad)
+		{
+			snprintf(why, sizeof(why), "%s (%u x %u, %s, batch %zu, limit %zu, gpu \"%s\"): %s",
+					 bc->name, ls->n, rs->n, bc->count_only ? "count" : "pairs",
+					 bc->max_batch, bc->memlimit, strategy, bad);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+SJ_TEST(theta_gpu_partitioned)
+{
+	Rng			rng = rng_for("theta_gpu_partitioned");
+	const size_t mb4 = (size_t) 4 << 20;
+	Side		ls,
+				rs;
+	const char *bad;
+	int			nc;
+	BigCase		cases[16];
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+
+	/* uniform keys, no NULLs: a few hundred thousand pairs */
+	large_sides(&ls, &rs, 200000, 300000, 100000, 0.0, 0.0, 0.0, &rng);
+	tn_used = 0;
+	nc = 0;
+	cases[nc++] = (BigCase) {"uniform", EQI(L(0), R(0)), SJ_THETA_AUTO, 0, 100000, mb4,
+	"hash (", NULL};
+	cases[nc++] = (BigCase) {"uniform", EQI(L(0), R(0)), SJ_THETA_AUTO, 1, 0, mb4,
+	"partitions", NULL};
+	cases[nc++] = (BigCase) {"uniform, tiny batches", EQI(R(0), L(0)), SJ_THETA_AUTO, 0, 777,
+	mb4, "partitions", NULL};
+	cases[nc++] = (BigCase) {"uniform, whole", EQI(L(0), R(0)), SJ_THETA_AUTO, 0, 100000, 0,
+	NULL, "hash"};
+	cases[nc++] = (BigCase) {"uniform, whole", EQI(L(0), R(0)), SJ_THETA_AUTO, 1, 0, 0,
+	NULL, "hash"};
+	cases[nc++] = (BigCase) {"two keys, float (-0 = 0, NaN = NaN)",
+		AND(EQI(L(0), R(0)), EQF(R(3), L(3))), SJ_THETA_AUTO, 0, 5000, mb4, "partitions", NULL};
+	cases[nc++] = (BigCase) {"range in inner pieces",
+		AND(GEI(R(1), SUBI(64, L(1), CI(3))), LEI(R(1), ADDI(64, L(1), CI(3)))),
+	SJ_THETA_AUTO, 0, 100000, mb4, "range (", NULL};
+	cases[nc++] = (BigCase) {"range in inner pieces",
+		AND(GEI(R(1), SUBI(64, L(1), CI(3))), LEI(R(1), ADDI(64, L(1), CI(3)))),
+	SJ_THETA_AUTO, 1, 0, mb4, "inner pieces", NULL};
+	bad = big_cases(cases, nc, &ls, &rs);
+	side_free(&ls);
+	side_free(&rs);
+	SJ_CHECK(bad == NULL, "%s", bad);
+
+	/* NULL keys and residuals (one that raises an error) */
+	large_sides(&ls, &rs, 200000, 300000, 100000, 0.1, 0.0, 0.0, &rng);
+	tn_used = 0;
+	nc = 0;
+	cases[nc++] = (BigCase) {"NULL keys, residual", AND(EQI(L(0), R(0)), LTF(L(2), R(2))),
+	SJ_THETA_AUTO, 0, 1000, mb4, "partitions", NULL};
+	cases[nc++] = (BigCase) {"NULL keys, residual", AND(EQI(L(0), R(0)), LTF(L(2), R(2))),
+	SJ_THETA_AUTO, 1, 0, mb4, "partitions", NULL};
+	cases[nc++] = (BigCase) {"NULL keys, exact", EQI(L(0), R(0)), SJ_THETA_AUTO, 1, 0, mb4,
+	"partitions", NULL};
+	cases[nc++] = (BigCase) {"guarded division",
+		AND(EQI(L(0), R(0)), AND(NEI(R(4), CI(0)), GTI(DIVI(64, L(4), R(4)), CI(1)))),
+	SJ_THETA_AUTO, 0, 3000, mb4, "partitions", NULL};
+	cases[nc++] = (BigCase) {"division by zero (a data error)",
+		AND(EQI(L(0), R(0)), GTI(DIVI(64, L(4), R(4)), CI(1))),
+	SJ_THETA_AUTO, 0, 3000, mb4, NULL, NULL};
+	bad = big_cases(cases, nc, &ls, &rs);
+	side_free(&ls);
+	side_free(&rs);
+	SJ_CHECK(bad == NULL, "%s", bad);
+
+	/*
+	 * Skew: key 7 in 30% of the build side's rows.  Pairs: the probe side
+	 * has it in few rows; counts: in 30% too (billions of pairs, counted
+	 * from group sizes).  Its partition is cut into pieces.
+	 */
+	large_sides(&ls, &rs, 200000, 300000, 100000, 0.02, 0.3, 0.0002, &rng);
+	tn_used = 0;
+	nc = 0;
+	cases[nc++] = (BigCase) {"skew", EQI(L(0), R(0)), SJ_THETA_AUTO, 0, 100000, mb4,
+	"passes", NULL};
+	cases[nc++] = (BigCase) {"skew, residual", AND(EQI(L(0), R(0)), LTF(L(2), R(2))),
+	SJ_THETA_AUTO, 0, 4000, mb4, "passes", NULL};
+	cases[nc++] = (BigCase) {"skew, residual", AND(EQI(L(0), R(0)), LTF(L(2), R(2))),
+	SJ_THETA_AUTO, 1, 0, mb4, "passes", NULL};
+	bad = big_cases(cases, nc, &ls, &rs);
+	side_free(&ls);
+	side_free(&rs);
+	SJ_CHECK(bad == NULL, "%s", bad);
+
+	large_sides(&ls, &rs, 200000, 300000, 100000, 0.0, 0.3, 0.3, &rng);
+	tn_used = 0;
+	nc = 0;
+	cases[nc++] = (BigCase) {"skew both sides", EQI(L(0), R(0)), SJ_THETA_AUTO, 1, 0, mb4,
+	"passes", NULL};
+	bad = big_cases(cases, nc, &ls, &rs);
+	side_free(&ls);
+	side_free(&rs);
+	SJ_CHECK(bad == NULL, "%s", bad);
+
+	/* nested loop in inner pieces: four columns a row of the inner (left) side */
+	large_sides(&ls, &rs, 20000, 30000, 1000, 0.02, 0.0, 0.0, &rng);
+	tn_used = 0;
+	nc = 0;
+	cases[nc++] = (BigCase) {"nested loop in inner pieces",
+		AND(GTI(ADDI(64, R(4), L(4)), CI(57)), OR(ISNOTNULL(L(1)), LTF(L(2), L(3)))),
+	SJ_THETA_NESTED_LOOP, 0, 2000, (size_t) 3 << 19, "nested-loop (", NULL};
+	cases[nc++] = (BigCase) {"nested loop in inner pieces",
+		AND(GTI(ADDI(64, R(4), L(4)), CI(57)), OR(ISNOTNULL(L(1)), LTF(L(2), L(3)))),
+	SJ_THETA_NESTED_LOOP, 1, 0, (size_t) 3 << 19, "inner pieces", NULL};
+	bad = big_cases(cases, nc, &ls, &rs);
+	side_free(&ls);
+	side_free(&rs);
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+/*
+ * End a join while the window launched ahead of the caller may still run,
+ * for each strategy; then a whole join on the same device must be right.
+ */
+SJ_TEST(theta_gpu_end_early)
+{
+	Rng			rng = rng_for("theta_gpu_end_early");
+	Side		ls,
+				rs;
+	SjJoinOptions opt;
+	SjThetaInstr prog[16];
+	SjThetaProgram p;
+	char		strategy[64];
+	const char *bad = NULL;
+	SjStatus	st = SJ_OK;
+	char		msg[SJ_ERRMSG_LEN] = "";
+	int			s;
+	static const SjThetaStrategy strats[] = {SJ_THETA_HASH, SJ_THETA_RANGE,
+	SJ_THETA_NESTED_LOOP};
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	large_sides(&ls, &rs, 20000, 30000, 10, 0.0, 0.0, 0.0, &rng);
+	tn_used = 0;
+	p.ninstr = tn_emit(EQI(L(0), R(0)), prog, 0);
+	p.instr = prog;
+	memset(&opt, 0, sizeof(opt));
+	opt.max_batch_pairs = 1000;
+	for (s = 0; s < 3 && st == SJ_OK; s++)
+	{
+		SjGpuThetaJoin *j = NULL;
+		SjPairBatch b;
+		int			done = 0,
+					k;
+
+		st = sjgpu_theta_begin(&ls.t, &rs.t, &p, strats[s], &opt, &j, msg);
+		for (k = 0; k < 3 && st == SJ_OK && !done; k++)
+			st = sjgpu_theta_next(j, &b, &done, msg);
+		sjgpu_theta_end(j);
+	}
+	if (st == SJ_OK)
+	{
+		tn_used = 0;
+		opt.max_batch_pairs = 100000;
+		opt.cpu_threads = 4;
+		bad = list_check(&cpu_engine, &gpu_engine, &ls, &rs,
+						 AND(EQI(L(0), R(0)), LTI(ADDI(64, L(4), CI(50)), R(4))),
+						 SJ_THETA_AUTO, SJ_THETA_AUTO,
+						 &opt, strategy, sizeof(strategy));
+	}
+	side_free(&ls);
+	side_free(&rs);
+	SJ_CHECK(st == SJ_OK, "status %d: %s", (int) st, msg);
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+/* A limit below the fixed reserve: SJ_ERR_DEVICE_NOMEM from begin, with a message. */
+SJ_TEST(theta_gpu_partitioned_nomem)
+{
+	Rng			rng = rng_for("theta_gpu_partitioned_nomem");
+	Side		ls,
+				rs;
+	SjJoinOptions opt;
+	SjThetaInstr prog[8];
+	SjThetaProgram p;
+	SjGpuThetaJoin *j = NULL;
+	char		msg[SJ_ERRMSG_LEN] = "";
+	SjStatus	st;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	large_sides(&ls, &rs, 20000, 30000, 1000, 0.0, 0.0, 0.0, &rng);
+	tn_used = 0;
+	p.ninstr = tn_emit(EQI(L(0), R(0)), prog, 0);
+	p.instr = prog;
+	memset(&opt, 0, sizeof(opt));
+	opt.gpu_memory_limit = (size_t) 1 << 19;
+	st = sjgpu_theta_begin(&ls.t, &rs.t, &p, SJ_THETA_AUTO, &opt, &j, msg);
+	sjgpu_theta_end(j);
+	side_free(&ls);
+	side_free(&rs);
+	SJ_CHECK(st == SJ_ERR_DEVICE_NOMEM, "status %d: %s", (int) st, msg);
+	SJ_CHECK(msg[0] != '\0', "no message");
 }
 
 /* ------------------------------------------------------------------------

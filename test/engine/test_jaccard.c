@@ -8,7 +8,9 @@
  * and large sets, heavy duplication, Zipf-skewed tokens, one token in every
  * set, empty sets, n = 0 and 1, self and two-table joins over disjoint and
  * identical universes, exact-boundary similarities (1/2, 7/10, 9/10, 2/3),
- * count_only, tiny batches and 1 or 4 threads.
+ * sets whose grouping keys collide, count_only, tiny batches and 1 or 4
+ * threads.  The GPU engine's preparation is compared with the host's array
+ * by array (jaccard_gpu_prepare).
  *
  * SJ_JACCARD_BENCH=1 adds jaccard_bench: 1M Zipf sets (50K tokens, average
  * size 5 and 25), thresholds 0.5, 0.7, 0.9, CPU (all cores) against GPU,
@@ -890,6 +892,88 @@ SJ_TEST(jaccard_cpu_threads_agree)
 	free(four.p);
 }
 
+/*
+ * Sets whose grouping keys collide: {979, 1595} and {1283, 2753} have the
+ * same 40-bit hash (jc_hash >> 24) when tokens keep their ids, which they
+ * do when every token of [0, 2754) occurs equally often (ranks by
+ * frequency, ties by id).  Self (two = 0): A, B, A, B, then every other
+ * token twice as singletons; the host sorts them A B A B and splits them
+ * into four distinct sets.  Two-table: A, B and the singletons once on
+ * each side, B, A on the right: A | B B | A, three distinct sets.
+ */
+#define TJ_COLL_UNIVERSE 2754
+
+static void
+tj_collision_sets(TjSets *s, int side)
+{
+	static const uint32_t a[] = {979, 1595},
+				b[] = {1283, 2753};
+	uint32_t	t;
+	int			rep;
+
+	tj_init(s, TJ_COLL_UNIVERSE);
+	tj_add(s, side == 1 ? b : a, 2);
+	tj_add(s, side == 1 ? a : b, 2);
+	if (side < 0)
+	{
+		tj_add(s, a, 2);
+		tj_add(s, b, 2);
+	}
+	for (rep = 0; rep < (side < 0 ? 2 : 1); rep++)
+		for (t = 0; t < TJ_COLL_UNIVERSE; t++)
+			if (t != a[0] && t != a[1] && t != b[0] && t != b[1])
+				tj_add(s, &t, 1);
+}
+
+/* Distinct sets of size 2 after the host's preparation (collision check). */
+static uint32_t
+tj_pairs_distinct(const TjSets *L, const TjSets *R)
+{
+	SjSets		l = tj_view(L),
+				r;
+	SjJoinOptions o = tj_options(1, 0, 0);
+	SjJaccardJoin *h = NULL;
+	SjJaccardPrepared v;
+	char		errmsg[SJ_ERRMSG_LEN];
+	uint32_t	d,
+				n = 0;
+
+	if (R)
+		r = tj_view(R);
+	if (sj_jaccard_prepare(&l, R ? &r : NULL, 0.5, &o, &h, errmsg) != SJ_OK)
+		return 0;
+	sj_jaccard_prepared_view(h, &v);
+	for (d = 0; d < v.nsets; d++)
+		n += v.len[d] == 2;
+	sj_jaccard_cpu_end(h);
+	return n;
+}
+
+SJ_TEST(jaccard_cpu_hash_collision)
+{
+	TjRng		r = tj_rng(909);
+	TjSets		S,
+				L,
+				R;
+	const char *err;
+	uint32_t	n;
+
+	tj_collision_sets(&S, -1);
+	tj_collision_sets(&L, 0);
+	tj_collision_sets(&R, 1);
+	n = tj_pairs_distinct(&S, NULL);
+	SJ_CHECK(n == 4, "self: %u distinct sets of size 2, expected 4 (no collision?)", n);
+	n = tj_pairs_distinct(&L, &R);
+	SJ_CHECK(n == 3, "two-table: %u distinct sets of size 2, expected 3", n);
+	err = tj_check_cpu(&S, NULL, &r, 0);
+	SJ_CHECK(err == NULL, "self: %s", err);
+	err = tj_check_cpu(&L, &R, &r, 0);
+	SJ_CHECK(err == NULL, "two-table: %s", err);
+	tj_free(&S);
+	tj_free(&L);
+	tj_free(&R);
+}
+
 /* Token ids spread over a huge universe (the engine's dictionary path). */
 SJ_TEST(jaccard_cpu_sparse_universe)
 {
@@ -1388,6 +1472,32 @@ SJ_TEST(jaccard_gpu_prepare)
 		o.gpu_memory_limit = (size_t) 64 << 10;
 		err = tj_prepare_both(&L, &R, t, o, 0);
 		SJ_CHECK(err == NULL, "%s, 64 KB device budget: %s", sh.name, err);
+		tj_free(&L);
+		tj_free(&R);
+	}
+
+	/* colliding grouping keys (see tj_collision_sets), also through the join */
+	{
+		TjSets		S,
+					L,
+					R;
+		double		t;
+
+		tj_collision_sets(&S, -1);
+		tj_collision_sets(&L, 0);
+		tj_collision_sets(&R, 1);
+		err = tj_prepare_both(&S, NULL, 0.5, tj_options(2, 0, 0), 1);
+		SJ_CHECK(err == NULL, "hash collision, self: %s", err);
+		err = tj_prepare_both(&L, &R, 0.5, tj_options(2, 0, 0), 1);
+		SJ_CHECK(err == NULL, "hash collision, two-table: %s", err);
+		for (t = 0.5; t <= 1.0; t += 0.5)
+		{
+			err = tj_gpu_vs_cpu(&S, NULL, t, tj_options(2, 0, 0), NULL);
+			SJ_CHECK(err == NULL, "hash collision, self join at %g: %s", t, err);
+			err = tj_gpu_vs_cpu(&L, &R, t, tj_options(2, 0, 0), NULL);
+			SJ_CHECK(err == NULL, "hash collision, two-table join at %g: %s", t, err);
+		}
+		tj_free(&S);
 		tj_free(&L);
 		tj_free(&R);
 	}

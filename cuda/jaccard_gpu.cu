@@ -4,12 +4,13 @@
  *		(fgSSJoin and sf-gSSJoin of Ribeiro-Junior, Quirino et al.) with the
  *		index built by CUB.
  *
- * Division of labour.  The host prepares exactly as the CPU engine does,
- * with the CPU engine's own code (sj_jaccard_prepare in
- * src/engine/jaccard_cpu.c): tokens renumbered by frequency, identical sets
- * grouped into distinct sets ordered by size, and the exact integer bounds
- * (minov, minsize, size_start) derived from the double similarity test.
- * The device finds every similar pair of distinct sets (u > v); the host
+ * Division of labour.  The preparation is the CPU engine's (jc_prepare in
+ * src/engine/jaccard_cpu.c), computed on the device by cuda/jaccard_prep.cu
+ * (the same arrays, element for element; the host's own code when it does
+ * not fit in the budget): tokens renumbered by frequency, identical sets
+ * grouped into distinct sets ordered by size.  The host derives the exact
+ * integer bounds (minov, minsize, size_start) from the double similarity
+ * test.  The device finds every similar pair of distinct sets (u > v); the host
  * expands those records to member pairs in batches, again with the CPU
  * engine's code, so both engines share one definition of what joins.  The
  * similarity is (double) inter / (double) (|u| + |v| - inter) on both: IEEE
@@ -94,6 +95,7 @@
 #include <vector>
 
 #include "sjgpu_internal.cuh"
+#include "sjjaccard.h"
 
 /*
  * The CPU engine's preparation and expansion, shared with this engine
@@ -1635,7 +1637,7 @@ sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
 		sjgpu::use_device(options->gpu_device);
 		memset(phase_ms, 0, sizeof(phase_ms));
 		sjgpu::alloc_ms = 0;
-		st = sj_jaccard_prepare(left, right, threshold, options, &j->host, msg);
+		st = sjgpu_jaccard_prepare(left, right, threshold, options, &j->host, msg);
 		phase_ms[kPhasePrepare] = sj_now_ms() - t0;
 		if (st != SJ_OK)
 			throw Error(st, "%s", msg);

@@ -52,9 +52,12 @@
  * caller can check for interrupts.
  *
  * The GPU engine reuses the preparation, the bounds and the expansion: it
- * calls sj_jaccard_prepare() and installs a record source that probes on
- * the device (sj_jaccard_set_source()); see the exported functions at the
- * end of this file.
+ * computes the preparation's arrays on the device (cuda/jaccard_prep.cu,
+ * the same arrays as jc_prepare's, element for element) and hands them to
+ * sj_jaccard_prepare_checked(), or has this file prepare when the device
+ * cannot; then it installs a record source that probes on the device
+ * (sj_jaccard_set_source()); see sjjaccard.h and the exported functions at
+ * the end of this file.
  *
  * Ownership: every array is malloc'd and owned by the handle; the inputs
  * are only read.  Nothing here prints, exits or calls into PostgreSQL.
@@ -66,6 +69,7 @@
 #include <string.h>
 
 #include "sjengine.h"
+#include "sjjaccard.h"
 
 #define JC_DEFAULT_BATCH	((size_t) 1 << 20)
 #define JC_MAX_SET_SIZE		((uint32_t) 1 << 24)	/* bounds tables are this
@@ -1741,18 +1745,13 @@ jc_group_count(const SjJaccardJoin *j)
  * ---------------------------------------------------------------------- */
 
 /* Common part of begin: checks, preparation, bounds, optional CPU index. */
+/* Argument and input checks, in the order of their messages. */
 static SjStatus
-jc_begin(const SjSets *left, const SjSets *right, double threshold,
-		 const SjJoinOptions *options, int cpu_index, SjJaccardJoin **join,
-		 char *errmsg)
+jc_check(const SjSets *left, const SjSets *right, double threshold,
+		 const SjJoinOptions *options, char *errmsg)
 {
-	SjJaccardJoin *j;
 	SjStatus	st;
-	double		t0 = sj_now_ms();
 
-	if (join == NULL)
-		return jc_error(errmsg, SJ_ERR_INVALID, "jaccard_join: no handle pointer");
-	*join = NULL;
 	if (left == NULL || options == NULL)
 		return jc_error(errmsg, SJ_ERR_INVALID, "jaccard_join: missing input or options");
 	if (!(threshold > 0.0 && threshold <= 1.0))
@@ -1761,6 +1760,53 @@ jc_begin(const SjSets *left, const SjSets *right, double threshold,
 	st = jc_check_input(left, "left", options->cpu_threads, errmsg);
 	if (st == SJ_OK && right)
 		st = jc_check_input(right, "right", options->cpu_threads, errmsg);
+	return st;
+}
+
+/* Take over a preparation's arrays (adopt is left empty). */
+static void
+jc_adopt(SjJaccardJoin *j, SjJaccardPrepared *p)
+{
+	int			side;
+
+	j->nsets = p->nsets;
+	j->universe = p->universe;
+	j->maxsize = p->maxsize;
+	j->off = p->off;
+	j->tok = p->tok;
+	j->len = p->len;
+	for (side = 0; side < 2; side++)
+	{
+		j->moff[side] = p->moff[side];
+		j->mem[side] = p->mem[side];
+		j->weight[side] = p->weight[side];
+	}
+	memset(p, 0, sizeof(*p));
+}
+
+/*
+ * Begin a join: check (unless the caller has), prepare on the host or adopt
+ * a preparation, derive the bounds, and index for CPU probing if asked.
+ */
+static SjStatus
+jc_begin(const SjSets *left, const SjSets *right, double threshold,
+		 const SjJoinOptions *options, int cpu_index, int checked,
+		 SjJaccardPrepared *adopt, SjJaccardJoin **join, char *errmsg)
+{
+	SjJaccardJoin *j;
+	SjStatus	st;
+	double		t0 = sj_now_ms(),
+				prep_ms = adopt ? adopt->prep_ms : 0.0;
+
+	if (join == NULL)
+		return jc_error(errmsg, SJ_ERR_INVALID, "jaccard_join: no handle pointer");
+	*join = NULL;
+	if (checked)
+		st = left == NULL || options == NULL ?
+			jc_error(errmsg, SJ_ERR_INVALID, "jaccard_join: missing input or options") :
+			SJ_OK;
+	else
+		st = jc_check(left, right, threshold, options, errmsg);
 	if (st != SJ_OK)
 		return st;
 
@@ -1776,7 +1822,13 @@ jc_begin(const SjSets *left, const SjSets *right, double threshold,
 	atomic_init(&j->worker_error, 0);
 	j->phase = JC_FETCH;
 
-	st = jc_prepare(j, left, right, errmsg);
+	if (adopt)
+	{
+		jc_adopt(j, adopt);
+		st = SJ_OK;
+	}
+	else
+		st = jc_prepare(j, left, right, errmsg);
 	if (st == SJ_OK)
 		st = jc_bounds(j, errmsg);
 	if (st == SJ_OK && cpu_index)
@@ -1808,7 +1860,7 @@ jc_begin(const SjSets *left, const SjSets *right, double threshold,
 	j->chunk = (uint32_t) (256 * j->nthreads);
 	if (j->chunk > j->nsets)
 		j->chunk = j->nsets > 0 ? j->nsets : 1;
-	j->timings.build_ms = sj_now_ms() - t0;
+	j->timings.build_ms = sj_now_ms() - t0 + prep_ms;
 	snprintf(j->timings.strategy, sizeof(j->timings.strategy),
 			 "cpu ppjoin, %u distinct sets", j->nsets);
 	*join = j;
@@ -1821,7 +1873,7 @@ sj_jaccard_cpu_begin(const SjSets *left, const SjSets *right, double threshold,
 					 const SjJoinOptions *options, SjJaccardJoin **join,
 					 char *errmsg)
 {
-	return jc_begin(left, right, threshold, options, 1, join, errmsg);
+	return jc_begin(left, right, threshold, options, 1, 0, NULL, join, errmsg);
 }
 
 /* Grow the output arrays towards max_batch (they start small). */
@@ -1983,25 +2035,16 @@ sj_jaccard_cpu_end(SjJaccardJoin *j)
 }
 
 /* ----------------------------------------------------------------------
- * For the GPU engine (cuda/jaccard_gpu.cu declares these itself: they are
- * not part of the adapter's boundary)
+ * For the GPU engine (it declares the two below itself; the rest are in
+ * sjjaccard.h; none is part of the adapter's boundary)
  * ---------------------------------------------------------------------- */
 
-extern SjStatus sj_jaccard_prepare(const SjSets *left, const SjSets *right,
-								   double threshold,
-								   const SjJoinOptions *options,
-								   SjJaccardJoin **join, char *errmsg);
 extern void sj_jaccard_prepared_sets(const SjJaccardJoin *j, uint32_t *nsets,
 									 uint32_t *universe,
 									 const uint64_t **offsets,
 									 const uint32_t **tokens,
 									 const uint32_t **weight_left,
 									 const uint32_t **weight_right);
-extern void sj_jaccard_prepared_bounds(const SjJaccardJoin *j,
-									   uint32_t *maxsize,
-									   const uint32_t **minov,
-									   const uint32_t **minsize,
-									   const uint32_t **size_start);
 extern void sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source,
 								  void *ctx, const char *strategy);
 
@@ -2016,7 +2059,7 @@ sj_jaccard_prepare(const SjSets *left, const SjSets *right, double threshold,
 				   const SjJoinOptions *options, SjJaccardJoin **join,
 				   char *errmsg)
 {
-	return jc_begin(left, right, threshold, options, 0, join, errmsg);
+	return jc_begin(left, right, threshold, options, 0, 0, NULL, join, errmsg);
 }
 
 /*
@@ -2068,4 +2111,70 @@ sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source, void *ctx,
 	j->source_done = 0;
 	if (strategy)
 		snprintf(j->timings.strategy, sizeof(j->timings.strategy), "%s", strategy);
+}
+
+/* Argument and input checks of a preparation (see sjjaccard.h). */
+SjStatus
+sj_jaccard_check(const SjSets *left, const SjSets *right, double threshold,
+				 const SjJoinOptions *options, char *errmsg)
+{
+	return jc_check(left, right, threshold, options, errmsg);
+}
+
+/*
+ * sj_jaccard_prepare for checked inputs, preparing on the host or adopting
+ * a preparation made elsewhere (the GPU's); see sjjaccard.h.
+ */
+SjStatus
+sj_jaccard_prepare_checked(const SjSets *left, const SjSets *right,
+						   double threshold, const SjJoinOptions *options,
+						   SjJaccardPrepared *adopt, SjJaccardJoin **join,
+						   char *errmsg)
+{
+	SjStatus	st = jc_begin(left, right, threshold, options, 0, 1, adopt,
+							  join, errmsg);
+
+	sj_jaccard_prepared_free(adopt);	/* whatever was not taken over */
+	return st;
+}
+
+/* Free a preparation's arrays and zero it. */
+void
+sj_jaccard_prepared_free(SjJaccardPrepared *p)
+{
+	int			side;
+
+	if (p == NULL)
+		return;
+	free(p->off);
+	free(p->tok);
+	free(p->len);
+	for (side = 0; side < 2; side++)
+	{
+		free(p->moff[side]);
+		free(p->mem[side]);
+		free(p->weight[side]);
+	}
+	memset(p, 0, sizeof(*p));
+}
+
+/* The handle's prepared arrays, still owned by the handle (tests). */
+void
+sj_jaccard_prepared_view(const SjJaccardJoin *j, SjJaccardPrepared *view)
+{
+	int			side;
+
+	memset(view, 0, sizeof(*view));
+	view->nsets = j->nsets;
+	view->universe = j->universe;
+	view->maxsize = j->maxsize;
+	view->off = j->off;
+	view->tok = j->tok;
+	view->len = j->len;
+	for (side = 0; side < 2; side++)
+	{
+		view->moff[side] = j->moff[side];
+		view->mem[side] = j->mem[side];
+		view->weight[side] = j->weight[side];
+	}
 }

@@ -8,7 +8,9 @@
  * and large sets, heavy duplication, Zipf-skewed tokens, one token in every
  * set, empty sets, n = 0 and 1, self and two-table joins over disjoint and
  * identical universes, exact-boundary similarities (1/2, 7/10, 9/10, 2/3),
- * count_only, tiny batches and 1 or 4 threads.
+ * sets whose grouping keys collide, count_only, tiny batches and 1 or 4
+ * threads.  The GPU engine's preparation is compared with the host's array
+ * by array (jaccard_gpu_prepare).
  *
  * SJ_JACCARD_BENCH=1 adds jaccard_bench: 1M Zipf sets (50K tokens, average
  * size 5 and 25), thresholds 0.5, 0.7, 0.9, CPU (all cores) against GPU,
@@ -22,6 +24,7 @@
 
 #include "sjengine.h"
 #include "sjgpu.h"
+#include "sjjaccard.h"
 #include "sjtest.h"
 
 /* GPU engine test hook (cuda/jaccard_gpu.cu; absent from CPU-only builds). */
@@ -29,6 +32,11 @@
 extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
 #pragma weak sjgpu_jaccard_test_phases
 extern void sjgpu_jaccard_test_phases(double *ms);
+#pragma weak sjgpu_jaccard_test_prepare
+extern SjStatus sjgpu_jaccard_test_prepare(const SjSets *left, const SjSets *right,
+										   double threshold, const SjJoinOptions *options,
+										   SjJaccardJoin **join, int *on_device,
+										   char *errmsg);
 
 /* ----------------------------------------------------------------------
  * Random numbers and set collections
@@ -884,6 +892,88 @@ SJ_TEST(jaccard_cpu_threads_agree)
 	free(four.p);
 }
 
+/*
+ * Sets whose grouping keys collide: {979, 1595} and {1283, 2753} have the
+ * same 40-bit hash (jc_hash >> 24) when tokens keep their ids, which they
+ * do when every token of [0, 2754) occurs equally often (ranks by
+ * frequency, ties by id).  Self (two = 0): A, B, A, B, then every other
+ * token twice as singletons; the host sorts them A B A B and splits them
+ * into four distinct sets.  Two-table: A, B and the singletons once on
+ * each side, B, A on the right: A | B B | A, three distinct sets.
+ */
+#define TJ_COLL_UNIVERSE 2754
+
+static void
+tj_collision_sets(TjSets *s, int side)
+{
+	static const uint32_t a[] = {979, 1595},
+				b[] = {1283, 2753};
+	uint32_t	t;
+	int			rep;
+
+	tj_init(s, TJ_COLL_UNIVERSE);
+	tj_add(s, side == 1 ? b : a, 2);
+	tj_add(s, side == 1 ? a : b, 2);
+	if (side < 0)
+	{
+		tj_add(s, a, 2);
+		tj_add(s, b, 2);
+	}
+	for (rep = 0; rep < (side < 0 ? 2 : 1); rep++)
+		for (t = 0; t < TJ_COLL_UNIVERSE; t++)
+			if (t != a[0] && t != a[1] && t != b[0] && t != b[1])
+				tj_add(s, &t, 1);
+}
+
+/* Distinct sets of size 2 after the host's preparation (collision check). */
+static uint32_t
+tj_pairs_distinct(const TjSets *L, const TjSets *R)
+{
+	SjSets		l = tj_view(L),
+				r;
+	SjJoinOptions o = tj_options(1, 0, 0);
+	SjJaccardJoin *h = NULL;
+	SjJaccardPrepared v;
+	char		errmsg[SJ_ERRMSG_LEN];
+	uint32_t	d,
+				n = 0;
+
+	if (R)
+		r = tj_view(R);
+	if (sj_jaccard_prepare(&l, R ? &r : NULL, 0.5, &o, &h, errmsg) != SJ_OK)
+		return 0;
+	sj_jaccard_prepared_view(h, &v);
+	for (d = 0; d < v.nsets; d++)
+		n += v.len[d] == 2;
+	sj_jaccard_cpu_end(h);
+	return n;
+}
+
+SJ_TEST(jaccard_cpu_hash_collision)
+{
+	TjRng		r = tj_rng(909);
+	TjSets		S,
+				L,
+				R;
+	const char *err;
+	uint32_t	n;
+
+	tj_collision_sets(&S, -1);
+	tj_collision_sets(&L, 0);
+	tj_collision_sets(&R, 1);
+	n = tj_pairs_distinct(&S, NULL);
+	SJ_CHECK(n == 4, "self: %u distinct sets of size 2, expected 4 (no collision?)", n);
+	n = tj_pairs_distinct(&L, &R);
+	SJ_CHECK(n == 3, "two-table: %u distinct sets of size 2, expected 3", n);
+	err = tj_check_cpu(&S, NULL, &r, 0);
+	SJ_CHECK(err == NULL, "self: %s", err);
+	err = tj_check_cpu(&L, &R, &r, 0);
+	SJ_CHECK(err == NULL, "two-table: %s", err);
+	tj_free(&S);
+	tj_free(&L);
+	tj_free(&R);
+}
+
 /* Token ids spread over a huge universe (the engine's dictionary path). */
 SJ_TEST(jaccard_cpu_sparse_universe)
 {
@@ -1204,6 +1294,324 @@ SJ_TEST(jaccard_gpu_tiny_memory)
 				   (unsigned long long) gt.reruns, (unsigned long long) gt.device_bytes);
 		}
 	tj_free(&L);
+}
+
+/*
+ * The GPU preparation against the host's, array by array: the distinct
+ * sets (offsets, tokens, lengths), the renumbered universe, member offsets,
+ * lists and weights per side, and the bounds derived from them.
+ */
+#define TJ_SAME(name, got, want, n) \
+	do { \
+		uint64_t	i_; \
+		for (i_ = 0; i_ < (uint64_t) (n); i_++) \
+			if ((got)[i_] != (want)[i_]) \
+			{ \
+				snprintf(why, sizeof(why), "%s[%llu] = %llu, host %llu", (name), \
+						 (unsigned long long) i_, (unsigned long long) (got)[i_], \
+						 (unsigned long long) (want)[i_]); \
+				return why; \
+			} \
+	} while (0)
+
+static const char *
+tj_prepared_diff(const SjJaccardJoin *g, const SjJaccardJoin *h, int two_table)
+{
+	static char why[256];
+	SjJaccardPrepared x,
+				y;
+	uint32_t	gm,
+				hm;
+	const uint32_t *gminov,
+			   *gminsize,
+			   *gstart,
+			   *hminov,
+			   *hminsize,
+			   *hstart;
+	int			side;
+
+	sj_jaccard_prepared_view(g, &x);
+	sj_jaccard_prepared_view(h, &y);
+	if (x.nsets != y.nsets || x.universe != y.universe || x.maxsize != y.maxsize)
+	{
+		snprintf(why, sizeof(why), "nsets %u universe %u maxsize %u, host %u %u %u",
+				 x.nsets, x.universe, x.maxsize, y.nsets, y.universe, y.maxsize);
+		return why;
+	}
+	if (y.nsets > 0)
+	{
+		TJ_SAME("off", x.off, y.off, (uint64_t) y.nsets + 1);
+		TJ_SAME("len", x.len, y.len, y.nsets);
+		TJ_SAME("tok", x.tok, y.tok, y.off[y.nsets]);
+		for (side = 0; side < 2; side++)
+		{
+			if ((x.moff[side] == NULL) != (y.moff[side] == NULL) ||
+				(x.mem[side] == NULL) != (y.mem[side] == NULL) ||
+				(x.weight[side] == NULL) != (y.weight[side] == NULL) ||
+				(y.moff[side] == NULL) != (side == 1 && !two_table))
+			{
+				snprintf(why, sizeof(why), "side %d: member arrays present differ", side);
+				return why;
+			}
+			if (y.moff[side] == NULL)
+				continue;
+			TJ_SAME(side ? "weight[1]" : "weight[0]", x.weight[side], y.weight[side], y.nsets);
+			TJ_SAME(side ? "moff[1]" : "moff[0]", x.moff[side], y.moff[side],
+					(uint64_t) y.nsets + 1);
+			TJ_SAME(side ? "mem[1]" : "mem[0]", x.mem[side], y.mem[side],
+					y.moff[side][y.nsets]);
+		}
+	}
+	sj_jaccard_prepared_bounds(g, &gm, &gminov, &gminsize, &gstart);
+	sj_jaccard_prepared_bounds(h, &hm, &hminov, &hminsize, &hstart);
+	TJ_SAME("minov", gminov, hminov, 2 * (uint64_t) hm + 1);
+	TJ_SAME("minsize", gminsize, hminsize, (uint64_t) hm + 1);
+	TJ_SAME("size_start", gstart, hstart, (uint64_t) hm + 2);
+	return NULL;
+}
+
+/*
+ * Prepare on the host and through the GPU engine's preparation; the same
+ * status and message, and the same arrays.  want_device: 1 the device must
+ * have prepared, 0 the host must have (fallback), -1 either.
+ */
+static const char *
+tj_prepare_both(const TjSets *L, const TjSets *R, double t, SjJoinOptions o,
+				int want_device)
+{
+	static char why[512];
+	SjSets		l = tj_view(L),
+				r;
+	SjJaccardJoin *h = NULL,
+			   *g = NULL;
+	char		herr[SJ_ERRMSG_LEN] = "",
+				gerr[SJ_ERRMSG_LEN] = "";
+	int			dev = -1;
+	SjStatus	hs,
+				gs;
+	const char *err = NULL;
+
+	if (R)
+		r = tj_view(R);
+	hs = sj_jaccard_prepare(&l, R ? &r : NULL, t, &o, &h, herr);
+	gs = sjgpu_jaccard_test_prepare(&l, R ? &r : NULL, t, &o, &g, &dev, gerr);
+	if (hs != gs || (hs != SJ_OK && strcmp(herr, gerr) != 0))
+	{
+		snprintf(why, sizeof(why), "status %d (%.200s), host %d (%.200s)", gs, gerr, hs, herr);
+		err = why;
+	}
+	else if (hs == SJ_OK && want_device >= 0 && dev != want_device)
+	{
+		snprintf(why, sizeof(why), "prepared on the %s", dev ? "device" : "host");
+		err = why;
+	}
+	else if (hs == SJ_OK)
+		err = tj_prepared_diff(g, h, R != NULL);
+	sj_jaccard_cpu_end(h);
+	sj_jaccard_cpu_end(g);
+	return err;
+}
+
+/* Does an input pair have tokens (else the host prepares: nothing to do)? */
+static int
+tj_has_tokens(const TjSets *L, const TjSets *R)
+{
+	return L->off[L->n] > 0 || (R && R->off[R->n] > 0);
+}
+
+SJ_TEST(jaccard_gpu_prepare)
+{
+	static const double ts[] = {0.5, 0.7, 0.9, 1.0, 0.1};
+	TjRng		r = tj_rng(1414);
+	size_t		s;
+	const char *err;
+
+	if (!sj_test_gpu_usable() || !sjgpu_jaccard_test_prepare)
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+
+	/* every shape: self, two-table over identical, overlapping, disjoint universes */
+	for (s = 0; s < TJ_NSHAPES; s++)
+	{
+		TjShape		sh = tj_shapes[s];
+		TjSets		L,
+					R;
+		int			mode = (int) (s % 3);
+		uint32_t	dict = sh.universe * 2;
+		double		t = ts[s % 5];
+		SjJoinOptions o = tj_options(1 + (int) (s % 4), 0, 0);
+
+		tj_generate(&L, &sh, 0, dict, &r);
+		sh.n = sh.n / 2 + 3;
+		tj_generate(&R, &sh, mode == 0 ? 0 : mode == 1 ? sh.universe / 2 : sh.universe,
+					dict, &r);
+		if (mode == 0 && L.n > 3)
+		{
+			uint32_t	i;
+
+			for (i = 0; i < 3; i++)
+			{
+				uint32_t	src = tj_below(&r, L.n);
+
+				tj_add(&R, L.tok + L.off[src], (uint32_t) (L.off[src + 1] - L.off[src]));
+			}
+		}
+		err = tj_prepare_both(&L, NULL, t, o, tj_has_tokens(&L, NULL));
+		SJ_CHECK(err == NULL, "%s self: %s", sh.name, err);
+		err = tj_prepare_both(&L, &R, t, o, tj_has_tokens(&L, &R));
+		SJ_CHECK(err == NULL, "%s two-table (universes %s): %s", sh.name,
+				 mode == 0 ? "identical" : mode == 1 ? "overlapping" : "disjoint", err);
+		err = tj_prepare_both(&R, &L, t, o, tj_has_tokens(&R, &L));
+		SJ_CHECK(err == NULL, "%s two-table, sides swapped: %s", sh.name, err);
+		err = tj_prepare_both(&L, &L, t, o, tj_has_tokens(&L, &L));
+		SJ_CHECK(err == NULL, "%s joined with itself as two tables: %s", sh.name, err);
+
+		/* a device budget far too small: the host prepares, the same arrays */
+		o.gpu_memory_limit = (size_t) 64 << 10;
+		err = tj_prepare_both(&L, &R, t, o, 0);
+		SJ_CHECK(err == NULL, "%s, 64 KB device budget: %s", sh.name, err);
+		tj_free(&L);
+		tj_free(&R);
+	}
+
+	/* colliding grouping keys (see tj_collision_sets), also through the join */
+	{
+		TjSets		S,
+					L,
+					R;
+		double		t;
+
+		tj_collision_sets(&S, -1);
+		tj_collision_sets(&L, 0);
+		tj_collision_sets(&R, 1);
+		err = tj_prepare_both(&S, NULL, 0.5, tj_options(2, 0, 0), 1);
+		SJ_CHECK(err == NULL, "hash collision, self: %s", err);
+		err = tj_prepare_both(&L, &R, 0.5, tj_options(2, 0, 0), 1);
+		SJ_CHECK(err == NULL, "hash collision, two-table: %s", err);
+		for (t = 0.5; t <= 1.0; t += 0.5)
+		{
+			err = tj_gpu_vs_cpu(&S, NULL, t, tj_options(2, 0, 0), NULL);
+			SJ_CHECK(err == NULL, "hash collision, self join at %g: %s", t, err);
+			err = tj_gpu_vs_cpu(&L, &R, t, tj_options(2, 0, 0), NULL);
+			SJ_CHECK(err == NULL, "hash collision, two-table join at %g: %s", t, err);
+		}
+		tj_free(&S);
+		tj_free(&L);
+		tj_free(&R);
+	}
+
+	/* huge sets (segmented sort of long segments), many duplicates */
+	{
+		TjShape		sh = {"huge sets", 60, 1000, 5000, 50000, 1, 20, 20, 5, 0};
+		TjSets		L,
+					R;
+
+		tj_generate(&L, &sh, 0, sh.universe, &r);
+		sh.n = 30;
+		tj_generate(&R, &sh, 0, sh.universe, &r);
+		err = tj_prepare_both(&L, &R, 0.8, tj_options(4, 0, 0), 1);
+		SJ_CHECK(err == NULL, "huge sets: %s", err);
+		tj_free(&L);
+		tj_free(&R);
+	}
+
+	/* a larger Zipf input (the host's parallel counting), 4 threads */
+	{
+		TjShape		sh = {"zipf big", 120000, 1, 20, 20000, 1, 10, 20, 1, 0};
+		TjSets		L;
+
+		tj_generate(&L, &sh, 0, sh.universe, &r);
+		err = tj_prepare_both(&L, NULL, 0.75, tj_options(4, 0, 0), 1);
+		SJ_CHECK(err == NULL, "zipf big: %s", err);
+		tj_free(&L);
+	}
+
+	/* a sparse universe: the host's dictionary, the device's binary search */
+	{
+		TjShape		sh = tj_shapes[2];
+		TjSets		L;
+		uint64_t	k;
+
+		tj_generate(&L, &sh, 0, sh.universe, &r);
+		L.universe = 2000000000u;
+		for (k = 0; k < L.off[L.n]; k++)
+			L.tok[k] = L.tok[k] * 997u + 13u;
+		err = tj_prepare_both(&L, NULL, 0.6, tj_options(2, 0, 0), 1);
+		SJ_CHECK(err == NULL, "sparse universe: %s", err);
+		err = tj_prepare_both(&L, &L, 0.6, tj_options(2, 0, 0), 1);
+		SJ_CHECK(err == NULL, "sparse universe, two-table: %s", err);
+		tj_free(&L);
+	}
+
+	/* degenerate inputs: n = 0 on either side, only empty sets, one set */
+	{
+		TjSets		none,
+					one,
+					empties,
+					two;
+		uint32_t	t3[] = {1, 5, 9};
+		const TjSets *cases[][2] = {
+			{&none, NULL}, {&one, NULL}, {&empties, NULL}, {&none, &one},
+			{&one, &none}, {&one, &one}, {&empties, &empties}, {&two, &one},
+			{&empties, &two}, {&two, &empties},
+		};
+		size_t		c;
+
+		tj_init(&none, 10);
+		tj_init(&one, 10);
+		tj_add(&one, t3, 3);
+		tj_init(&empties, 10);
+		tj_add(&empties, t3, 0);
+		tj_add(&empties, t3, 0);
+		tj_init(&two, 12);
+		tj_add(&two, t3, 0);
+		tj_add(&two, t3, 3);
+		tj_add(&two, t3, 3);
+		for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		{
+			err = tj_prepare_both(cases[c][0], cases[c][1], 0.5, tj_options(1, 0, 0),
+								  tj_has_tokens(cases[c][0], cases[c][1]));
+			SJ_CHECK(err == NULL, "degenerate case %zu: %s", c, err);
+		}
+		tj_free(&none);
+		tj_free(&one);
+		tj_free(&empties);
+		tj_free(&two);
+	}
+
+	/* invalid inputs: the host's status and message */
+	{
+		uint64_t	off[] = {0, 2, 4};
+		uint64_t	bad_off[] = {0, 3, 2};
+		uint32_t	bad_order[] = {3, 1, 2, 5};
+		uint32_t	ok[] = {1, 3, 2, 5};
+		TjSets		good,
+					b,
+					small,
+					dec;
+
+		memset(&good, 0, sizeof(good));
+		good.n = 2;
+		good.universe = 10;
+		good.off = off;
+		good.tok = ok;
+		b = good;
+		b.tok = bad_order;
+		small = good;
+		small.universe = 4;
+		dec = good;
+		dec.off = bad_off;
+		err = tj_prepare_both(&good, NULL, 0.0, tj_options(1, 0, 0), -1);
+		SJ_CHECK(err == NULL, "threshold 0: %s", err);
+		err = tj_prepare_both(&b, NULL, 0.5, tj_options(1, 0, 0), -1);
+		SJ_CHECK(err == NULL, "unsorted tokens: %s", err);
+		err = tj_prepare_both(&good, &small, 0.5, tj_options(2, 0, 0), -1);
+		SJ_CHECK(err == NULL, "token beyond the universe: %s", err);
+		err = tj_prepare_both(&dec, &good, 0.5, tj_options(1, 0, 0), -1);
+		SJ_CHECK(err == NULL, "decreasing offsets: %s", err);
+	}
 }
 
 /* ----------------------------------------------------------------------

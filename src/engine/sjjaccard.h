@@ -1,0 +1,101 @@
+/*
+ * sjjaccard.h
+ *		The prepared form of a jaccard_join, shared by the CPU engine
+ *		(src/engine/jaccard_cpu.c), the GPU preparation (cuda/jaccard_prep.cu)
+ *		and the engine tests.  Not part of the adapter's boundary.
+ *
+ * A preparation turns the two inputs into distinct sets (identical sets
+ * grouped) in size order, tokens renumbered by ascending frequency and
+ * sorted, with member lists per side; see the header of jaccard_cpu.c for
+ * every rule.  The host computes it with sj_jaccard_prepare(); the GPU
+ * engine computes the same arrays on the device and hands them over with
+ * sj_jaccard_prepare_checked(), which then derives the bounds on the host
+ * exactly as for a host preparation.  Plain C, no PostgreSQL or CUDA types.
+ */
+#ifndef SJJACCARD_H
+#define SJJACCARD_H
+
+#include "sjengine.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/*
+ * The arrays of a preparation.  Every array is malloc'd.  Side 1 (right)
+ * arrays are NULL for a self-join.  len and weight have one spare entry
+ * (nsets + 1 allocated; weight[s][nsets] is 0), as the host allocates them.
+ */
+typedef struct SjJaccardPrepared
+{
+	uint32_t	nsets;			/* distinct sets */
+	uint32_t	universe;		/* renumbered token ids are < universe */
+	uint32_t	maxsize;		/* len[nsets - 1], or 0 */
+	uint64_t   *off;			/* nsets + 1: CSR offsets into tok */
+	uint32_t   *tok;			/* off[nsets] tokens */
+	uint32_t   *len;			/* nsets */
+	uint64_t   *moff[2];		/* nsets + 1: CSR offsets into mem[side] */
+	uint32_t   *mem[2];			/* input indices of the members, per side */
+	uint32_t   *weight[2];		/* nsets: members per side */
+	double		prep_ms;		/* time spent producing it (build_ms) */
+} SjJaccardPrepared;
+
+/*
+ * Prepare on the host without a CPU index: the distinct sets, members and
+ * bounds, for an engine that probes on its own (jaccard_cpu.c).
+ */
+extern SjStatus sj_jaccard_prepare(const SjSets *left, const SjSets *right,
+								   double threshold,
+								   const SjJoinOptions *options,
+								   SjJaccardJoin **join, char *errmsg);
+
+/* Argument and input checks of a preparation (the CPU engine's messages). */
+extern SjStatus sj_jaccard_check(const SjSets *left, const SjSets *right,
+								 double threshold, const SjJoinOptions *options,
+								 char *errmsg);
+
+/*
+ * sj_jaccard_prepare for inputs that passed sj_jaccard_check: with adopt
+ * NULL the host prepares; otherwise the handle takes over adopt's arrays
+ * (always, also on failure: adopt is left empty) and derives the bounds.
+ */
+extern SjStatus sj_jaccard_prepare_checked(const SjSets *left,
+										   const SjSets *right,
+										   double threshold,
+										   const SjJoinOptions *options,
+										   SjJaccardPrepared *adopt,
+										   SjJaccardJoin **join, char *errmsg);
+
+/* Free a preparation's arrays and zero it (NULL is a no-op). */
+extern void sj_jaccard_prepared_free(SjJaccardPrepared *p);
+
+/* A view of a handle's prepared arrays (owned by the handle; for tests). */
+extern void sj_jaccard_prepared_view(const SjJaccardJoin *j,
+									 SjJaccardPrepared *view);
+
+/*
+ * The exact bounds: minov (2 * maxsize + 1 entries, by the sum of the two
+ * lengths), minsize (maxsize + 1, by length) and size_start (maxsize + 2).
+ */
+extern void sj_jaccard_prepared_bounds(const SjJaccardJoin *j,
+									   uint32_t *maxsize,
+									   const uint32_t **minov,
+									   const uint32_t **minsize,
+									   const uint32_t **size_start);
+
+/*
+ * The GPU engine's preparation (cuda/jaccard_prep.cu; GPU builds only):
+ * sj_jaccard_prepare's result, computed on the device when it fits in
+ * options->gpu_memory_limit, else on the host.
+ */
+extern SjStatus sjgpu_jaccard_prepare(const SjSets *left, const SjSets *right,
+									  double threshold,
+									  const SjJoinOptions *options,
+									  SjJaccardJoin **join, char *errmsg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* SJJACCARD_H */

@@ -27,10 +27,23 @@
  *									   comparisons of ranks are exactly the
  *									   comparisons of the values.
  *
- * Arithmetic is supported on integer, float, date and timestamp values
- * (timestamp +/- interval constants without months, and without days for
- * timestamptz, whose days depend on the time zone); text and numeric can
- * only be compared.
+ * Arithmetic is supported on integer, float, date and timestamp values;
+ * text and numeric can only be compared.  Timestamp +/- an interval constant
+ * that is a fixed number of microseconds runs in the engines as int64
+ * arithmetic.  Intervals that are not (months or years; days on
+ * timestamptz, which depend on the session's TimeZone; any interval added
+ * to a date) are handled as derived columns: a date/timestamp[tz] column of
+ * one side with its chain of constant intervals (and date->timestamp casts,
+ * SJ_DERIVE_MAX_STEPS steps) is one column of that side (SjThetaDerive),
+ * computed by PostgreSQL's own functions (timestamp_pl_interval, ...) as
+ * each row is read, so the engines see an ordinary int64 column and the
+ * result is exactly PostgreSQL's: a band of months stays a range join.  The
+ * derivation travels with the column everywhere a side is built: the serial
+ * scan, parallel workers (SjPartSpec.derive, filled by SjThetaPartDescribe;
+ * workers inherit the TimeZone) and the custom scan.  A row whose result is
+ * out of range is kept with its input and flagged (nulls = 2); once both
+ * sides are read, SjThetaDerivedErrors raises PostgreSQL's error for it by
+ * computing it again, unless the other side is empty.
  */
 #include "postgres.h"
 

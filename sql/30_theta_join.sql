@@ -110,7 +110,7 @@ SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'lower(l.t) = r.
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'CASE WHEN l.b THEN 1 ELSE 0 END = r.i4')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'coalesce(l.i4, 0) = r.i4')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.n + 1 > r.n')$$);
-SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.ts > r.ts + interval ''1 month''')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.ts > r.ts + l.i4 * interval ''1 month''')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.b IS TRUE')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 IS DISTINCT FROM r.i4')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l = r')$$);
@@ -193,3 +193,112 @@ CREATE TABLE te (id int, i4 int);
 SELECT theta_join_count('te', 'id', 'tr', 'id', 'l.i4 = r.i4'), theta_join_count('tl', 'id', 'te', 'id', 'true');
 CREATE TABLE tk AS SELECT i AS id, 1 AS k FROM generate_series(1, 2000) i;
 SELECT theta_join_count('tk', 'id', 'tk', 'id', 'l.k = r.k'), (SELECT count(*) FROM theta_join('tk', 'id', 'tk', 'id', 'l.k = r.k'));
+
+-- calendar intervals: months, years, and days on timestamptz are computed by
+-- PostgreSQL's own functions as the rows are read (derived columns), in the
+-- session's TimeZone, across daylight saving changes
+SET TimeZone = 'Europe/Berlin';
+CREATE TABLE tml (id int, d date, ts timestamp, tz timestamptz);
+CREATE TABLE tmr (LIKE tml);
+INSERT INTO tml SELECT i, date '2023-12-20' + (i * 7) % 500,
+    timestamp '2023-12-20' + (i * 7) % 500 * interval '1 day' + (i * 37) % 1440 * interval '1 minute',
+    timestamptz '2024-03-25 00:00' + (i * 5) % 240 * interval '1 hour'
+FROM generate_series(1, 300) i;
+-- month ends, leap days and daylight saving changes, and their images
+INSERT INTO tml (id, d, ts, tz) VALUES
+    (401, '2024-01-31', '2024-01-31 10:00', '2024-03-30 02:30'),
+    (402, '2024-02-29', '2024-02-29 23:59:59', '2024-03-31 01:30'),
+    (403, '2024-03-31', '2024-03-31 00:00', '2024-03-31 03:30'),
+    (404, '2023-02-28', '2023-02-28 12:00', '2024-10-26 02:30'),
+    (405, '2023-01-31', '2023-01-31 12:00', '2024-10-27 02:30+02'),
+    (406, '2024-04-30', '2024-04-30 10:00', '2024-10-27 02:30+01'),
+    (407, '2000-02-29', '2000-02-29 00:00', '2024-10-28 02:30'),
+    (408, '2025-02-28', '2025-02-28 00:00', '2024-04-30 03:30'),
+    (409, NULL, NULL, NULL);
+INSERT INTO tmr SELECT id + 1000, d + (id % 3 - 1) * 31, ts + (id % 5 - 2) * interval '1 mon',
+    tz + (id % 3) * interval '1 day'
+FROM tml;
+INSERT INTO tmr (id, d, ts, tz) VALUES
+    (2001, '2023-12-31', '2023-12-31 10:00', '2024-03-29 02:30'),
+    (2002, '2024-01-29', '2024-01-29 23:59:59', '2024-03-30 01:30'),
+    (2003, '2024-02-29', '2024-02-29 00:00', '2024-02-29 03:30'),
+    (2004, '2024-03-31', '2024-03-31 10:00', '2024-10-26 02:30+02'),
+    (2005, '2022-12-31', '2022-12-31 12:00', '2024-09-30 02:30'),
+    (2006, '1999-02-28', '1999-02-28 00:00', '2024-10-27 02:30+01'),
+    (2007, NULL, '2024-01-31 10:00', NULL);
+
+-- sj_month_check(cond): theta_join, theta_join_count and the plain SQL join
+-- (which the custom scan may take) against PostgreSQL's own join
+CREATE FUNCTION sj_month_check(cond text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE n bigint; c bigint; d1 bigint; d2 bigint; d3 bigint; d4 bigint;
+BEGIN
+    PERFORM set_config('simjoin.enable_customscan', 'off', true);
+    EXECUTE format('CREATE TEMP TABLE th_o AS SELECT l.id::bigint AS left_id, r.id::bigint AS right_id FROM tml l JOIN tmr r ON %s', cond);
+    PERFORM set_config('simjoin.enable_customscan', 'on', true);
+    EXECUTE format('CREATE TEMP TABLE th_s AS SELECT l.id::bigint AS left_id, r.id::bigint AS right_id FROM tml l JOIN tmr r ON %s', cond);
+    CREATE TEMP TABLE th_j AS SELECT * FROM theta_join('tml', 'id', 'tmr', 'id', cond);
+    SELECT count(*) INTO n FROM th_o;
+    c := theta_join_count('tml', 'id', 'tmr', 'id', cond);
+    SELECT count(*) INTO d1 FROM (SELECT * FROM th_j EXCEPT ALL SELECT * FROM th_o) x;
+    SELECT count(*) INTO d2 FROM (SELECT * FROM th_o EXCEPT ALL SELECT * FROM th_j) x;
+    SELECT count(*) INTO d3 FROM (SELECT * FROM th_s EXCEPT ALL SELECT * FROM th_o) x;
+    SELECT count(*) INTO d4 FROM (SELECT * FROM th_o EXCEPT ALL SELECT * FROM th_s) x;
+    DROP TABLE th_o, th_j, th_s;
+    IF d1 = 0 AND d2 = 0 AND d3 = 0 AND d4 = 0 AND c = n THEN
+        RETURN 'ok: ' || n || ' pairs';
+    END IF;
+    RETURN format('MISMATCH: sql %s, theta extra %s, missing %s, count %s, plain sql extra %s, missing %s',
+                  n, d1, d2, c, d3, d4);
+END $$;
+
+SELECT sj_month_check('l.ts BETWEEN r.ts - interval ''1 month'' AND r.ts + interval ''1 month''');
+SELECT sj_month_check('l.ts = r.ts + interval ''1 month''');
+SELECT sj_month_check('l.ts = r.ts - interval ''1 month''');
+SELECT sj_month_check('r.ts + interval ''1 mon'' = l.ts + interval ''1 mon''');
+SELECT sj_month_check('l.ts > r.ts + interval ''1 year''');
+SELECT sj_month_check('l.ts <= r.ts - interval ''1 mon 2 days 3 hours''');
+SELECT sj_month_check('l.ts < r.ts + interval ''1 month'' - interval ''2 hours''');
+SELECT sj_month_check('l.ts + interval ''-2 years 1 mon'' < r.ts');
+SELECT sj_month_check('l.d::timestamp = r.d + interval ''1 month''');
+SELECT sj_month_check('l.d::timestamp = r.d - interval ''1 month''');
+SELECT sj_month_check('l.ts >= r.d + interval ''1 day'' AND l.ts < r.d + interval ''1 mon''');
+SELECT sj_month_check('l.tz > r.tz + interval ''1 day''');
+SELECT sj_month_check('l.tz = r.tz + interval ''1 day''');
+SELECT sj_month_check('l.tz BETWEEN r.tz + interval ''1 day'' AND r.tz + interval ''2 days 1 hour''');
+SELECT sj_month_check('l.tz >= r.tz + interval ''1 mon'' AND l.tz < r.tz + interval ''1 mon 1 day''');
+SELECT sj_month_check('l.tz - interval ''1 day'' < r.tz - interval ''3 hours''');
+SELECT sj_month_check('l.ts > r.ts + interval ''1 month'' OR l.tz = r.tz - interval ''1 day''');
+SELECT sj_month_check('l.ts > r.ts + interval ''1 month'' AND l.ts < r.ts + interval ''40 days''');
+SELECT sj_month_check('(l.ts + interval ''1 mon'') IS NULL AND r.ts IS NOT NULL');
+-- the same conditions in another time zone give PostgreSQL's answers there
+SET TimeZone = 'America/New_York';
+SELECT sj_month_check('l.tz > r.tz + interval ''1 day''');
+SELECT sj_month_check('l.tz >= r.tz + interval ''1 mon'' AND l.tz < r.tz + interval ''1 mon 1 day''');
+SET TimeZone = 'Europe/Berlin';
+-- a band of months is still a range join over two derived bounds
+SELECT theta_join_count('tml', 'id', 'tmr', 'id', 'l.ts BETWEEN r.ts - interval ''1 month'' AND r.ts + interval ''1 month''') > 0 AS ran;
+SELECT strategy LIKE '%range%' AS range FROM simjoin_last_stats();
+SELECT theta_join_count('tml', 'id', 'tmr', 'id', 'l.tz = r.tz + interval ''1 day''') > 0 AS ran;
+SELECT strategy LIKE '%hash%' AS hash FROM simjoin_last_stats();
+-- infinite values stay infinite, as in PostgreSQL
+CREATE TABLE tmi (id int, ts timestamp, d date);
+INSERT INTO tmi VALUES (1, 'infinity', 'infinity'), (2, '2024-01-31', '2024-01-31'),
+                       (3, '-infinity', '-infinity'), (4, NULL, NULL);
+SELECT theta_join_count('tmi', 'id', 'tmi', 'id', 'l.ts >= r.ts + interval ''1 month''')
+     = (SELECT count(*) FROM tmi l JOIN tmi r ON l.ts >= r.ts + interval '1 month') AS infinity_months;
+SELECT theta_join_count('tmi', 'id', 'tmi', 'id', 'l.ts = r.d - interval ''1 month''')
+     = (SELECT count(*) FROM tmi l JOIN tmi r ON l.ts = r.d - interval '1 month') AS infinity_dates;
+-- results out of range are PostgreSQL's errors, when the other side has rows
+INSERT INTO tmi VALUES (5, '294276-12-20', '5874000-01-01');
+SELECT sj_err($$SELECT count(*) FROM tmi l JOIN tmi r ON l.ts > r.ts + interval '1 month'$$);
+SELECT sj_err($$SELECT theta_join_count('tmi', 'id', 'tmi', 'id', 'l.ts > r.ts + interval ''1 month''')$$);
+SELECT sj_err($$SELECT count(*) FROM theta_join('tmi', 'id', 'tmi', 'id', 'l.ts > r.ts + interval ''1 month''')$$);
+SELECT sj_err($$SELECT count(*) FROM tmi l JOIN tmi r ON l.ts < r.d + interval '1 month'$$);
+SELECT sj_err($$SELECT theta_join_count('tmi', 'id', 'tmi', 'id', 'l.ts < r.d + interval ''1 month''')$$);
+CREATE TABLE tme (LIKE tmi);
+SELECT theta_join_count('tme', 'id', 'tmi', 'id', 'l.ts > r.ts + interval ''1 month''') AS empty_other_side,
+       (SELECT count(*) FROM tme l JOIN tmi r ON l.ts > r.ts + interval '1 month') AS sql;
+-- still refused: more interval steps than a derived column holds
+SELECT sj_err($$SELECT theta_join_count('tml', 'id', 'tmr', 'id', 'l.ts > r.ts + interval ''1 mon'' + interval ''1 mon'' + interval ''1 mon'' + interval ''1 mon'' + interval ''1 mon''')$$);
+SELECT sj_err($$SELECT theta_join_count('tml', 'id', 'tmr', 'id', 'l.tz > r.tz + l.id * interval ''1 day''')$$);
+RESET TimeZone;

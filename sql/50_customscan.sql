@@ -191,6 +191,9 @@ SELECT cs_check('SELECT count(*), sum(a.id - b.id) FROM cs_a a JOIN cs_b b ON a.
 SELECT cs_check('SELECT count(*) FROM cs_a a JOIN cs_b b ON a.f >= b.f');
 SELECT cs_check('SELECT a.id, b.id FROM cs_a a JOIN cs_b b ON a.k = b.k OR a.f < b.f - 99');
 SELECT cs_check('SELECT a.id, b.id FROM cs_a a JOIN cs_b b ON a.ts BETWEEN b.ts - interval ''3 minutes'' AND b.ts + interval ''3 minutes''');
+-- calendar months: the bounds are derived columns computed by PostgreSQL
+SELECT cs_check('SELECT a.id, b.id FROM cs_a a JOIN cs_b b ON a.ts BETWEEN b.ts - interval ''1 mon'' + interval ''31 days'' - interval ''3 minutes'' AND b.ts + interval ''1 month'' - interval ''31 days 3 minutes''');
+SELECT cs_check('SELECT count(*), sum(a.id - b.id) FROM cs_a a JOIN cs_b b ON a.ts > b.ts + interval ''1 mon'' - interval ''31 days 5 hours''');
 SELECT cs_check('SELECT count(*), sum(a.id + b.id) FROM cs_a a JOIN cs_b b ON a.d = b.d AND a.b = b.b');
 SELECT cs_check('SELECT count(*), sum(a.id + b.id) FROM cs_a a JOIN cs_b b ON a.n >= b.n AND a.grp = b.grp');
 SELECT cs_check('SELECT count(*), sum(a.id + b.id) FROM cs_a a JOIN cs_b b ON a.c < b.c COLLATE "C" AND a.k8 < b.k8');

@@ -121,6 +121,29 @@ RESET max_parallel_workers_per_gather;
 RESET min_parallel_table_scan_size;
 DROP TABLE ps_v, ps_s, ps_tiny;
 
+-- calendar intervals: workers compute the derived columns as the leader
+-- would, in the session's TimeZone, and report values out of range
+SET TimeZone = 'Europe/Berlin';
+CREATE TABLE ps_t AS
+SELECT i AS id, timestamp '2024-01-01' + i * interval '37 minutes' AS ts,
+       timestamptz '2024-03-01' + i * interval '7 minutes' AS tz,
+       NULL::timestamp AS x
+FROM generate_series(1, 20000) i;
+UPDATE ps_t SET ts = NULL WHERE id % 101 = 0;
+UPDATE ps_t SET x = '294276-12-20' WHERE id = 19000;
+VACUUM ANALYZE ps_t;
+SELECT ps_run($$SELECT theta_join_count('ps_t', 'id', 'ps_t', 'id', 'l.ts BETWEEN r.ts + interval ''1 month'' AND r.ts + interval ''1 month 1 hour''')$$);
+SELECT ps_run($$SELECT theta_join_count('ps_t', 'id', 'ps_t', 'id', 'l.tz BETWEEN r.tz + interval ''1 day'' AND r.tz + interval ''1 day 10 minutes''')$$);
+SELECT ps_run($$SELECT count(*) FROM ps_t l JOIN ps_t r ON l.ts BETWEEN r.ts + interval '1 month' AND r.ts + interval '1 month 1 hour'$$);
+SET max_parallel_workers_per_gather = 2;
+SET min_parallel_table_scan_size = 0;
+SELECT sj_err($$SELECT theta_join_count('ps_t', 'id', 'ps_t', 'id', 'l.ts > r.x + interval ''1 month''')$$);
+SELECT sj_err($$SELECT count(*) FROM ps_t l JOIN ps_t r ON l.ts > r.x + interval '1 month'$$);
+RESET max_parallel_workers_per_gather;
+RESET min_parallel_table_scan_size;
+RESET TimeZone;
+DROP TABLE ps_t;
+
 -- the planner's partial path: the outer input split across parallel
 -- workers under Gather, each joining its share; results as PostgreSQL's
 CREATE TABLE pp_a AS SELECT i AS id, ARRAY[(i % 97)::float8, (i % 89)::float8] AS v, i % 50 AS k FROM generate_series(1, 30000) i;

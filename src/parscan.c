@@ -110,6 +110,7 @@ typedef struct SjScanJob
 /* One kind's side: how a participant builds and serializes it. */
 typedef struct SjPartOps
 {
+	void		(*describe) (void *side, SjPartSpec *spec);	/* or NULL */
 	void	   *(*begin) (const SjPartSpec *spec);
 	SjRowFn		row;
 	Size		(*size) (void *side);
@@ -117,9 +118,9 @@ typedef struct SjPartOps
 } SjPartOps;
 
 static const SjPartOps sj_part_ops[] = {
-	[SJ_PART_EPS] = {SjEpsPartBegin, SjEpsRow, SjEpsPartSize, SjEpsPartWrite},
-	[SJ_PART_SETS] = {SjSetPartBegin, SjSetRow, SjSetPartSize, SjSetPartWrite},
-	[SJ_PART_THETA] = {SjThetaPartBegin, SjThetaPartRow, SjThetaPartSize, SjThetaPartWrite},
+	[SJ_PART_EPS] = {NULL, SjEpsPartBegin, SjEpsRow, SjEpsPartSize, SjEpsPartWrite},
+	[SJ_PART_SETS] = {NULL, SjSetPartBegin, SjSetRow, SjSetPartSize, SjSetPartWrite},
+	[SJ_PART_THETA] = {SjThetaPartDescribe, SjThetaPartBegin, SjThetaPartRow, SjThetaPartSize, SjThetaPartWrite},
 };
 
 /* Tuples ahead of the current one whose headers a heap scan prefetches. */
@@ -644,12 +645,13 @@ SjPartsRelease(SjParts *parts)
 
 /*
  * A side's description for the workers: the columns to read with their
- * types (the key first; keyname, when not NULL, names it in errors).
+ * types (the key first; keyname, when not NULL, names it in errors), and
+ * what the kind adds from the leader's side.
  */
 static void
 SjPartSpecFill(SjPartSpec *spec, SjPartKind kind, Oid relid, int ncols,
 			   const AttrNumber *attnums, const Oid *typids,
-			   const char *keyname, const char *what)
+			   const char *keyname, const char *what, void *side)
 {
 	memset(spec, 0, sizeof(*spec));
 	spec->kind = kind;
@@ -660,6 +662,8 @@ SjPartSpecFill(SjPartSpec *spec, SjPartKind kind, Oid relid, int ncols,
 	if (keyname)
 		namestrcpy(&spec->keyname, keyname);
 	strlcpy(spec->what, what, sizeof(spec->what));
+	if (sj_part_ops[kind].describe)
+		sj_part_ops[kind].describe(side, spec);
 }
 
 /*
@@ -687,7 +691,7 @@ SjTableJob(Relation rel, int ncols, const SjColumn *cols, SjPartKind kind,
 	memset(job, 0, sizeof(*job));
 	job->rel = rel;
 	SjPartSpecFill(&job->spec, kind, RelationGetRelid(rel), ncols, attnums, typids,
-				   cols[0].name, what);
+				   cols[0].name, what, side);
 	job->side = side;
 	return true;
 }
@@ -824,7 +828,7 @@ SjChildJob(PlanState *child, SjPartKind kind, int ncols, const int *positions,
 	memset(job, 0, sizeof(*job));
 	job->rel = rel;
 	SjPartSpecFill(&job->spec, kind, RelationGetRelid(rel), ncols, attnums, typids,
-				   NULL, what);
+				   NULL, what, side);
 	job->quals = plan->qual;
 	job->side = side;
 	job->instrument = child->instrument;

@@ -159,10 +159,29 @@ typedef enum SjPartKind
 
 #define SJ_PART_MAX_COLS	65	/* a key and a theta side's columns */
 
+#define SJ_DERIVE_MAX_STEPS	4	/* interval steps of a derived column */
+
+/*
+ * A theta column derived from a scanned date or timestamp[tz] value by
+ * PostgreSQL's own functions: value = steps[nsteps-1](...steps[0](source,
+ * interval 0)..., interval nsteps-1), each step one of date_pl_interval,
+ * date_mi_interval, timestamp[tz]_pl_interval, timestamp[tz]_mi_interval
+ * with a constant interval (theta_join.c).  nsteps == 0: a plain column.
+ */
+typedef struct SjThetaDerive
+{
+	int			nsteps;
+	Oid			restype;		/* timestamp or timestamptz */
+	Oid			fn[SJ_DERIVE_MAX_STEPS];
+	int64		time[SJ_DERIVE_MAX_STEPS];	/* the intervals, by field */
+	int32		day[SJ_DERIVE_MAX_STEPS];
+	int32		month[SJ_DERIVE_MAX_STEPS];
+} SjThetaDerive;
+
 /*
  * A side to build, as parallel workers see it: the columns to read (the
- * key first; attnum 0 gives row numbers instead) and what errors call the
- * values.
+ * key first; attnum 0 gives row numbers instead), how theta columns are
+ * derived from them, and what errors call the values.
  */
 typedef struct SjPartSpec
 {
@@ -171,6 +190,7 @@ typedef struct SjPartSpec
 	int			ncols;
 	AttrNumber	attnums[SJ_PART_MAX_COLS];
 	Oid			typids[SJ_PART_MAX_COLS];
+	SjThetaDerive derive[SJ_PART_MAX_COLS];
 	NameData	keyname;
 	char		what[NAMEDATALEN * 2 + 32];
 } SjPartSpec;
@@ -368,6 +388,7 @@ extern void SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec,
 extern void *SjThetaPreparedSide(SjThetaPrepared *tp, int side, int *ncols,
 								 int *positions, Oid *typids);
 extern void SjThetaSideAddParts(void *side, const SjParts *parts);
+extern void SjThetaPartDescribe(void *side, SjPartSpec *spec);
 extern void *SjThetaPartBegin(const SjPartSpec *spec);
 extern void SjThetaPartRow(void *arg, Datum *values, bool *isnull);
 extern Size SjThetaPartSize(void *side);

@@ -27,10 +27,23 @@
  *									   comparisons of ranks are exactly the
  *									   comparisons of the values.
  *
- * Arithmetic is supported on integer, float, date and timestamp values
- * (timestamp +/- interval constants without months, and without days for
- * timestamptz, whose days depend on the time zone); text and numeric can
- * only be compared.
+ * Arithmetic is supported on integer, float, date and timestamp values;
+ * text and numeric can only be compared.  Timestamp +/- an interval constant
+ * that is a fixed number of microseconds runs in the engines as int64
+ * arithmetic.  Intervals that are not (months or years; days on
+ * timestamptz, which depend on the session's TimeZone; any interval added
+ * to a date) are handled as derived columns: a date/timestamp[tz] column of
+ * one side with its chain of constant intervals (and date->timestamp casts,
+ * SJ_DERIVE_MAX_STEPS steps) is one column of that side (SjThetaDerive),
+ * computed by PostgreSQL's own functions (timestamp_pl_interval, ...) as
+ * each row is read, so the engines see an ordinary int64 column and the
+ * result is exactly PostgreSQL's: a band of months stays a range join.  The
+ * derivation travels with the column everywhere a side is built: the serial
+ * scan, parallel workers (SjPartSpec.derive, filled by SjThetaPartDescribe;
+ * workers inherit the TimeZone) and the custom scan.  A row whose result is
+ * out of range is kept with its input and flagged (nulls = 2); once both
+ * sides are read, SjThetaDerivedErrors raises PostgreSQL's error for it by
+ * computing it again, unless the other side is empty.
  */
 #include "postgres.h"
 
@@ -75,18 +88,29 @@ typedef enum SjThetaKind
 	SJ_KIND_NUMERIC				/* ranked */
 } SjThetaKind;
 
-/* A column the condition reads. */
+/*
+ * A column the condition reads: a column of the relation, or a value derived
+ * from one by PostgreSQL's date/time functions (derive.nsteps > 0).
+ */
 typedef struct SjThetaCol
 {
-	AttrNumber	attnum;
-	Oid			typid;
+	AttrNumber	attnum;			/* the column read */
+	Oid			typid;			/* its type */
+	Oid			valtype;		/* the type of the values: typid, or the
+								 * derivation's result type */
 	SjThetaKind kind;
+	SjThetaDerive derive;
+	PGFunction	derive_fn[SJ_DERIVE_MAX_STEPS];
 	int64	   *ivals;			/* SJ_KIND_I64 and ranked kinds */
 	double	   *fvals;			/* SJ_KIND_F64 */
 	Datum	   *dvals;			/* ranked kinds, before ranking */
-	uint8	   *nulls;
+	uint8	   *nulls;			/* 1: NULL; 2: the derivation failed
+								 * (ivals holds the value read) */
 	bool		any_null;
+	bool		any_error;		/* some nulls[i] == 2 */
 } SjThetaCol;
+
+#define SJ_DERIVE_FAILED	2	/* nulls[i] of a failed derivation */
 
 /* One side of the join. */
 typedef struct SjThetaSide
@@ -205,6 +229,7 @@ static const SjFnMap sj_fn_map[] = {
 	{F_TIMESTAMPTZ_PL_INTERVAL, SJ_OP_ADD_I, 64, 't'},
 	{F_TIMESTAMPTZ_MI_INTERVAL, SJ_OP_SUB_I, 64, 't'},
 	{F_TIMESTAMP_DATE, SJ_OP_MUL_I, 64, 't'},
+	{F_DATE_PL_INTERVAL, 0, 0, 't'}, {F_DATE_MI_INTERVAL, 0, 0, 't'},
 };
 
 /* Refuse a construct, naming it. */
@@ -321,14 +346,25 @@ SjTypeVal(Oid typid)
 	}
 }
 
-/* Index of a column in a side's registry, adding it when new. */
+/*
+ * Index of a column in a side's registry, adding it when new: column attnum
+ * of type typid, derived as derive says (NULL: read as it is).
+ */
 static int
-SjSideColumn(SjThetaSide *side, AttrNumber attnum, Oid typid)
+SjSideColumn(SjThetaSide *side, AttrNumber attnum, Oid typid,
+			 const SjThetaDerive *derive)
 {
+	SjThetaDerive plain;
 	int			i;
 
+	if (derive == NULL)
+	{
+		memset(&plain, 0, sizeof(plain));
+		derive = &plain;
+	}
 	for (i = 0; i < side->ncols; i++)
-		if (side->cols[i].attnum == attnum)
+		if (side->cols[i].attnum == attnum &&
+			memcmp(&side->cols[i].derive, derive, sizeof(SjThetaDerive)) == 0)
 			return i;
 	if (side->ncols >= SJ_THETA_MAX_COLS)
 		ereport(ERROR,
@@ -338,6 +374,8 @@ SjSideColumn(SjThetaSide *side, AttrNumber attnum, Oid typid)
 	memset(&side->cols[side->ncols], 0, sizeof(SjThetaCol));
 	side->cols[side->ncols].attnum = attnum;
 	side->cols[side->ncols].typid = typid;
+	side->cols[side->ncols].derive = *derive;
+	side->cols[side->ncols].valtype = derive->nsteps > 0 ? derive->restype : typid;
 	side->cols[side->ncols].kind = SjTypeKind(typid);
 	return side->ncols++;
 }
@@ -404,6 +442,163 @@ SjIntervalMicros(Node *node, bool tz)
 	if (tz && iv->day != 0)
 		SjThetaRefuse("intervals with days added to timestamp with time zone");
 	return iv->time + (int64) iv->day * USECS_PER_DAY;
+}
+
+/* The function and arguments of an operator or function call, or false. */
+static bool
+SjCallParts(Node *node, Oid *fn, List **args)
+{
+	if (IsA(node, OpExpr))
+	{
+		set_opfuncid((OpExpr *) node);
+		*fn = ((OpExpr *) node)->opfuncid;
+		*args = ((OpExpr *) node)->args;
+		return true;
+	}
+	if (IsA(node, FuncExpr))
+	{
+		*fn = ((FuncExpr *) node)->funcid;
+		*args = ((FuncExpr *) node)->args;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Describe node as a derived column into d: a date, timestamp or
+ * timestamptz column of one side, cast from date to timestamp or with
+ * constant intervals added or subtracted, SJ_DERIVE_MAX_STEPS steps at
+ * most.  Returns the column, or NULL where node is not of that form.  Sets
+ * *needed where a step is no fixed offset the engines could add: months,
+ * days on timestamptz (which depend on the time zone), or a date plus an
+ * interval.
+ */
+static Var *
+SjDeriveChain(Node *node, SjThetaDerive *d, bool *needed)
+{
+	Oid			fn;
+	List	   *args;
+	Var		   *v;
+	Const	   *k = NULL;
+	int			j;
+
+	if (IsA(node, Var))
+	{
+		v = (Var *) node;
+		if (v->varlevelsup != 0 || v->varno < 1 || v->varno > 2 || v->varattno <= 0 ||
+			(v->vartype != DATEOID && v->vartype != TIMESTAMPOID &&
+			 v->vartype != TIMESTAMPTZOID))
+			return NULL;
+		return v;
+	}
+	if (!SjCallParts(node, &fn, &args))
+		return NULL;
+	if (fn == F_DATE_PL_INTERVAL || fn == F_DATE_MI_INTERVAL ||
+		fn == F_TIMESTAMP_PL_INTERVAL || fn == F_TIMESTAMP_MI_INTERVAL ||
+		fn == F_TIMESTAMPTZ_PL_INTERVAL || fn == F_TIMESTAMPTZ_MI_INTERVAL)
+	{
+		k = (Const *) lsecond(args);
+		if (!IsA(k, Const) || k->consttype != INTERVALOID || k->constisnull)
+			return NULL;
+	}
+	else if (fn != F_TIMESTAMP_DATE)
+		return NULL;
+	v = SjDeriveChain(linitial(args), d, needed);
+	if (v == NULL || d->nsteps >= SJ_DERIVE_MAX_STEPS)
+		return NULL;
+	j = d->nsteps++;
+	d->fn[j] = fn;
+	d->restype = (fn == F_TIMESTAMPTZ_PL_INTERVAL || fn == F_TIMESTAMPTZ_MI_INTERVAL) ?
+		TIMESTAMPTZOID : TIMESTAMPOID;
+	if (k != NULL)
+	{
+		Interval   *iv = DatumGetIntervalP(k->constvalue);
+
+		d->time[j] = iv->time;
+		d->day[j] = iv->day;
+		d->month[j] = iv->month;
+		if (iv->month != 0 || fn == F_DATE_PL_INTERVAL || fn == F_DATE_MI_INTERVAL ||
+			(d->restype == TIMESTAMPTZOID && iv->day != 0))
+			*needed = true;
+	}
+	return v;
+}
+
+/*
+ * Compile node as a derived column where it is a column with intervals
+ * that the engines cannot add as fixed offsets (SjDeriveChain): PostgreSQL's
+ * own functions compute it when the rows are read, so calendar months,
+ * days across daylight saving changes (in the session's TimeZone) and the
+ * types' range checks are PostgreSQL's.  False where that does not apply.
+ */
+static bool
+SjCompileDerived(SjThetaCompiler *c, Node *node)
+{
+	SjThetaDerive d;
+	bool		needed = false;
+	Var		   *v;
+	int			col;
+
+	memset(&d, 0, sizeof(d));
+	v = SjDeriveChain(node, &d, &needed);
+	if (v == NULL || !needed)
+		return false;
+	col = SjSideColumn(c->sides[v->varno - 1], v->varattno, v->vartype, &d);
+	SjEmit(c, v->varno == 1 ? SJ_OP_LOAD_L : SJ_OP_LOAD_R, col, 0, 0);
+	return true;
+}
+
+/* A derived column's value for the value d of its column (may raise). */
+static int64
+SjDeriveEval(const SjThetaCol *col, Datum d)
+{
+	int			j;
+
+	for (j = 0; j < col->derive.nsteps; j++)
+	{
+		Interval	iv;
+
+		if (col->derive.fn[j] == F_TIMESTAMP_DATE)
+		{
+			d = DirectFunctionCall1(col->derive_fn[j], d);
+			continue;
+		}
+		iv.time = col->derive.time[j];
+		iv.day = col->derive.day[j];
+		iv.month = col->derive.month[j];
+		d = DirectFunctionCall2(col->derive_fn[j], d, IntervalPGetDatum(&iv));
+	}
+	return DatumGetTimestamp(d);
+}
+
+/*
+ * SjDeriveEval, but false where PostgreSQL finds the result out of range
+ * (any other error is raised).
+ */
+static bool
+SjDeriveTry(const SjThetaCol *col, Datum d, int64 *result)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool ok = true;
+
+	PG_TRY();
+	{
+		*result = SjDeriveEval(col, d);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_DATETIME_VALUE_OUT_OF_RANGE)
+			PG_RE_THROW();
+		FlushErrorState();
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
 }
 
 /*
@@ -494,8 +689,8 @@ SjTemporalOperands(SjThetaCompiler *c, Oid fn, List *args)
 
 /* Compile a call of a built-in function (operator or cast). */
 static SjValType
-SjCompileCall(SjThetaCompiler *c, Oid fn, List *args, Oid inputcollid,
-			  const char *what)
+SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
+			  Oid inputcollid, const char *what)
 {
 	const SjFnMap *m = SjFnLookup(fn);
 	SjValType	a,
@@ -547,6 +742,11 @@ SjCompileCall(SjThetaCompiler *c, Oid fn, List *args, Oid inputcollid,
 			SjEmit(c, m->op, 0, 0, 0);
 			return SJ_V_BOOL;
 		case 't':
+			if (SjCompileDerived(c, node))
+				return SJ_V_INT;
+			if (fn == F_DATE_PL_INTERVAL || fn == F_DATE_MI_INTERVAL)
+				SjThetaRefuse(psprintf("%s other than on a column with constant intervals",
+									   what));
 			c->temporal_arith = true;
 			SjTemporalOperands(c, fn, args);
 			if (fn == F_TIMESTAMP_DATE)
@@ -644,7 +844,7 @@ SjCompile(SjThetaCompiler *c, Node *node)
 				if (v->varlevelsup != 0 || v->varno < 1 || v->varno > 2 || v->varattno <= 0)
 					SjThetaRefuse("whole-row or system column references");
 				side = c->sides[v->varno - 1];
-				col = SjSideColumn(side, v->varattno, v->vartype);
+				col = SjSideColumn(side, v->varattno, v->vartype, NULL);
 				SjEmit(c, v->varno == 1 ? SJ_OP_LOAD_L : SJ_OP_LOAD_R, col, 0, 0);
 				return SjTypeVal(v->vartype);
 			}
@@ -657,7 +857,7 @@ SjCompile(SjThetaCompiler *c, Node *node)
 				OpExpr	   *op = (OpExpr *) node;
 
 				set_opfuncid(op);	/* unset where the folding negated NOT */
-				return SjCompileCall(c, op->opfuncid, op->args, op->inputcollid,
+				return SjCompileCall(c, node, op->opfuncid, op->args, op->inputcollid,
 									 psprintf("the operator %s for %s",
 											  get_opname(op->opno),
 											  list_length(op->args) == 2 ?
@@ -670,7 +870,7 @@ SjCompile(SjThetaCompiler *c, Node *node)
 			{
 				FuncExpr   *f = (FuncExpr *) node;
 
-				return SjCompileCall(c, f->funcid, f->args, f->inputcollid,
+				return SjCompileCall(c, node, f->funcid, f->args, f->inputcollid,
 									 f->funcformat == COERCE_EXPLICIT_CALL ?
 									 psprintf("the function %s()", get_func_name(f->funcid)) :
 									 psprintf("a cast to %s", format_type_be(f->funcresulttype)));
@@ -857,6 +1057,17 @@ SjThetaRow(void *arg, Datum *values, bool *isnull)
 		Datum		d = values[k + 1];
 
 		col->nulls[i] = isnull[k + 1] ? 1 : 0;
+		if (col->derive.nsteps > 0 && !isnull[k + 1])
+		{
+			if (!SjDeriveTry(col, d, &col->ivals[i]))
+			{
+				/* kept with the value read, for SjThetaDerivedErrors */
+				col->nulls[i] = SJ_DERIVE_FAILED;
+				col->ivals[i] = col->typid == DATEOID ? DatumGetDateADT(d) : DatumGetInt64(d);
+				col->any_error = true;
+			}
+			continue;
+		}
 		if (isnull[k + 1])
 		{
 			col->any_null = true;
@@ -1021,7 +1232,7 @@ SjThetaCheckTemporal(SjThetaCompiler *c)
 						hi;
 			size_t		i;
 
-			if (col->typid == DATEOID)
+			if (col->valtype == DATEOID)
 			{
 				/* within the timestamp range, so a cast to timestamp is safe too */
 				lo = DATETIME_MIN_JULIAN - POSTGRES_EPOCH_JDATE + 1 + c->shift_days +
@@ -1029,7 +1240,7 @@ SjThetaCheckTemporal(SjThetaCompiler *c)
 				hi = TIMESTAMP_END_JULIAN - POSTGRES_EPOCH_JDATE - 1 - c->shift_days -
 					c->shift_usecs / USECS_PER_DAY - 1;
 			}
-			else if (col->typid == TIMESTAMPOID || col->typid == TIMESTAMPTZOID)
+			else if (col->valtype == TIMESTAMPOID || col->valtype == TIMESTAMPTZOID)
 			{
 				lo = MIN_TIMESTAMP + c->shift_usecs + c->shift_days * USECS_PER_DAY;
 				hi = END_TIMESTAMP - 1 - c->shift_usecs - c->shift_days * USECS_PER_DAY;
@@ -1044,7 +1255,7 @@ SjThetaCheckTemporal(SjThetaCompiler *c)
 					ereport(ERROR,
 							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 							 errmsg("simjoin cannot evaluate date/time arithmetic over a value of %s in the join condition",
-									format_type_be(col->typid)),
+									format_type_be(col->valtype)),
 							 errdetail("The value is infinite, or too close to the limits of its type for the condition's offsets."),
 							 errhint("Set simjoin.enable_customscan = off for this query, or filter such rows out first.")));
 				ereport(ERROR,
@@ -1055,6 +1266,44 @@ SjThetaCheckTemporal(SjThetaCompiler *c)
 						 errdetail("The column holds an infinite value, or one too close to the limits of its type for the condition's offsets."),
 						 errhint("Filter such rows out through a view, or write the condition without date/time arithmetic.")));
 			}
+		}
+	}
+}
+
+/*
+ * A derived value that PostgreSQL's functions found out of range is their
+ * error as soon as the join evaluates it, that is whenever the other side
+ * has rows (as a nested loop over the condition would): raise it, by
+ * evaluating the first such value again.  With the other side empty no pair
+ * is evaluated, and the values are NULL.
+ */
+static void
+SjThetaDerivedErrors(SjThetaCompiler *c)
+{
+	int			s,
+				k;
+	size_t		i;
+
+	for (s = 0; s < 2; s++)
+	{
+		SjThetaSide *side = c->sides[s];
+
+		for (k = 0; k < side->ncols; k++)
+		{
+			SjThetaCol *col = &side->cols[k];
+
+			if (!col->any_error)
+				continue;
+			if (c->sides[1 - s]->n > 0)
+				for (i = 0; i < side->n; i++)
+					if (col->nulls[i] == SJ_DERIVE_FAILED)
+					{
+						(void) SjDeriveEval(col, col->typid == DATEOID ?
+											DateADTGetDatum((DateADT) col->ivals[i]) :
+											Int64GetDatum(col->ivals[i]));
+						elog(ERROR, "simjoin: a date/time value out of range did not raise its error again");
+					}
+			col->any_null = true;
 		}
 	}
 }
@@ -1142,7 +1391,8 @@ SjThetaEmit(void *arg, const SjPairBatch *batch)
 static void
 SjThetaSideAlloc(SjThetaSide *side)
 {
-	int			k;
+	int			k,
+				j;
 
 	side->cap = 1024;
 	side->keys = palloc_extended(side->cap * sizeof(int64), MCXT_ALLOC_HUGE);
@@ -1150,6 +1400,13 @@ SjThetaSideAlloc(SjThetaSide *side)
 	{
 		SjThetaCol *col = &side->cols[k];
 
+		for (j = 0; j < col->derive.nsteps; j++)
+		{
+			FmgrInfo	flinfo;
+
+			fmgr_info(col->derive.fn[j], &flinfo);
+			col->derive_fn[j] = flinfo.fn_addr;
+		}
 		col->nulls = palloc_extended(side->cap, MCXT_ALLOC_HUGE);
 		if (col->kind == SJ_KIND_F64)
 			col->fvals = palloc_extended(side->cap * sizeof(double), MCXT_ALLOC_HUGE);
@@ -1234,9 +1491,24 @@ typedef struct SjThetaPartHeader
 {
 	uint64		n;
 	int32		ncols;
-	uint8		any_null[SJ_THETA_MAX_COLS];
+	uint8		flags[SJ_THETA_MAX_COLS];	/* SJ_PART_ANY_* */
 	int32		pad;
 } SjThetaPartHeader;
+
+#define SJ_PART_ANY_NULL	1
+#define SJ_PART_ANY_ERROR	2
+
+/* Spec of a worker's side: how its columns are derived (parscan.c). */
+void
+SjThetaPartDescribe(void *side, SjPartSpec *spec)
+{
+	SjThetaSide *sd = (SjThetaSide *) side;
+	int			k;
+
+	Assert(spec->ncols == sd->ncols + 1);
+	for (k = 0; k < sd->ncols; k++)
+		spec->derive[k + 1] = sd->cols[k].derive;
+}
 
 #define SJ_ALIGN8(x) (((x) + 7) & ~((Size) 7))
 
@@ -1255,6 +1527,9 @@ SjThetaPartBegin(const SjPartSpec *spec)
 	{
 		side->cols[k].attnum = spec->attnums[k + 1];
 		side->cols[k].typid = spec->typids[k + 1];
+		side->cols[k].derive = spec->derive[k + 1];
+		side->cols[k].valtype = spec->derive[k + 1].nsteps > 0 ?
+			spec->derive[k + 1].restype : spec->typids[k + 1];
 		side->cols[k].kind = SjTypeKind(spec->typids[k + 1]);
 	}
 	SjThetaSideAlloc(side);
@@ -1297,7 +1572,8 @@ SjThetaPartWrite(void *side, char *dst)
 		SjThetaCol *col = &sd->cols[k];
 
 		Assert(col->kind == SJ_KIND_I64 || col->kind == SJ_KIND_F64);
-		h->any_null[k] = col->any_null;
+		h->flags[k] = (col->any_null ? SJ_PART_ANY_NULL : 0) |
+			(col->any_error ? SJ_PART_ANY_ERROR : 0);
 		memcpy(p, col->kind == SJ_KIND_F64 ? (void *) col->fvals : (void *) col->ivals,
 			   sd->n * 8);
 		p += sd->n * 8;
@@ -1392,8 +1668,10 @@ SjThetaSideAddParts(void *side, const SjParts *parts)
 			ptr += h->n * 8;
 			pc->nulls[k] = (const uint8 *) ptr;
 			ptr += SJ_ALIGN8(h->n);
-			if (h->any_null[k])
+			if (h->flags[k] & SJ_PART_ANY_NULL)
 				sd->cols[k].any_null = true;
+			if (h->flags[k] & SJ_PART_ANY_ERROR)
+				sd->cols[k].any_error = true;
 		}
 		n += h->n;
 	}
@@ -1474,6 +1752,7 @@ SjThetaJobInit(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan)
 	char		errmsg[SJ_ERRMSG_LEN] = "";
 	SjStatus	status;
 
+	SjThetaDerivedErrors(comp);
 	SjThetaCheckTemporal(comp);
 	SjRankAll(comp, SJ_KIND_TEXT);
 	SjRankAll(comp, SJ_KIND_NUMERIC);

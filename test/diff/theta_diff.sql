@@ -67,6 +67,8 @@ SELECT sjd_theta_case(c, 't_a', 't_b', c, true) FROM unnest(ARRAY[
     'l.a < r.a AND l.k > 45',
     'l.f > r.f + 99',
     'l.ts BETWEEN r.ts - interval ''1 hour'' AND r.ts',
+    'l.ts BETWEEN r.ts + interval ''1 mon'' - interval ''31 days 2 hours'' AND r.ts + interval ''1 month'' - interval ''31 days''',
+    'l.ts > r.ts - interval ''1 year'' + interval ''365 days 3 hours'' AND l.k < 10',
     'l.t < r.t AND l.k = 7',
     'l.k = r.k OR l.a = r.a',
     'l.k <> r.k AND l.a = 3',

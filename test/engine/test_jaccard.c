@@ -29,6 +29,8 @@
 extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
 #pragma weak sjgpu_jaccard_test_phases
 extern void sjgpu_jaccard_test_phases(double *ms);
+#pragma weak sjgpu_jaccard_set_test_coproc
+extern void sjgpu_jaccard_set_test_coproc(size_t candidates, size_t records);
 
 /* ----------------------------------------------------------------------
  * Random numbers and set collections
@@ -1182,10 +1184,13 @@ SJ_TEST(jaccard_gpu_vs_cpu)
 }
 
 /*
- * Every GPU strategy forced on every shape: prefix-block, brute force, and
- * the bitmap filter with exact signatures (the universe fits) and with
- * hashed ones (64 or 128 bits over larger universes, so the bound prunes
- * and the merge decides).
+ * Every GPU strategy forced on every shape: prefix-block, brute force, the
+ * bitmap filter with exact signatures (the universe fits) and with hashed
+ * ones (64 or 128 bits over larger universes, so the bound prunes and the
+ * merge decides), and co-processing (CPU filters, GPU verifies) with its
+ * batches from the budget and with 37 candidates a batch and 5 records a
+ * verification (many pipeline batches, probes split across batches,
+ * overflows re-run in halves).
  */
 SJ_TEST(jaccard_gpu_strategies)
 {
@@ -1194,19 +1199,24 @@ SJ_TEST(jaccard_gpu_strategies)
 		int			strategy;
 		int			words;
 		const char *name;
+		size_t		candidates;
+		size_t		records;
 	}			forced[] = {
-		{1, 0, "gpu prefix-block"},
-		{2, 0, "gpu brute-force overlap"},
-		{3, 0, "gpu bitmap"},
-		{3, 1, "gpu bitmap (64 bits"},
-		{3, 2, "gpu bitmap (128 bits"},
+		{1, 0, "gpu prefix-block", 0, 0},
+		{2, 0, "gpu brute-force overlap", 0, 0},
+		{3, 0, "gpu bitmap", 0, 0},
+		{3, 1, "gpu bitmap (64 bits", 0, 0},
+		{3, 2, "gpu bitmap (128 bits", 0, 0},
+		{4, 0, "co-processing (cpu filter, gpu verify)", 0, 0},
+		{4, 0, "co-processing (cpu filter, gpu verify)", 37, 5},
 	};
 	static const double ts[] = {0.1, 0.5, 0.7, 0.9, 1.0};
 	TjRng		r = tj_rng(1212);
 	size_t		s,
 				f;
 
-	if (!sj_test_gpu_usable() || !sjgpu_jaccard_set_test_strategy)
+	if (!sj_test_gpu_usable() || !sjgpu_jaccard_set_test_strategy ||
+		!sjgpu_jaccard_set_test_coproc)
 	{
 		sj_test_skip("no usable GPU");
 		return;
@@ -1225,6 +1235,7 @@ SJ_TEST(jaccard_gpu_strategies)
 			size_t		ti;
 
 			sjgpu_jaccard_set_test_strategy(forced[f].strategy, forced[f].words);
+			sjgpu_jaccard_set_test_coproc(forced[f].candidates, forced[f].records);
 			for (ti = 0; ti < sizeof(ts) / sizeof(ts[0]); ti++)
 			{
 				SjJoinOptions o = tj_options(2, ti == 2 ? 5 : 0, (int) (ti == 3));
@@ -1244,9 +1255,151 @@ SJ_TEST(jaccard_gpu_strategies)
 			}
 		}
 		sjgpu_jaccard_set_test_strategy(0, 0);
+		sjgpu_jaccard_set_test_coproc(0, 0);
 		tj_free(&L);
 		tj_free(&R);
 	}
+}
+
+/*
+ * Co-processing's pipeline at length: 4000 skewed sets (near duplicates,
+ * so probes have many candidates) and 150 large ones, self and two-table,
+ * 1 and 4 threads, with a few hundred candidates a batch (the CPU filters
+ * batch k + 1 while the device verifies batch k, over many batches), few
+ * records a verification (re-runs), tiny output batches, and count_only;
+ * then with the batches from the budget.  Always the CPU engine's answer,
+ * bit for bit.
+ */
+SJ_TEST(jaccard_gpu_coproc_pipeline)
+{
+	static const TjShape shapes[] = {
+		{"zipf, near duplicates", 4000, 1, 16, 3000, 1, 20, 30, 1, 0},
+		{"large sets", 150, 200, 1000, 3000, 0, 10, 40, 0, 0},
+	};
+	static const struct
+	{
+		size_t		candidates;
+		size_t		records;
+		size_t		max_batch;
+		int			threads;
+		int			count_only;
+	}			runs[] = {
+		{300, 40, 7, 4, 0},
+		{300, 0, 1000, 1, 0},
+		{1, 1, 3, 2, 0},
+		{300, 0, 0, 4, 1},
+		{0, 0, 0, 2, 0},
+		{0, 0, 0, 4, 1},
+	};
+	static const double ts[] = {0.3, 0.6, 0.85};
+	TjRng		r = tj_rng(1616);
+	size_t		s,
+				i,
+				k;
+
+	if (!sj_test_gpu_usable() || !sjgpu_jaccard_set_test_strategy ||
+		!sjgpu_jaccard_set_test_coproc)
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	sjgpu_jaccard_set_test_strategy(4, 0);
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+	{
+		TjShape		sh = shapes[s];
+		TjSets		L,
+					R;
+
+		tj_generate(&L, &sh, 0, sh.universe, &r);
+		sh.n = sh.n / 2 + 1;
+		tj_generate(&R, &sh, 0, sh.universe, &r);
+		for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+			for (k = 0; k < sizeof(runs) / sizeof(runs[0]); k++)
+			{
+				SjJoinOptions o = tj_options(runs[k].threads, runs[k].max_batch,
+											 runs[k].count_only);
+				SjTimings	gt;
+				const char *err;
+				int			side;
+
+				/* one candidate a batch: only where there are few */
+				if (runs[k].candidates == 1 && (ts[i] < 0.85 || s == 1))
+					continue;
+				sjgpu_jaccard_set_test_coproc(runs[k].candidates, runs[k].records);
+				for (side = 0; side < 2; side++)
+				{
+					memset(&gt, 0, sizeof(gt));
+					err = tj_gpu_vs_cpu(&L, side ? &R : NULL, ts[i], o, &gt);
+					SJ_CHECK(err == NULL, "%s %s, threshold %g, run %zu (%s): %s", sh.name,
+							 side ? "two-table" : "self", ts[i], k, gt.strategy, err);
+					SJ_CHECK(strcmp(gt.strategy, "co-processing (cpu filter, gpu verify)") == 0,
+							 "%s: forced co-processing, ran %s", sh.name, gt.strategy);
+					if (side == 0 && k == 0)
+						printf("     %s, t %.2f: %llu batches, %llu re-runs\n", sh.name,
+							   ts[i], (unsigned long long) gt.batches,
+							   (unsigned long long) gt.reruns);
+				}
+			}
+		tj_free(&L);
+		tj_free(&R);
+	}
+	sjgpu_jaccard_set_test_strategy(0, 0);
+	sjgpu_jaccard_set_test_coproc(0, 0);
+}
+
+/*
+ * No device index fits (its list offsets alone, 8 bytes per distinct
+ * token, exceed the limit), but the resident sets and co-processing's
+ * batches do: the automatic choice runs co-processing instead of giving
+ * up, and answers as the CPU engine.
+ */
+SJ_TEST(jaccard_gpu_coproc_no_index)
+{
+	TjRng		r = tj_rng(1717);
+	TjShape		sh = {"small sets, 200K tokens", 6000, 1, 10, 200000, 0, 5, 20, 0, 0};
+	TjSets		L;
+	double		ts[] = {0.5, 0.9};
+	size_t		i,
+				resident,
+				lists;
+	uint64_t	k;
+	uint8_t    *present;
+	uint32_t	distinct = 0;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	tj_generate(&L, &sh, 0, sh.universe, &r);
+	present = calloc(sh.universe, 1);
+	for (k = 0; k < L.off[L.n]; k++)
+	{
+		distinct += !present[L.tok[k]];
+		present[L.tok[k]] = 1;
+	}
+	free(present);
+	SJ_CHECK(distinct >= 8192, "only %u distinct tokens", distinct);
+	/* sets, member counts and bounds stay; the index lists would not fit */
+	resident = L.off[L.n] * 4 + (size_t) L.n * 12 + (8 << 10);
+	lists = ((size_t) distinct + 2) * 8;
+	for (i = 0; i < 2; i++)
+	{
+		SjJoinOptions o = tj_options(2, 100, (int) i);
+		SjTimings	gt;
+		const char *err;
+
+		o.gpu_memory_limit = resident + lists / 2;
+		memset(&gt, 0, sizeof(gt));
+		err = tj_gpu_vs_cpu(&L, NULL, ts[i], o, &gt);
+		SJ_CHECK(err == NULL, "threshold %g (%s): %s", ts[i], gt.strategy, err);
+		SJ_CHECK(strcmp(gt.strategy, "co-processing (cpu filter, gpu verify)") == 0,
+				 "threshold %g: chose %s", ts[i], gt.strategy);
+		printf("     no index in %zu KB, t %.1f: %s, %llu device bytes\n",
+			   o.gpu_memory_limit >> 10, ts[i], gt.strategy,
+			   (unsigned long long) gt.device_bytes);
+	}
+	tj_free(&L);
 }
 
 /*

@@ -1693,7 +1693,8 @@ SJ_TEST(jaccard_bench)
 
 /*
  * The GPU strategies side by side (SJ_JACCARD_BENCH=1): each forced in
- * turn, then the cost model's own choice, and the CPU engine, counting, one
+ * turn (co-processing last), the cost model's own choice, and the CPU
+ * engine, counting, one
  * run each after a warm-up of the automatic choice.  A run is given up
  * after 10 s (shown as > 10000); a strategy that gave up is not run again
  * at higher thresholds of that collection.
@@ -1705,6 +1706,7 @@ SJ_TEST(jaccard_strategy_bench)
 		{"30K sets, size 50-150, 1000 tokens", 30000, 50, 150, 1000, 0, 0, 0, 0, 0},
 		{"300K sets, size 5-45, 2000 tokens Zipf", 300000, 5, 45, 2000, 1, 0, 0, 0, 0},
 		{"1M sets, size 1-9, 50K tokens Zipf", 1000000, 1, 9, 50000, 1, 0, 0, 0, 0},
+		{"10K sets, size 100-400, Zipf, near dups", 10000, 100, 400, 50000, 1, 0, 40, 0, 0},
 	};
 	static const double ts[] = {0.5, 0.7, 0.9};
 	TjRng		r = tj_rng(1414);
@@ -1723,12 +1725,12 @@ SJ_TEST(jaccard_strategy_bench)
 		return;
 	}
 	printf("     count_only, ms of one run; %d CPU threads\n", threads);
-	printf("     %-40s %4s %12s %9s %9s %9s %9s %9s  %s\n", "collection", "t", "pairs",
-		   "cpu", "auto", "prefix", "brute", "bitmap", "auto chose");
+	printf("     %-40s %4s %12s %9s %9s %9s %9s %9s %9s  %s\n", "collection", "t", "pairs",
+		   "cpu", "auto", "prefix", "brute", "bitmap", "coproc", "auto chose");
 	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 	{
 		TjSets		L;
-		int			slow[4] = {0, 0, 0, 0};
+		int			slow[5] = {0, 0, 0, 0, 0};
 
 		tj_generate(&L, &shapes[s], 0, shapes[s].universe, &r);
 		for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
@@ -1739,7 +1741,7 @@ SJ_TEST(jaccard_strategy_bench)
 			uint64_t	cpu_pairs = 0,
 						pairs = 0;
 			double		cpu_ms,
-						ms[4];
+						ms[5];
 			int			f;
 			const char *mismatch = "";
 
@@ -1749,7 +1751,7 @@ SJ_TEST(jaccard_strategy_bench)
 			cpu_ms = tj_time(TJ_CPU, &L, ts[i], &o, &cpu_pairs, &tm);
 			sjgpu_jaccard_set_test_strategy(0, 0);
 			(void) tj_time(TJ_GPU, &L, ts[i], &o, &pairs, &tm);	/* warm-up */
-			for (f = 0; f < 4; f++)
+			for (f = 0; f < 5; f++)
 			{
 				ms[f] = -1;
 				if (slow[f])
@@ -1768,7 +1770,7 @@ SJ_TEST(jaccard_strategy_bench)
 			tj_time_limit_ms = 0;
 			printf("     %-40s %4.1f %12llu", shapes[s].name, ts[i],
 				   (unsigned long long) cpu_pairs);
-			for (f = -1; f < 4; f++)
+			for (f = -1; f < 5; f++)
 			{
 				double		m = f < 0 ? cpu_ms : ms[f];
 

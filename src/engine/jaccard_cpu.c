@@ -56,7 +56,7 @@
  * the device (sj_jaccard_set_source()); see the exported functions at the
  * end of this file.  Its co-processing strategy (after Bellas and
  * Gounaris) also reuses the filters: sj_jaccard_filter_next() runs the
- * same probe (jc_filter_one, which jc_probe_one verifies after) over
+ * same probe (jc_probe_mode, stopping before verification) over
  * chunks of probes on the same threads, but hands each surviving
  * candidate pair out into the caller's buffer instead of verifying it.
  * The buffer is shared by the threads through one atomic reservation per
@@ -1273,15 +1273,17 @@ jc_lower_bound(const JcPost *p, const JcPost *e, uint32_t id)
 }
 
 /*
- * The candidates of distinct set x among the earlier distinct sets: the
- * lists of its probing prefix from the first set of length minsize(|x|),
- * through the length and positional filters.  Leaves w->cand[0, *ncand)
- * (pruned ones with overlap JC_DEAD) and their slots set, for the caller
- * to clear.  Inlined into both callers, so the CPU engine's own probe
- * costs what it did.  Returns 0 when memory ran out.
+ * Probe distinct set x against the earlier distinct sets: candidates from
+ * the probing prefix (length and positional filters), then verification.
+ * With filter_only (co-processing) it stops before verifying: the
+ * candidates are left in w->cand[0, *ncand) (pruned ones with overlap
+ * JC_DEAD), their slots set for the caller to clear.  Always inlined with
+ * a constant filter_only, so the CPU engine's own probe (jc_probe_one) is
+ * the code it was.  Returns 0 when memory ran out.
  */
 __attribute__((always_inline)) static inline int
-jc_filter_one(SjJaccardJoin *j, JcWorker *w, uint32_t x, size_t *ncand_out)
+jc_probe_mode(SjJaccardJoin *j, JcWorker *w, uint32_t x, int filter_only,
+			  size_t *ncand_out)
 {
 	const uint32_t *tx = j->tok + j->off[x];
 	uint32_t	lx = j->len[x];
@@ -1289,12 +1291,15 @@ jc_filter_one(SjJaccardJoin *j, JcWorker *w, uint32_t x, size_t *ncand_out)
 	uint32_t	lo = j->size_start[ms];
 	uint32_t   *slot = w->slot;
 	JcCand	   *cand = w->cand;
-	size_t		ncand = 0;
+	size_t		ncand = 0,
+				c;
 	uint32_t	plen,
 				want,
 				i;
+	double		t = j->threshold;
 
-	*ncand_out = 0;
+	if (filter_only)
+		*ncand_out = 0;
 	if (lo >= x)
 		return 1;
 	plen = jc_probe_prefix(j, lx);
@@ -1365,28 +1370,11 @@ jc_filter_one(SjJaccardJoin *j, JcWorker *w, uint32_t x, size_t *ncand_out)
 			}
 		}
 	}
-	*ncand_out = ncand;
-	return 1;
-}
-
-/*
- * Probe distinct set x against the earlier distinct sets: the filters of
- * jc_filter_one, then verification.  Returns 0 when memory ran out.
- */
-static int
-jc_probe_one(SjJaccardJoin *j, JcWorker *w, uint32_t x)
-{
-	const uint32_t *tx = j->tok + j->off[x];
-	uint32_t	lx = j->len[x];
-	uint32_t   *slot = w->slot;
-	JcCand	   *cand;
-	size_t		ncand,
-				c;
-	double		t = j->threshold;
-
-	if (!jc_filter_one(j, w, x, &ncand))
-		return 0;
-	cand = w->cand;
+	if (filter_only)
+	{
+		*ncand_out = ncand;
+		return 1;
+	}
 
 	/*
 	 * Verify: the overlap so far is exact up to the last match, so the
@@ -1415,6 +1403,13 @@ jc_probe_one(SjJaccardJoin *j, JcWorker *w, uint32_t x)
 			return 0;
 	}
 	return 1;
+}
+
+/* The CPU engine's probe of distinct set x (see jc_probe_mode). */
+static int
+jc_probe_one(SjJaccardJoin *j, JcWorker *w, uint32_t x)
+{
+	return jc_probe_mode(j, w, x, 0, NULL);
 }
 
 /* One task of a chunk: probe its range, stopping at the record cap. */
@@ -1702,7 +1697,7 @@ jc_filter_task(void *arg, uint64_t task, int worker)
 
 		if (atomic_load_explicit(&j->cand_used, memory_order_relaxed) >= j->ccap)
 			break;
-		if (!jc_filter_one(j, w, x, &ncand))
+		if (!jc_probe_mode(j, w, x, 1, &ncand))
 		{
 			atomic_store(&j->worker_error, 1);
 			break;

@@ -95,11 +95,11 @@
  * stay on the device for the whole join; SJ_ERR_DEVICE_NOMEM is returned
  * only when they, a minimal output buffer and the index of one distinct set
  * cannot fit in the budget (options->gpu_memory_limit), nor co-processing's
- * minimal batches (256 candidates in each slot and as many records).  The index is built
- * for a partition of distinct sets [V0, V1) at a time, as large as the
- * budget allows; probes u > V0 run against it in chunks sized from a
- * per-probe work estimate (about 50 ms of kernel each, adapted to measured
- * times and result density).  Results go through an atomic counter into a
+ * minimal batches (256 candidates in each slot and as many records).  The
+ * index is built for a partition of distinct sets [V0, V1) at a time, as
+ * large as the budget allows; probes u > V0 run against it in chunks sized
+ * from a per-probe work estimate (about 50 ms of kernel each, adapted to
+ * measured times and result density).  Results go through an atomic counter into a
  * bounded buffer; when the counter passes the capacity, the chunk is split
  * (its probe range, or for a single probe its candidate range) and re-run,
  * so nothing is ever truncated (SjTimings.reruns counts these).  count_only

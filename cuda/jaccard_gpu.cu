@@ -48,6 +48,20 @@
  *	  (|u| + |v| - popcount(sig_u XOR sig_v)) / 2, and only pairs whose
  *	  bound reaches the required overlap are verified by a merge.
  *
+ *	"co-processing (cpu filter, gpu verify)": Bellas and Gounaris' CPU
+ *	  filtering with GPU verification.  The CPU engine's own filters
+ *	  (sj_jaccard_filter_next: its inverted index over indexing prefixes,
+ *	  length and positional filters, candidates merged per probe in a slot
+ *	  array, on options->cpu_threads threads) hand out candidate pairs
+ *	  (x << 32 | y, x > y) into one of two pinned slots; the device
+ *	  verifies them, one thread per pair, by a merge of the two sorted
+ *	  lists that stops once the required overlap is out of reach.  A
+ *	  two-slot pipeline: while the device verifies slot k (cudaMemcpyAsync,
+ *	  kernel, counter copy and an event, on the one stream), the CPU
+ *	  threads filter the next candidates into the other slot.  It needs no
+ *	  device index, so the automatic choice also falls back to it when no
+ *	  index (or signature table) of the others fits the memory limit.
+ *
  * Cost model.  From token counts over the distinct sets the host estimates
  *	  prefix: P = sum over probes of the index-list lengths of their probing
  *	          prefix tokens, each visit costing a positional check and maybe
@@ -60,22 +74,43 @@
  *	          fraction f of candidates whose bound passes (0 when exact; f
  *	          measured on a sample of probes and candidates): cost
  *	          R * (1 + W / 2 + f * avg |set|);
+ *	  co-processing: the slower of the two pipeline stages, the CPU's
+ *	          filtering, P * kCpuEntryCost / threads, and the device's
+ *	          verification, C * (kVerifyPairCost + 2 avg |set|), where the
+ *	          candidates C = c R, c the fraction of sampled candidates that
+ *	          pass the CPU's prefix and positional filters (sampled only
+ *	          when the filtering alone would be the cheapest);
  *	all halved for the v < u restriction, and picks the cheapest.  Prefixes
  *	cover about (1 - t) of each set, so the brute force wins below about
- *	t = 0.5 on most data, and the prefix join above.
+ *	t = 0.5 on most data, and the prefix join above.  kCpuEntryCost (4096
+ *	device units per index entry and CPU thread) and kVerifyPairCost (16)
+ *	are estimates from the measured CPU engine and prefix-block rates, to
+ *	be calibrated: with 16 threads co-processing wins only where sets
+ *	average several hundred tokens and the CPU's filters leave few
+ *	candidates (many entries per candidate pair: near duplicates), which
+ *	is where the device's prefix-block pays a disjointness check per entry
+ *	and the CPU's slot array does not.  Not counted: the CPU index build
+ *	(serial, one pass over the indexing prefixes).
  *
  * Memory and batching.  The distinct sets (CSR), member counts and bounds
  * stay on the device for the whole join; SJ_ERR_DEVICE_NOMEM is returned
  * only when they, a minimal output buffer and the index of one distinct set
- * cannot fit in the budget (options->gpu_memory_limit).  The index is built
- * for a partition of distinct sets [V0, V1) at a time, as large as the
- * budget allows; probes u > V0 run against it in chunks sized from a
- * per-probe work estimate (about 50 ms of kernel each, adapted to measured
- * times and result density).  Results go through an atomic counter into a
+ * cannot fit in the budget (options->gpu_memory_limit), nor co-processing's
+ * minimal batches (256 candidates in each slot and as many records).  The
+ * index is built for a partition of distinct sets [V0, V1) at a time, as
+ * large as the budget allows; probes u > V0 run against it in chunks sized
+ * from a per-probe work estimate (about 50 ms of kernel each, adapted to
+ * measured times and result density).  Results go through an atomic counter into a
  * bounded buffer; when the counter passes the capacity, the chunk is split
  * (its probe range, or for a single probe its candidate range) and re-run,
  * so nothing is ever truncated (SjTimings.reruns counts these).  count_only
  * sums member-pair weights on the device.
+ *
+ * Co-processing's batches: two slots of up to 2^21 candidates (8 bytes
+ * each, device and pinned host) and one record buffer of as many records,
+ * from the budget.  A verification whose records overflow (only with a
+ * record buffer smaller than a slot: the test hook) is split in halves of
+ * its candidate range, re-run from the candidates still on the device.
  *
  * Overlap with the caller: when a chunk's records have been copied back,
  * the next chunk is launched before the records are handed over, so the
@@ -124,6 +159,9 @@ void		sj_jaccard_prepared_bounds(const SjJaccardJoin *j,
 									   const uint32_t **size_start);
 void		sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source,
 								  void *ctx, const char *strategy);
+SjStatus	sj_jaccard_filter_begin(SjJaccardJoin *j, char *errmsg);
+SjStatus	sj_jaccard_filter_next(SjJaccardJoin *j, uint64_t *buf, size_t cap,
+								   size_t *n, int *exhausted, char *errmsg);
 }
 
 namespace
@@ -144,17 +182,36 @@ constexpr size_t kMinRecords = 256;
 
 constexpr int kMaxSigWords = 32;		/* bitmap: at most 2048-bit signatures */
 
+/* co-processing: candidate pairs per pipeline batch, at most */
+constexpr size_t kMaxCandidates = (size_t) 1 << 21;
+
+/*
+ * Cost model constants of co-processing, in the device cost units of the
+ * header (estimates to be calibrated with jaccard_strategy_bench): one
+ * index entry visited by one CPU thread (slot lookup, positional filter,
+ * a cache miss or two), from the CPU engine's and the prefix-block's
+ * measured rates; one candidate verified by one device thread (offsets,
+ * a divergent merge of both lists, the 8-byte copy), plus its merge steps.
+ */
+constexpr double kCpuEntryCost = 4096.0;
+constexpr double kVerifyPairCost = 16.0;
+
 enum class Strategy
 {
 	Prefix,
 	Brute,
-	Bitmap
+	Bitmap,
+	Coproc
 };
 
-/* Test hooks: 0 automatic, 1 prefix, 2 brute force, 3 bitmap; and the
- * signature words of the bitmap strategy (0 = from the universe). */
+/* Test hooks: 0 automatic, 1 prefix, 2 brute force, 3 bitmap,
+ * 4 co-processing; the signature words of the bitmap strategy (0 = from
+ * the universe); co-processing's candidates per batch and result records
+ * per verification (0 = from the memory budget). */
 int			forced_strategy = 0;
 int			forced_sig_words = 0;
+size_t		forced_coproc_candidates = 0;
+size_t		forced_coproc_records = 0;
 
 /*
  * Test hook: host milliseconds of the last join's steps (prepare, choose
@@ -626,6 +683,60 @@ bitmap_probe_kernel(ProbeArgs a)
 		atomicAdd(&a.counter[1], local_count);
 }
 
+/*
+ * Co-processing verification: one thread per candidate pair of
+ * cand[u0, u1) (x << 32 | y, from the CPU engine's filters), a merge of the
+ * two sorted token lists that stops once the required overlap is out of
+ * reach, then the double test of the CPU engine.  Lanes of a warp take
+ * consecutive candidates, mostly of one probe set; every lane of a warp
+ * runs the same number of rounds (dev_emit is warp-wide).
+ */
+__global__ void __launch_bounds__(kBlock)
+verify_kernel(ProbeArgs a, const uint64_t *cand)
+{
+	uint32_t	lane = threadIdx.x & (kWarp - 1);
+	uint64_t	nwarps = (uint64_t) gridDim.x * (blockDim.x / kWarp);
+	uint64_t	warp = (uint64_t) blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+	unsigned long long local_count = 0;
+
+	for (uint64_t base = a.u0 + warp * kWarp; base < a.u1; base += nwarps * kWarp)
+	{
+		uint64_t	k = base + lane;
+		bool		hit = false;
+		uint32_t	u = 0,
+					v = 0;
+		double		sim = 0.0;
+
+		if (k < a.u1)
+		{
+			uint64_t	pv = cand[k];
+			uint64_t	ou,
+						ov;
+			uint32_t	lu,
+						lv,
+						alpha,
+						inter;
+
+			u = (uint32_t) (pv >> 32);
+			v = (uint32_t) pv;
+			ou = a.off[u];
+			ov = a.off[v];
+			lu = (uint32_t) (a.off[u + 1] - ou);
+			lv = (uint32_t) (a.off[v + 1] - ov);
+			alpha = a.minov[lu + lv];
+			inter = dev_overlap(a.tok + ou, lu, a.tok + ov, lv, alpha);
+			if (inter > 0 && inter >= alpha)
+			{
+				sim = (double) inter / (double) (lu + lv - inter);
+				hit = sim >= a.threshold;
+			}
+		}
+		dev_emit(a, hit, u, v, sim, local_count);
+	}
+	if (a.count_only && local_count)
+		atomicAdd(&a.counter[1], local_count);
+}
+
 /* ------------------------------------------------------------------------
  * Host side
  * ------------------------------------------------------------------------ */
@@ -696,14 +807,25 @@ private:
 	void		upload_sets();
 	void		choose_strategy();
 	double		bitmap_pass_fraction() const;
+	double		coproc_candidate_fraction() const;
 	void		plan_memory();
+	void		plan_coproc();
+	bool		coproc_instead();
 	void		build_index(uint32_t v0, uint32_t v1);
 	void		estimate_work();
 	bool		launch_next();
+	ProbeArgs	probe_args(const Work &w) const;
 	void		launch(const Work &w);
 	uint32_t	entries_of(uint32_t v) const;
 
+	/* co-processing's pipeline */
+	void		fetch_coproc(size_t *n, uint64_t *count, int *exhausted);
+	void		filter_batch(int slot);
+	bool		launch_next_coproc(bool may_filter);
+	void		launch_verify(const Work &w);
+
 	/* the prepared input (host memory owned by the host handle) */
+	SjJaccardJoin *host_;
 	uint32_t	nsets_ = 0;
 	uint32_t	universe_ = 0;
 	uint32_t	maxsize_ = 0;
@@ -762,6 +884,20 @@ private:
 	DeviceBuffer<uint64_t> d_list_off_;
 	DeviceBuffer<uint64_t> d_post_;
 
+	/*
+	 * Co-processing: two slots of candidate pairs (x << 32 | y).  The CPU
+	 * filters into the slot that is not on the device while the device
+	 * verifies the other; a Work's u0/u1 are then candidate indices.
+	 */
+	size_t		ccap_ = 0;		/* candidates per slot */
+	PinnedBuffer<uint64_t> h_cand_[2];
+	DeviceBuffer<uint64_t> d_cand_[2];
+	int			dev_slot_ = 1;	/* the slot the device verifies (or did) */
+	int			pending_slot_ = -1;	/* filled, not yet sent; or -1 */
+	size_t		pending_n_ = 0;
+	bool		filter_done_ = false;
+	sjgpu::Event batch_done_;	/* after a verification's counter copy */
+
 	/* probe progress */
 	std::vector<uint64_t> work_prefix_;	/* estimated work of probes [0, u) */
 	uint32_t	next_u_ = 0;
@@ -780,7 +916,8 @@ private:
 
 JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 							 const SjJoinOptions *options)
-	: threshold_(threshold),
+	: host_(host),
+	  threshold_(threshold),
 	  threads_(options->cpu_threads > 0 ? options->cpu_threads : 1),
 	  count_only_(options->count_only != 0)
 {
@@ -854,6 +991,8 @@ JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 	if (strategy_ == Strategy::Bitmap)
 		snprintf(strategy_str_, sizeof(strategy_str_), "gpu bitmap (%u bits%s)",
 				 sig_words_ * 64, sig_exact_ ? ", exact" : "");
+	else if (strategy_ == Strategy::Coproc)
+		snprintf(strategy_str_, sizeof(strategy_str_), "co-processing (cpu filter, gpu verify)");
 	else
 		snprintf(strategy_str_, sizeof(strategy_str_), "%s",
 				 strategy_ == Strategy::Brute ? "gpu brute-force overlap" : "gpu prefix-block");
@@ -883,8 +1022,8 @@ JaccardDevice::entries_of(uint32_t v) const
 {
 	uint32_t	len = (uint32_t) (off_[v + 1] - off_[v]);
 
-	if (strategy_ == Strategy::Bitmap)
-		return 0;				/* no index: signatures instead */
+	if (strategy_ == Strategy::Bitmap || strategy_ == Strategy::Coproc)
+		return 0;				/* no device index */
 	return strategy_ == Strategy::Prefix ? len - minov_[2 * len] + 1 : len;
 }
 
@@ -1034,13 +1173,32 @@ JaccardDevice::choose_strategy()
 		double		pass = sig_exact_ ? 0.0 : bitmap_pass_fraction();
 		double		cost_bitmap = 0.5 * sr * (1.0 + sig_words_ / 2.0 + pass * avg);
 
+		double		best;
+		double		filter_cpu = 0.5 * sp * kCpuEntryCost / threads_;
+
 		strategy_ = cost_brute < cost_prefix ? Strategy::Brute : Strategy::Prefix;
 		if (cost_bitmap < std::min(cost_brute, cost_prefix))
 			strategy_ = Strategy::Bitmap;
+		best = std::min(cost_bitmap, std::min(cost_brute, cost_prefix));
+
+		/*
+		 * Co-processing: the CPU threads filter while the device verifies,
+		 * so the slower of the two; the candidates are sampled only when
+		 * the filtering alone could win.
+		 */
+		if (filter_cpu < best)
+		{
+			double		cand = coproc_candidate_fraction() * sr;
+			double		verify = 0.5 * cand * (kVerifyPairCost + 2.0 * avg);
+
+			if (std::max(filter_cpu, verify) < best)
+				strategy_ = Strategy::Coproc;
+		}
 	}
-	if (forced_strategy >= 1 && forced_strategy <= 3)
+	if (forced_strategy >= 1 && forced_strategy <= 4)
 		strategy_ = forced_strategy == 1 ? Strategy::Prefix :
-			forced_strategy == 2 ? Strategy::Brute : Strategy::Bitmap;
+			forced_strategy == 2 ? Strategy::Brute :
+			forced_strategy == 3 ? Strategy::Bitmap : Strategy::Coproc;
 }
 
 /*
@@ -1090,6 +1248,76 @@ JaccardDevice::bitmap_pass_fraction() const
 }
 
 /*
+ * The fraction of length-compatible candidates that survive the CPU
+ * engine's prefix and positional filters (the co-processing strategy's
+ * candidates), on the sample of bitmap_pass_fraction: the probing prefix of
+ * u merged with the indexing prefix of v, each common token checked as
+ * jc_filter_one checks it.
+ */
+double
+JaccardDevice::coproc_candidate_fraction() const
+{
+	uint64_t	tried = 0,
+				passed = 0;
+	uint32_t	probes = std::min<uint32_t>(nsets_, 256);
+	uint64_t	x = 88172645463325252ull;
+
+	for (uint32_t k = 0; k < probes; k++)
+	{
+		uint32_t	u = (uint32_t) ((uint64_t) k * nsets_ / probes);
+		const uint32_t *tu = tok_ + off_[u];
+		uint32_t	lu = (uint32_t) (off_[u + 1] - off_[u]);
+		uint32_t	ms = minsize_[lu];
+		uint32_t	lo = size_start_[ms];
+		uint32_t	pu = lu - minov_[lu + ms] + 1;
+
+		if (lo >= u)
+			continue;
+		for (int c = 0; c < 64; c++)
+		{
+			uint32_t	v,
+						lv,
+						pv,
+						alpha,
+						i = 0,
+						p = 0,
+						ov = 0;
+			const uint32_t *tv;
+			bool		dead = false;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			v = lo + (uint32_t) (x % (u - lo));
+			tv = tok_ + off_[v];
+			lv = (uint32_t) (off_[v + 1] - off_[v]);
+			pv = lv - minov_[2 * lv] + 1;
+			alpha = minov_[lu + lv];
+			tried++;
+			while (i < pu && p < pv && !dead)
+			{
+				if (tu[i] < tv[p])
+					i++;
+				else if (tu[i] > tv[p])
+					p++;
+				else
+				{
+					if (ov + 1 + std::min(lu - i - 1, lv - p - 1) >= alpha)
+						ov++;
+					else
+						dead = true;
+					i++;
+					p++;
+				}
+			}
+			if (ov > 0 && !dead)
+				passed++;
+		}
+	}
+	return tried ? (double) passed / tried : 1.0;
+}
+
+/*
  * Upload the resident data, size the output buffer, and cut the candidate
  * sets into index partitions that fit what is left of the budget.
  */
@@ -1104,6 +1332,15 @@ JaccardDevice::plan_memory()
 	d_size_start_ = upload(&budget_, size_start_, (size_t) maxsize_ + 2, "bounds", s);
 	d_counter_ = DeviceBuffer<unsigned long long>(&budget_, 2, "result counter");
 	h_counter_.allocate(2);
+	if (strategy_ == Strategy::Coproc)
+	{
+		plan_coproc();
+		return;
+	}
+	if (strategy_ == Strategy::Bitmap &&
+		!budget_.fits((size_t) nsets_ * sig_words_ * sizeof(unsigned long long)) &&
+		coproc_instead())
+		return;
 	if (strategy_ == Strategy::Bitmap)
 	{
 		int			grid = (int) std::min<uint64_t>(div_up<uint64_t>((uint64_t) nsets_ * sig_words_,
@@ -1142,9 +1379,13 @@ JaccardDevice::plan_memory()
 			cap_ = kMinRecords;
 		out_bytes = cap_ * 16;
 		if (out_bytes + list_bytes > avail)
+		{
+			if (coproc_instead())
+				return;
 			throw Error(SJ_ERR_DEVICE_NOMEM,
 						"jaccard_join: %u distinct sets leave too little of the device memory limit (%zu bytes) for an index",
 						nsets_, budget_.limit());
+		}
 		idx_avail = avail - out_bytes - list_bytes;
 		/* per entry: keys and values twice (radix sort) and a set offset */
 		emax = std::min<uint64_t>(idx_avail / 32, ent_prefix_[nsets_]);
@@ -1160,9 +1401,13 @@ JaccardDevice::plan_memory()
 			emax = idx_avail > temp ? std::min<uint64_t>(emax, (idx_avail - temp) / 32) : 0;
 		}
 		if (strategy_ != Strategy::Bitmap && (emax < max_one || emax == 0))
+		{
+			if (coproc_instead())
+				return;
 			throw Error(SJ_ERR_DEVICE_NOMEM,
 						"jaccard_join: the index of one set (%llu entries) does not fit in the device memory limit (%zu bytes)",
 						(unsigned long long) max_one, budget_.limit());
+		}
 		max_entries_ = emax;
 	}
 	if (!count_only_)
@@ -1189,6 +1434,73 @@ JaccardDevice::plan_memory()
 			v0 = v1;
 		}
 	}
+}
+
+/*
+ * Co-processing's memory: two slots of candidate pairs on the device and
+ * pinned on the host, and result records for one slot (a candidate gives
+ * at most one record), from what is left of the budget; the CPU engine's
+ * index for its filters.
+ */
+void
+JaccardDevice::plan_coproc()
+{
+	size_t		per = 2 * sizeof(uint64_t) + (count_only_ ? 0 : 16);
+	uint64_t	pairs = (uint64_t) nsets_ * (nsets_ - 1) / 2 + 1;
+	char		msg[SJ_ERRMSG_LEN] = "";
+	SjStatus	st;
+
+	ccap_ = std::min(kMaxCandidates, budget_.available() / per);
+	if (ccap_ < kMinRecords)
+		throw Error(SJ_ERR_DEVICE_NOMEM,
+					"jaccard_join: %u distinct sets leave too little of the device memory limit (%zu bytes) for candidate batches",
+					nsets_, budget_.limit());
+	ccap_ = (size_t) std::min<uint64_t>(ccap_, pairs);
+	if (forced_coproc_candidates > 0)
+		ccap_ = std::min(ccap_, forced_coproc_candidates);
+	cap_ = count_only_ ? 0 : ccap_;
+	if (!count_only_ && forced_coproc_records > 0)
+		cap_ = std::min(cap_, forced_coproc_records);
+	for (int k = 0; k < 2; k++)
+	{
+		d_cand_[k] = DeviceBuffer<uint64_t>(&budget_, ccap_, "candidate pairs");
+		h_cand_[k].allocate(ccap_);
+	}
+	if (!count_only_)
+	{
+		d_out_u_ = DeviceBuffer<uint32_t>(&budget_, cap_, "result records");
+		d_out_v_ = DeviceBuffer<uint32_t>(&budget_, cap_, "result records");
+		d_out_sim_ = DeviceBuffer<double>(&budget_, cap_, "result records");
+		h_out_u_.allocate(cap_);
+		h_out_v_.allocate(cap_);
+		h_out_sim_.allocate(cap_);
+	}
+	batch_done_.create(false);
+	st = sj_jaccard_filter_begin(host_, msg);
+	if (st != SJ_OK)
+		throw Error(st, "%s", msg);
+}
+
+/*
+ * When no device index fits (automatic choice only): co-processing needs
+ * none, so it takes over if its candidate batches fit.  Returns false
+ * when they do not either.
+ */
+bool
+JaccardDevice::coproc_instead()
+{
+	size_t		per = 2 * sizeof(uint64_t) + (count_only_ ? 0 : 16);
+
+	if (forced_strategy != 0)
+		return false;
+	/* the signature kernel may still run: let it finish before its buffer goes */
+	SJGPU_CHECK(cudaStreamSynchronize(stream_.get()));
+	d_sig_.reset();
+	if (budget_.available() < kMinRecords * per)
+		return false;
+	strategy_ = Strategy::Coproc;
+	plan_coproc();
+	return true;
 }
 
 /* Build the inverted index of candidate sets [v0, v1) with CUB. */
@@ -1334,11 +1646,10 @@ JaccardDevice::estimate_work()
 		work_prefix_[u + 1] += work_prefix_[u];
 }
 
-/* Launch one piece of work (asynchronously; counter copied back after it). */
-void
-JaccardDevice::launch(const Work &w)
+/* The kernels' arguments for one piece of work. */
+ProbeArgs
+JaccardDevice::probe_args(const Work &w) const
 {
-	cudaStream_t s = stream_.get();
 	ProbeArgs	a;
 
 	a.off = d_off_.get();
@@ -1366,6 +1677,15 @@ JaccardDevice::launch(const Work &w)
 	a.out_sim = d_out_sim_.get();
 	a.cap = cap_;
 	a.counter = d_counter_.get();
+	return a;
+}
+
+/* Launch one piece of work (asynchronously; counter copied back after it). */
+void
+JaccardDevice::launch(const Work &w)
+{
+	cudaStream_t s = stream_.get();
+	ProbeArgs	a = probe_args(w);
 
 	SJGPU_CHECK(cudaMemsetAsync(d_counter_.get(), 0, 2 * sizeof(unsigned long long), s));
 	kernel_timer_.start(s);
@@ -1484,6 +1804,11 @@ JaccardDevice::fetch(const uint32_t **u, const uint32_t **v, const double **sim,
 		*exhausted = 1;
 		return;
 	}
+	if (strategy_ == Strategy::Coproc)
+	{
+		fetch_coproc(n, count, exhausted);
+		return;
+	}
 	for (;;)
 	{
 		unsigned long long nrec;
@@ -1564,6 +1889,163 @@ JaccardDevice::fetch(const uint32_t **u, const uint32_t **v, const double **sim,
 	}
 }
 
+/*
+ * Co-processing: filter the next candidates on the CPU threads into a free
+ * slot (the one the device is not verifying); it becomes pending if any
+ * came out.
+ */
+void
+JaccardDevice::filter_batch(int slot)
+{
+	char		msg[SJ_ERRMSG_LEN] = "";
+	size_t		n = 0;
+	int			done = 0;
+	SjStatus	st;
+
+	st = sj_jaccard_filter_next(host_, h_cand_[slot].get(), ccap_, &n, &done, msg);
+	if (st != SJ_OK)
+		throw Error(st, "%s", msg);
+	filter_done_ = done != 0;
+	if (n > 0)
+	{
+		pending_slot_ = slot;
+		pending_n_ = n;
+	}
+}
+
+/*
+ * Co-processing: verify candidates [w.u0, w.u1) of the device's slot
+ * (asynchronously; the counter comes back and batch_done_ is recorded
+ * after it).
+ */
+void
+JaccardDevice::launch_verify(const Work &w)
+{
+	cudaStream_t s = stream_.get();
+	ProbeArgs	a = probe_args(w);
+	int			grid = (int) std::min<uint64_t>(div_up<uint64_t>(w.u1 - w.u0, kBlock),
+												 (uint64_t) sms_ * 32);
+
+	SJGPU_CHECK(cudaMemsetAsync(d_counter_.get(), 0, 2 * sizeof(unsigned long long), s));
+	kernel_timer_.start(s);
+	verify_kernel<<<std::max(grid, 1), kBlock, 0, s>>>(a, d_cand_[dev_slot_].get());
+	SJGPU_CHECK_LAUNCH("verify_kernel");
+	kernel_timer_.stop(s);
+	SJGPU_CHECK(cudaMemcpyAsync(h_counter_.get(), d_counter_.get(),
+								2 * sizeof(unsigned long long),
+								cudaMemcpyDeviceToHost, s));
+	batch_done_.record(s);
+	cur_ = w;
+	inflight_ = true;
+}
+
+/*
+ * Co-processing: start the next verification: a split piece after an
+ * overflow, else the pending slot (sent to the device first), else, when
+ * may_filter, a slot filtered now.  Returns false when nothing was started.
+ */
+bool
+JaccardDevice::launch_next_coproc(bool may_filter)
+{
+	if (!stack_.empty())
+	{
+		Work		w = stack_.back();
+
+		stack_.pop_back();
+		launch_verify(w);
+		return true;
+	}
+	if (pending_slot_ < 0 && may_filter && !filter_done_)
+		filter_batch(1 - dev_slot_);
+	if (pending_slot_ < 0)
+		return false;
+	{
+		int			slot = pending_slot_;
+		size_t		n = pending_n_;
+
+		/* the slot's last verification has finished: its copy may start */
+		SJGPU_CHECK(cudaMemcpyAsync(d_cand_[slot].get(), h_cand_[slot].get(),
+									n * sizeof(uint64_t), cudaMemcpyHostToDevice,
+									stream_.get()));
+		dev_slot_ = slot;
+		pending_slot_ = -1;
+		pending_n_ = 0;
+		launch_verify(Work {0, (uint32_t) n, 0, 0});
+	}
+	return true;
+}
+
+/*
+ * The record source under co-processing, a two-slot pipeline: while the
+ * device verifies one slot, the CPU threads filter the next candidates
+ * into the other; then the verified records come back (a verification
+ * whose records overflow is split and re-run from the candidates still on
+ * the device), the pending slot goes to the device, and the records are
+ * handed over while it runs.
+ */
+void
+JaccardDevice::fetch_coproc(size_t *n, uint64_t *count, int *exhausted)
+{
+	for (;;)
+	{
+		unsigned long long nrec;
+
+		if (!inflight_ && !launch_next_coproc(true))
+		{
+			/* nothing left, or a chunk of probes without candidates */
+			*exhausted = filter_done_ ? 1 : 0;
+			return;
+		}
+
+		/* the CPU filters the next batch while the device verifies */
+		if (pending_slot_ < 0 && !filter_done_)
+			filter_batch(1 - dev_slot_);
+		{
+			double		t1 = sj_now_ms();
+
+			batch_done_.synchronize();
+			phase_ms[kPhaseWait] += sj_now_ms() - t1;
+		}
+		inflight_ = false;
+		nrec = h_counter_.get()[0];
+		if (!count_only_ && nrec > cap_)
+		{
+			/* overflow: verify the two halves of the candidates again */
+			Work		a = cur_,
+						b = cur_;
+
+			reruns_++;
+			if (cur_.u1 - cur_.u0 <= 1)
+				throw Error(SJ_ERR_INTERNAL, "jaccard_join: one pair overflowed the result buffer");
+			a.u1 = b.u0 = cur_.u0 + (cur_.u1 - cur_.u0) / 2;
+			stack_.push_back(b);
+			stack_.push_back(a);
+			continue;
+		}
+		*count = count_only_ ? h_counter_.get()[1] : 0;
+		if (!count_only_ && nrec > 0)
+		{
+			double		t0 = sj_now_ms();
+			cudaStream_t s = stream_.get();
+
+			SJGPU_CHECK(cudaMemcpyAsync(h_out_u_.get(), d_out_u_.get(), nrec * sizeof(uint32_t),
+										cudaMemcpyDeviceToHost, s));
+			SJGPU_CHECK(cudaMemcpyAsync(h_out_v_.get(), d_out_v_.get(), nrec * sizeof(uint32_t),
+										cudaMemcpyDeviceToHost, s));
+			SJGPU_CHECK(cudaMemcpyAsync(h_out_sim_.get(), d_out_sim_.get(), nrec * sizeof(double),
+										cudaMemcpyDeviceToHost, s));
+			stream_.synchronize();
+			transfer_ms_ += sj_now_ms() - t0;
+		}
+		*n = (size_t) nrec;
+
+		/* the device verifies the next slot while the caller expands this */
+		if (!launch_next_coproc(false) && filter_done_)
+			*exhausted = 1;
+		return;
+	}
+}
+
 void
 JaccardDevice::add_timings(SjTimings *t) const
 {
@@ -1602,12 +2084,27 @@ jaccard_source(void *ctx, const uint32_t **u, const uint32_t **v,
 	});
 }
 
-/* Test hook (not in sjgpu.h): 0 automatic, 1 prefix, 2 brute force, 3 bitmap. */
+/*
+ * Test hook (not in sjgpu.h): 0 automatic, 1 prefix, 2 brute force,
+ * 3 bitmap, 4 co-processing.
+ */
 extern "C" void
 sjgpu_jaccard_set_test_strategy(int strategy, int signature_words)
 {
 	forced_strategy = strategy;
 	forced_sig_words = signature_words;
+}
+
+/*
+ * Test hook (not in sjgpu.h): co-processing's candidate pairs per pipeline
+ * batch and result records per verification, at most (0 = from the
+ * memory budget); small values force many batches and re-runs.
+ */
+extern "C" void
+sjgpu_jaccard_set_test_coproc(size_t candidates, size_t records)
+{
+	forced_coproc_candidates = candidates;
+	forced_coproc_records = records;
 }
 
 /* Test hook (not in sjgpu.h): the phases above, then device allocation ms. */

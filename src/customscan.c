@@ -2027,7 +2027,7 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Strategy",
 							state->op == SJ_OP_EPS ? "grid or tiled brute force, chosen when run" :
 							state->op == SJ_OP_JACCARD ?
-							(gpu ? "prefix filter, brute-force overlap or bitmap, chosen when run" :
+							(gpu ? "prefix filter, brute-force overlap, bitmap or co-processing, chosen when run" :
 							 "prefix filter") :
 							theta_strategies[Max(0, Min(3, state->theta_strategy))], es);
 	}

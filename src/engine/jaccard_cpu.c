@@ -58,6 +58,15 @@
  * cannot; then it installs a record source that probes on the device
  * (sj_jaccard_set_source()); see sjjaccard.h and the exported functions at
  * the end of this file.
+ * Its co-processing strategy (after Bellas and Gounaris) also reuses the
+ * filters: sj_jaccard_filter_next() runs the same probe (jc_probe_mode,
+ * stopping before verification) over chunks of probes on the same threads,
+ * but hands each surviving candidate pair out into the caller's buffer
+ * instead of verifying it.  The buffer is shared by the threads through one
+ * atomic reservation per probe; when it is full, the chunk's unfinished
+ * ranges wait for the next call, a probe cut off inside its candidates
+ * resumes after those already handed out (JcTask.skip), so every candidate
+ * comes out exactly once.
  *
  * Ownership: every array is malloc'd and owned by the handle; the inputs
  * are only read.  Nothing here prints, exits or calls into PostgreSQL.
@@ -113,6 +122,8 @@ typedef struct JcTask
 	uint32_t	from;
 	uint32_t	to;
 	uint32_t	resume;			/* first probe not done (== to when done) */
+	uint32_t	skip;			/* co-processing: candidates of probe resume
+								 * already handed out */
 } JcTask;
 
 /* Per-thread state of the probe phase (cache-line aligned: no sharing). */
@@ -190,6 +201,11 @@ struct SjJaccardJoin
 	JcWorker   *workers;
 	atomic_uint_fast64_t chunk_records;
 	atomic_int	worker_error;
+
+	/* co-processing: the caller's candidate buffer (sj_jaccard_filter_next) */
+	uint64_t   *cbuf;
+	size_t		ccap;
+	atomic_uint_fast64_t cand_used;
 
 	/* an external record source replaces CPU probing (GPU engine) */
 	SjJaccardSource source;
@@ -1264,10 +1280,15 @@ jc_lower_bound(const JcPost *p, const JcPost *e, uint32_t id)
 /*
  * Probe distinct set x against the earlier distinct sets: candidates from
  * the probing prefix (length and positional filters), then verification.
- * Returns 0 when memory ran out.
+ * With filter_only (co-processing) it stops before verifying: the
+ * candidates are left in w->cand[0, *ncand) (pruned ones with overlap
+ * JC_DEAD), their slots set for the caller to clear.  Always inlined with
+ * a constant filter_only, so the CPU engine's own probe (jc_probe_one) is
+ * the code it was.  Returns 0 when memory ran out.
  */
-static int
-jc_probe_one(SjJaccardJoin *j, JcWorker *w, uint32_t x)
+__attribute__((always_inline)) static inline int
+jc_probe_mode(SjJaccardJoin *j, JcWorker *w, uint32_t x, int filter_only,
+			  size_t *ncand_out)
 {
 	const uint32_t *tx = j->tok + j->off[x];
 	uint32_t	lx = j->len[x];
@@ -1282,6 +1303,8 @@ jc_probe_one(SjJaccardJoin *j, JcWorker *w, uint32_t x)
 				i;
 	double		t = j->threshold;
 
+	if (filter_only)
+		*ncand_out = 0;
 	if (lo >= x)
 		return 1;
 	plen = jc_probe_prefix(j, lx);
@@ -1352,6 +1375,11 @@ jc_probe_one(SjJaccardJoin *j, JcWorker *w, uint32_t x)
 			}
 		}
 	}
+	if (filter_only)
+	{
+		*ncand_out = ncand;
+		return 1;
+	}
 
 	/*
 	 * Verify: the overlap so far is exact up to the last match, so the
@@ -1380,6 +1408,13 @@ jc_probe_one(SjJaccardJoin *j, JcWorker *w, uint32_t x)
 			return 0;
 	}
 	return 1;
+}
+
+/* The CPU engine's probe of distinct set x (see jc_probe_mode). */
+static int
+jc_probe_one(SjJaccardJoin *j, JcWorker *w, uint32_t x)
+{
+	return jc_probe_mode(j, w, x, 0, NULL);
 }
 
 /* One task of a chunk: probe its range, stopping at the record cap. */
@@ -1422,32 +1457,24 @@ jc_probe_task(void *arg, uint64_t task, int worker)
 }
 
 /*
- * Probe the next chunk on the CPU threads: first the ranges a previous
- * chunk left undone (record cap), then fresh probes.  The records end up in
- * the workers, one segment each.
+ * The task list of the next chunk: the ranges a previous chunk left undone
+ * (record or candidate cap) first, then up to j->chunk fresh probes.
  */
 static SjStatus
-jc_cpu_chunk(SjJaccardJoin *j, char *errmsg)
+jc_plan_tasks(SjJaccardJoin *j, char *errmsg)
 {
 	uint32_t	budget = j->chunk,
 				tsize,
 				x;
 	size_t		k;
 	uint64_t	probes = 0;
-	double		t0 = sj_now_ms(),
-				ms;
-	SjStatus	st;
-	int			w;
 
-	for (w = 0; w < j->nthreads; w++)
-		j->workers[w].nrec = 0;
 	tsize = budget / ((uint32_t) j->nthreads * 8);
 	if (tsize < 1)
 		tsize = 1;
 	if (tsize > 256)
 		tsize = 256;
 
-	/* the task list: leftovers, then fresh ranges */
 	j->ntasks = 0;
 	if (!jc_reserve((void **) &j->tasks, &j->captasks,
 					j->npending + budget / tsize + 2, sizeof(JcTask)))
@@ -1465,23 +1492,29 @@ jc_cpu_chunk(SjJaccardJoin *j, char *errmsg)
 			n = tsize;
 		tk->from = x;
 		tk->to = x + n;
+		tk->skip = 0;
 		x += n;
 		probes += n;
 	}
 	j->next_probe = x;
+	return SJ_OK;
+}
 
-	atomic_store(&j->chunk_records, 0);
-	st = sj_parallel_for(j->nthreads, j->ntasks, jc_probe_task, j);
-	if (st != SJ_OK || atomic_load(&j->worker_error))
-		return jc_error(errmsg, SJ_ERR_NOMEM, "out of memory probing jaccard_join");
+/*
+ * After a chunk: keep what its tasks left undone for the next chunk, and
+ * count the probes done.
+ */
+static SjStatus
+jc_keep_leftovers(SjJaccardJoin *j, uint64_t *probes, char *errmsg)
+{
+	size_t		k;
 
-	/* what the record cap left undone goes first next time */
-	probes = 0;
+	*probes = 0;
 	for (k = 0; k < j->ntasks; k++)
 	{
 		JcTask	   *tk = &j->tasks[k];
 
-		probes += tk->resume - tk->from;
+		*probes += tk->resume - tk->from;
 		if (tk->resume < tk->to)
 		{
 			if (!jc_reserve((void **) &j->pending, &j->cappending,
@@ -1490,38 +1523,77 @@ jc_cpu_chunk(SjJaccardJoin *j, char *errmsg)
 			j->pending[j->npending].from = tk->resume;
 			j->pending[j->npending].to = tk->to;
 			j->pending[j->npending].resume = tk->resume;
+			j->pending[j->npending].skip = tk->skip;
 			j->npending++;
 		}
 	}
+	return SJ_OK;
+}
 
-	/* size the next chunk for about JC_CHUNK_MS and half the record cap */
-	ms = sj_now_ms() - t0;
+/*
+ * Size the next chunk for about JC_CHUNK_MS and `target` outputs (records,
+ * or candidates when co-processing), from the last chunk's probes, time and
+ * outputs; smaller while leftovers wait.
+ */
+static void
+jc_size_chunk(SjJaccardJoin *j, uint64_t probes, double ms, uint64_t outputs,
+			  double target)
+{
+	double		next = (double) j->chunk * 4;
+
+	if (probes > 0 && ms > 1.0)
 	{
-		double		next = (double) j->chunk * 4;
-		uint64_t	recs = atomic_load(&j->chunk_records);
+		double		by_time = JC_CHUNK_MS * (double) probes / ms;
 
-		if (probes > 0 && ms > 1.0)
-		{
-			double		by_time = JC_CHUNK_MS * (double) probes / ms;
-
-			if (by_time < next)
-				next = by_time;
-		}
-		if (probes > 0 && recs > 0)
-		{
-			double		by_recs = (double) (JC_REC_CAP / 2) * (double) probes / (double) recs;
-
-			if (by_recs < next)
-				next = by_recs;
-		}
-		if (j->npending > 0 && next > (double) j->chunk / 2)
-			next = (double) j->chunk / 2;
-		if (next < 1)
-			next = 1;
-		if (next > (double) j->nsets)
-			next = (double) j->nsets;
-		j->chunk = (uint32_t) next;
+		if (by_time < next)
+			next = by_time;
 	}
+	if (probes > 0 && outputs > 0)
+	{
+		double		by_outputs = target * (double) probes / (double) outputs;
+
+		if (by_outputs < next)
+			next = by_outputs;
+	}
+	if (j->npending > 0 && next > (double) j->chunk / 2)
+		next = (double) j->chunk / 2;
+	if (next < 1)
+		next = 1;
+	if (next > (double) j->nsets)
+		next = (double) j->nsets;
+	j->chunk = (uint32_t) next;
+}
+
+/*
+ * Probe the next chunk on the CPU threads: first the ranges a previous
+ * chunk left undone (record cap), then fresh probes.  The records end up in
+ * the workers, one segment each.
+ */
+static SjStatus
+jc_cpu_chunk(SjJaccardJoin *j, char *errmsg)
+{
+	uint64_t	probes = 0;
+	double		t0 = sj_now_ms();
+	SjStatus	st;
+	int			w;
+
+	for (w = 0; w < j->nthreads; w++)
+		j->workers[w].nrec = 0;
+	st = jc_plan_tasks(j, errmsg);
+	if (st != SJ_OK)
+		return st;
+
+	atomic_store(&j->chunk_records, 0);
+	st = sj_parallel_for(j->nthreads, j->ntasks, jc_probe_task, j);
+	if (st != SJ_OK || atomic_load(&j->worker_error))
+		return jc_error(errmsg, SJ_ERR_NOMEM, "out of memory probing jaccard_join");
+
+	/* what the record cap left undone goes first next time */
+	st = jc_keep_leftovers(j, &probes, errmsg);
+	if (st != SJ_OK)
+		return st;
+	jc_size_chunk(j, probes, sj_now_ms() - t0, atomic_load(&j->chunk_records),
+				  (double) (JC_REC_CAP / 2));
 
 	/* hand the records over as segments */
 	j->nsegs = 0;
@@ -1541,6 +1613,136 @@ jc_cpu_chunk(SjJaccardJoin *j, char *errmsg)
 			sg->n = wk->nrec;
 		}
 	}
+	return SJ_OK;
+}
+
+/* ----------------------------------------------------------------------
+ * Co-processing: CPU filtering for GPU verification
+ * ---------------------------------------------------------------------- */
+
+/*
+ * Hand out the surviving candidates of probe x, from survivor `skip` on,
+ * into the shared candidate buffer: as many as fit, reserved in one
+ * contiguous piece (so the filled part of the buffer never has holes).
+ * Returns the survivors handed out so far (skip included); fewer than
+ * *alive means the buffer is full.  Clears the probe's slots.
+ */
+static uint32_t
+jc_hand_out(SjJaccardJoin *j, JcWorker *w, uint32_t x, size_t ncand,
+			uint32_t skip, uint32_t *alive)
+{
+	JcCand	   *cand = w->cand;
+	uint_fast64_t at;
+	uint64_t	got = 0;
+	uint32_t	n = 0,
+				seen = 0;
+	size_t		c;
+
+	for (c = 0; c < ncand; c++)
+	{
+		w->slot[cand[c].id] = 0;
+		n += cand[c].overlap != JC_DEAD;
+	}
+	*alive = n;
+	if (n <= skip)
+		return n;
+	at = atomic_load(&j->cand_used);
+	do
+	{
+		if (at >= j->ccap)
+			return skip;
+		got = n - skip;
+		if (got > j->ccap - at)
+			got = j->ccap - at;
+	} while (!atomic_compare_exchange_weak(&j->cand_used, &at, at + got));
+
+	for (c = 0; c < ncand && got > 0; c++)
+	{
+		if (cand[c].overlap == JC_DEAD)
+			continue;
+		if (seen++ < skip)
+			continue;
+		j->cbuf[at++] = (uint64_t) x << 32 | cand[c].id;
+		got--;
+		skip++;
+	}
+	return skip;
+}
+
+/*
+ * One task of a co-processing chunk: filter its range of probes and hand
+ * the candidates out, stopping (resumably, inside a probe if need be) when
+ * the candidate buffer is full.
+ */
+static void
+jc_filter_task(void *arg, uint64_t task, int worker)
+{
+	SjJaccardJoin *j = (SjJaccardJoin *) arg;
+	JcTask	   *tk = &j->tasks[task];
+	JcWorker   *w = &j->workers[worker];
+	uint32_t	x,
+				skip = tk->skip;
+
+	tk->resume = tk->from;
+	if (atomic_load(&j->worker_error))
+		return;
+	if (w->slot == NULL)
+	{
+		w->slot = calloc((size_t) j->nsets + 1, sizeof(uint32_t));
+		if (w->slot == NULL)
+		{
+			atomic_store(&j->worker_error, 1);
+			return;
+		}
+	}
+	for (x = tk->from; x < tk->to; x++)
+	{
+		size_t		ncand;
+		uint32_t	alive;
+
+		if (atomic_load_explicit(&j->cand_used, memory_order_relaxed) >= j->ccap)
+			break;
+		if (!jc_probe_mode(j, w, x, 1, &ncand))
+		{
+			atomic_store(&j->worker_error, 1);
+			break;
+		}
+		skip = jc_hand_out(j, w, x, ncand, skip, &alive);
+		if (skip < alive)
+			break;				/* full: the rest of x goes next time */
+		skip = 0;
+	}
+	tk->resume = x;
+	tk->skip = x < tk->to ? skip : 0;
+}
+
+/*
+ * The next chunk of candidates into buf (cap entries): leftovers first,
+ * then fresh probes, on the CPU threads.
+ */
+static SjStatus
+jc_filter_chunk(SjJaccardJoin *j, uint64_t *buf, size_t cap, size_t *n,
+				char *errmsg)
+{
+	uint64_t	probes = 0;
+	double		t0 = sj_now_ms();
+	SjStatus	st;
+
+	st = jc_plan_tasks(j, errmsg);
+	if (st != SJ_OK)
+		return st;
+	j->cbuf = buf;
+	j->ccap = cap;
+	atomic_store(&j->cand_used, 0);
+	st = sj_parallel_for(j->nthreads, j->ntasks, jc_filter_task, j);
+	if (st != SJ_OK || atomic_load(&j->worker_error))
+		return jc_error(errmsg, SJ_ERR_NOMEM, "out of memory filtering jaccard_join");
+	*n = (size_t) atomic_load(&j->cand_used);
+	j->cbuf = NULL;
+	st = jc_keep_leftovers(j, &probes, errmsg);
+	if (st != SJ_OK)
+		return st;
+	jc_size_chunk(j, probes, sj_now_ms() - t0, *n, (double) cap / 2);
 	return SJ_OK;
 }
 
@@ -2047,6 +2249,10 @@ extern void sj_jaccard_prepared_sets(const SjJaccardJoin *j, uint32_t *nsets,
 									 const uint32_t **weight_right);
 extern void sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source,
 								  void *ctx, const char *strategy);
+extern SjStatus sj_jaccard_filter_begin(SjJaccardJoin *j, char *errmsg);
+extern SjStatus sj_jaccard_filter_next(SjJaccardJoin *j, uint64_t *buf,
+									   size_t cap, size_t *n, int *exhausted,
+									   char *errmsg);
 
 /*
  * Prepare a join without a CPU index: the distinct sets, their members and
@@ -2177,4 +2383,45 @@ sj_jaccard_prepared_view(const SjJaccardJoin *j, SjJaccardPrepared *view)
 		view->mem[side] = j->mem[side];
 		view->weight[side] = j->weight[side];
 	}
+}
+
+/*
+ * Co-processing: build the CPU engine's index over a prepared join, so that
+ * its filters can feed a device that verifies (sj_jaccard_filter_next).
+ */
+SjStatus
+sj_jaccard_filter_begin(SjJaccardJoin *j, char *errmsg)
+{
+	if (j->post != NULL)
+		return SJ_OK;
+	return jc_build_index(j, errmsg);
+}
+
+/*
+ * The next candidate pairs of the CPU engine's filters (length, prefix and
+ * positional, on options->cpu_threads threads), unverified: distinct sets
+ * x > y as x << 32 | y, at most cap of them into buf, each pair exactly once
+ * over the whole join.  *n may be 0 before the end (a chunk of probes with
+ * no candidates); *exhausted is set once every probe is done.  A call
+ * takes about JC_CHUNK_MS (chunks are sized as the CPU engine's are).
+ */
+SjStatus
+sj_jaccard_filter_next(SjJaccardJoin *j, uint64_t *buf, size_t cap, size_t *n,
+					   int *exhausted, char *errmsg)
+{
+	SjStatus	st;
+
+	*n = 0;
+	*exhausted = 0;
+	if (j->post == NULL || buf == NULL || cap == 0)
+		return jc_error(errmsg, SJ_ERR_INVALID,
+						"jaccard_join: candidate filtering without an index or a buffer");
+	if (j->next_probe < j->nsets || j->npending > 0)
+	{
+		st = jc_filter_chunk(j, buf, cap, n, errmsg);
+		if (st != SJ_OK)
+			return st;
+	}
+	*exhausted = j->next_probe >= j->nsets && j->npending == 0;
+	return SJ_OK;
 }

@@ -37,6 +37,8 @@ extern SjStatus sjgpu_jaccard_test_prepare(const SjSets *left, const SjSets *rig
 										   double threshold, const SjJoinOptions *options,
 										   SjJaccardJoin **join, int *on_device,
 										   char *errmsg);
+#pragma weak sjgpu_jaccard_set_test_coproc
+extern void sjgpu_jaccard_set_test_coproc(size_t candidates, size_t records);
 
 /* ----------------------------------------------------------------------
  * Random numbers and set collections
@@ -992,6 +994,210 @@ SJ_TEST(jaccard_cpu_sparse_universe)
 	SJ_CHECK(err == NULL, "%s", err);
 }
 
+/*
+ * The CPU engine's filters as co-processing uses them (jaccard_cpu.c;
+ * cuda/jaccard_gpu.cu declares these the same way).
+ */
+extern SjStatus sj_jaccard_prepare(const SjSets *left, const SjSets *right,
+								   double threshold, const SjJoinOptions *options,
+								   SjJaccardJoin **join, char *errmsg);
+extern void sj_jaccard_prepared_sets(const SjJaccardJoin *j, uint32_t *nsets,
+									 uint32_t *universe, const uint64_t **offsets,
+									 const uint32_t **tokens,
+									 const uint32_t **weight_left,
+									 const uint32_t **weight_right);
+extern SjStatus sj_jaccard_filter_begin(SjJaccardJoin *j, char *errmsg);
+extern SjStatus sj_jaccard_filter_next(SjJaccardJoin *j, uint64_t *buf, size_t cap,
+									   size_t *n, int *exhausted, char *errmsg);
+
+static int
+tj_cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Co-processing's CPU half: the candidates of sj_jaccard_filter_next in
+ * buffers of cap, verified here by a plain merge, counted as member pairs
+ * (with the pairs inside groups of identical sets).  Checks that every
+ * candidate is a pair of distinct sets x > y and that none comes twice.
+ * Returns NULL or a failure; *batches counts the calls.
+ */
+static const char *
+tj_filter_count(const TjSets *L, const TjSets *R, double t, int threads,
+				size_t cap, uint64_t *count, uint64_t *batches)
+{
+	static char why[SJ_ERRMSG_LEN + 64];
+	char		errmsg[SJ_ERRMSG_LEN];
+	SjSets		lv = tj_view(L),
+				rv;
+	SjJoinOptions o = tj_options(threads, 0, 1);
+	SjJaccardJoin *j = NULL;
+	uint32_t	nsets = 0,
+				universe,
+				d;
+	const uint64_t *off;
+	const uint32_t *tok,
+			   *wl,
+			   *wr;
+	uint64_t   *buf = malloc(cap * sizeof(uint64_t));
+	uint64_t   *all = NULL;
+	size_t		nall = 0,
+				capall = 0,
+				k;
+	int			done = 0;
+	SjStatus	st;
+	const char *err = NULL;
+
+	*count = 0;
+	*batches = 0;
+	if (R)
+		rv = tj_view(R);
+	st = sj_jaccard_prepare(&lv, R ? &rv : NULL, t, &o, &j, errmsg);
+	if (st == SJ_OK)
+		st = sj_jaccard_filter_begin(j, errmsg);
+	if (st == SJ_OK)
+		sj_jaccard_prepared_sets(j, &nsets, &universe, &off, &tok, &wl, &wr);
+	while (st == SJ_OK && !done && !err)
+	{
+		size_t		n = 0;
+
+		st = sj_jaccard_filter_next(j, buf, cap, &n, &done, errmsg);
+		if (st != SJ_OK)
+			break;
+		if (n > cap || ++*batches > 50000000)
+		{
+			snprintf(why, sizeof(why), "%zu candidates in a buffer of %zu, call %llu",
+					 n, cap, (unsigned long long) *batches);
+			err = why;
+			break;
+		}
+		for (k = 0; k < n; k++)
+		{
+			uint32_t	x = (uint32_t) (buf[k] >> 32),
+						y = (uint32_t) buf[k],
+						lx,
+						ly,
+						a = 0,
+						b = 0,
+						inter = 0;
+
+			if (x >= nsets || y >= x)
+			{
+				snprintf(why, sizeof(why), "bad candidate (%u, %u) of %u sets", x, y, nsets);
+				err = why;
+				break;
+			}
+			if (nall == capall)
+			{
+				capall = capall ? capall * 2 : 4096;
+				all = realloc(all, capall * sizeof(uint64_t));
+			}
+			all[nall++] = buf[k];
+			lx = (uint32_t) (off[x + 1] - off[x]);
+			ly = (uint32_t) (off[y + 1] - off[y]);
+			while (a < lx && b < ly)
+			{
+				uint32_t	p = tok[off[x] + a],
+							q = tok[off[y] + b];
+
+				inter += p == q;
+				a += p <= q;
+				b += q <= p;
+			}
+			if ((double) inter / (double) (lx + ly - inter) >= t)
+				*count += wr ? (uint64_t) wl[x] * wr[y] + (uint64_t) wr[x] * wl[y]
+					: (uint64_t) wl[x] * wl[y];
+		}
+	}
+	if (st != SJ_OK && !err)
+	{
+		snprintf(why, sizeof(why), "status %d: %s", st, errmsg);
+		err = why;
+	}
+	for (d = 0; d < nsets && !err; d++)
+		*count += wr ? (uint64_t) wl[d] * wr[d] : (uint64_t) wl[d] * (wl[d] - (wl[d] > 0)) / 2;
+	if (!err && nall > 1)
+	{
+		qsort(all, nall, sizeof(uint64_t), tj_cmp_u64);
+		for (k = 1; k < nall && !err; k++)
+			if (all[k] == all[k - 1])
+			{
+				snprintf(why, sizeof(why), "candidate (%u, %u) twice",
+						 (uint32_t) (all[k] >> 32), (uint32_t) all[k]);
+				err = why;
+			}
+	}
+	sj_jaccard_cpu_end(j);
+	free(buf);
+	free(all);
+	return err;
+}
+
+/*
+ * The CPU half of co-processing, without a device: over every shape, self
+ * and two-table, the filters' candidates verified by a plain merge count
+ * exactly the oracle's pairs, from buffers of one candidate (every probe's
+ * candidates split across calls) up, on 1 to 4 threads.
+ */
+SJ_TEST(jaccard_coproc_filter)
+{
+	static const double ts[] = {0.1, 0.5, 0.7, 0.9, 1.0};
+	TjRng		r = tj_rng(1515);
+	TjList		want = {0};
+	size_t		s;
+
+	for (s = 0; s < TJ_NSHAPES; s++)
+	{
+		TjShape		sh = tj_shapes[s];
+		TjSets		L,
+					R;
+		size_t		ti;
+		int			side;
+
+		tj_generate(&L, &sh, 0, sh.universe, &r);
+		sh.n = sh.n / 3 + 1;
+		tj_generate(&R, &sh, 0, sh.universe, &r);
+		for (side = 0; side < 2; side++)
+			for (ti = 0; ti < sizeof(ts) / sizeof(ts[0]); ti++)
+			{
+				static const struct
+				{
+					size_t		cap;
+					int			threads;
+				}			runs[] = {{1, 1}, {7, 1}, {250, 4}, {4096, 2}};
+				const TjSets *rs = side ? &R : NULL;
+				size_t		k;
+
+				tj_oracle(&L, rs, ts[ti], &want);
+				for (k = 0; k < sizeof(runs) / sizeof(runs[0]); k++)
+				{
+					uint64_t	count = 0,
+								batches = 0;
+					const char *err;
+
+					/* one candidate a call: only where probes have few */
+					if (runs[k].cap == 1 && ts[ti] < 0.7)
+						continue;
+					err = tj_filter_count(&L, rs, ts[ti], runs[k].threads, runs[k].cap,
+										  &count, &batches);
+					SJ_CHECK(err == NULL, "%s %s, threshold %g, buffer %zu: %s", sh.name,
+							 side ? "two-table" : "self", ts[ti], runs[k].cap, err);
+					SJ_CHECK(err != NULL || count == want.n,
+							 "%s %s, threshold %g, buffer %zu: %llu pairs, expected %zu",
+							 sh.name, side ? "two-table" : "self", ts[ti], runs[k].cap,
+							 (unsigned long long) count, want.n);
+				}
+			}
+		tj_free(&L);
+		tj_free(&R);
+	}
+	free(want.p);
+}
+
 /* ----------------------------------------------------------------------
  * GPU tests: the GPU engine against the CPU engine
  * ---------------------------------------------------------------------- */
@@ -1068,10 +1274,13 @@ SJ_TEST(jaccard_gpu_vs_cpu)
 }
 
 /*
- * Every GPU strategy forced on every shape: prefix-block, brute force, and
- * the bitmap filter with exact signatures (the universe fits) and with
- * hashed ones (64 or 128 bits over larger universes, so the bound prunes
- * and the merge decides).
+ * Every GPU strategy forced on every shape: prefix-block, brute force, the
+ * bitmap filter with exact signatures (the universe fits) and with hashed
+ * ones (64 or 128 bits over larger universes, so the bound prunes and the
+ * merge decides), and co-processing (CPU filters, GPU verifies) with its
+ * batches from the budget and with 37 candidates a batch and 5 records a
+ * verification (many pipeline batches, probes split across batches,
+ * overflows re-run in halves).
  */
 SJ_TEST(jaccard_gpu_strategies)
 {
@@ -1080,19 +1289,24 @@ SJ_TEST(jaccard_gpu_strategies)
 		int			strategy;
 		int			words;
 		const char *name;
+		size_t		candidates;
+		size_t		records;
 	}			forced[] = {
-		{1, 0, "gpu prefix-block"},
-		{2, 0, "gpu brute-force overlap"},
-		{3, 0, "gpu bitmap"},
-		{3, 1, "gpu bitmap (64 bits"},
-		{3, 2, "gpu bitmap (128 bits"},
+		{1, 0, "gpu prefix-block", 0, 0},
+		{2, 0, "gpu brute-force overlap", 0, 0},
+		{3, 0, "gpu bitmap", 0, 0},
+		{3, 1, "gpu bitmap (64 bits", 0, 0},
+		{3, 2, "gpu bitmap (128 bits", 0, 0},
+		{4, 0, "co-processing (cpu filter, gpu verify)", 0, 0},
+		{4, 0, "co-processing (cpu filter, gpu verify)", 37, 5},
 	};
 	static const double ts[] = {0.1, 0.5, 0.7, 0.9, 1.0};
 	TjRng		r = tj_rng(1212);
 	size_t		s,
 				f;
 
-	if (!sj_test_gpu_usable() || !sjgpu_jaccard_set_test_strategy)
+	if (!sj_test_gpu_usable() || !sjgpu_jaccard_set_test_strategy ||
+		!sjgpu_jaccard_set_test_coproc)
 	{
 		sj_test_skip("no usable GPU");
 		return;
@@ -1111,6 +1325,7 @@ SJ_TEST(jaccard_gpu_strategies)
 			size_t		ti;
 
 			sjgpu_jaccard_set_test_strategy(forced[f].strategy, forced[f].words);
+			sjgpu_jaccard_set_test_coproc(forced[f].candidates, forced[f].records);
 			for (ti = 0; ti < sizeof(ts) / sizeof(ts[0]); ti++)
 			{
 				SjJoinOptions o = tj_options(2, ti == 2 ? 5 : 0, (int) (ti == 3));
@@ -1130,9 +1345,151 @@ SJ_TEST(jaccard_gpu_strategies)
 			}
 		}
 		sjgpu_jaccard_set_test_strategy(0, 0);
+		sjgpu_jaccard_set_test_coproc(0, 0);
 		tj_free(&L);
 		tj_free(&R);
 	}
+}
+
+/*
+ * Co-processing's pipeline at length: 4000 skewed sets (near duplicates,
+ * so probes have many candidates) and 150 large ones, self and two-table,
+ * 1 and 4 threads, with a few hundred candidates a batch (the CPU filters
+ * batch k + 1 while the device verifies batch k, over many batches), few
+ * records a verification (re-runs), tiny output batches, and count_only;
+ * then with the batches from the budget.  Always the CPU engine's answer,
+ * bit for bit.
+ */
+SJ_TEST(jaccard_gpu_coproc_pipeline)
+{
+	static const TjShape shapes[] = {
+		{"zipf, near duplicates", 4000, 1, 16, 3000, 1, 20, 30, 1, 0},
+		{"large sets", 150, 200, 1000, 3000, 0, 10, 40, 0, 0},
+	};
+	static const struct
+	{
+		size_t		candidates;
+		size_t		records;
+		size_t		max_batch;
+		int			threads;
+		int			count_only;
+	}			runs[] = {
+		{300, 40, 7, 4, 0},
+		{300, 0, 1000, 1, 0},
+		{1, 1, 3, 2, 0},
+		{300, 0, 0, 4, 1},
+		{0, 0, 0, 2, 0},
+		{0, 0, 0, 4, 1},
+	};
+	static const double ts[] = {0.3, 0.6, 0.85};
+	TjRng		r = tj_rng(1616);
+	size_t		s,
+				i,
+				k;
+
+	if (!sj_test_gpu_usable() || !sjgpu_jaccard_set_test_strategy ||
+		!sjgpu_jaccard_set_test_coproc)
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	sjgpu_jaccard_set_test_strategy(4, 0);
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+	{
+		TjShape		sh = shapes[s];
+		TjSets		L,
+					R;
+
+		tj_generate(&L, &sh, 0, sh.universe, &r);
+		sh.n = sh.n / 2 + 1;
+		tj_generate(&R, &sh, 0, sh.universe, &r);
+		for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+			for (k = 0; k < sizeof(runs) / sizeof(runs[0]); k++)
+			{
+				SjJoinOptions o = tj_options(runs[k].threads, runs[k].max_batch,
+											 runs[k].count_only);
+				SjTimings	gt;
+				const char *err;
+				int			side;
+
+				/* one candidate a batch: only where there are few */
+				if (runs[k].candidates == 1 && (ts[i] < 0.85 || s == 1))
+					continue;
+				sjgpu_jaccard_set_test_coproc(runs[k].candidates, runs[k].records);
+				for (side = 0; side < 2; side++)
+				{
+					memset(&gt, 0, sizeof(gt));
+					err = tj_gpu_vs_cpu(&L, side ? &R : NULL, ts[i], o, &gt);
+					SJ_CHECK(err == NULL, "%s %s, threshold %g, run %zu (%s): %s", sh.name,
+							 side ? "two-table" : "self", ts[i], k, gt.strategy, err);
+					SJ_CHECK(strcmp(gt.strategy, "co-processing (cpu filter, gpu verify)") == 0,
+							 "%s: forced co-processing, ran %s", sh.name, gt.strategy);
+					if (side == 0 && k == 0)
+						printf("     %s, t %.2f: %llu batches, %llu re-runs\n", sh.name,
+							   ts[i], (unsigned long long) gt.batches,
+							   (unsigned long long) gt.reruns);
+				}
+			}
+		tj_free(&L);
+		tj_free(&R);
+	}
+	sjgpu_jaccard_set_test_strategy(0, 0);
+	sjgpu_jaccard_set_test_coproc(0, 0);
+}
+
+/*
+ * No device index fits (its list offsets alone, 8 bytes per distinct
+ * token, exceed the limit), but the resident sets and co-processing's
+ * batches do: the automatic choice runs co-processing instead of giving
+ * up, and answers as the CPU engine.
+ */
+SJ_TEST(jaccard_gpu_coproc_no_index)
+{
+	TjRng		r = tj_rng(1717);
+	TjShape		sh = {"small sets, 200K tokens", 6000, 1, 10, 200000, 0, 5, 20, 0, 0};
+	TjSets		L;
+	double		ts[] = {0.5, 0.9};
+	size_t		i,
+				resident,
+				lists;
+	uint64_t	k;
+	uint8_t    *present;
+	uint32_t	distinct = 0;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	tj_generate(&L, &sh, 0, sh.universe, &r);
+	present = calloc(sh.universe, 1);
+	for (k = 0; k < L.off[L.n]; k++)
+	{
+		distinct += !present[L.tok[k]];
+		present[L.tok[k]] = 1;
+	}
+	free(present);
+	SJ_CHECK(distinct >= 8192, "only %u distinct tokens", distinct);
+	/* sets, member counts and bounds stay; the index lists would not fit */
+	resident = L.off[L.n] * 4 + (size_t) L.n * 12 + (8 << 10);
+	lists = ((size_t) distinct + 2) * 8;
+	for (i = 0; i < 2; i++)
+	{
+		SjJoinOptions o = tj_options(2, 100, (int) i);
+		SjTimings	gt;
+		const char *err;
+
+		o.gpu_memory_limit = resident + lists / 2;
+		memset(&gt, 0, sizeof(gt));
+		err = tj_gpu_vs_cpu(&L, NULL, ts[i], o, &gt);
+		SJ_CHECK(err == NULL, "threshold %g (%s): %s", ts[i], gt.strategy, err);
+		SJ_CHECK(strcmp(gt.strategy, "co-processing (cpu filter, gpu verify)") == 0,
+				 "threshold %g: chose %s", ts[i], gt.strategy);
+		printf("     no index in %zu KB, t %.1f: %s, %llu device bytes\n",
+			   o.gpu_memory_limit >> 10, ts[i], gt.strategy,
+			   (unsigned long long) gt.device_bytes);
+	}
+	tj_free(&L);
 }
 
 /*
@@ -1744,7 +2101,8 @@ SJ_TEST(jaccard_bench)
 
 /*
  * The GPU strategies side by side (SJ_JACCARD_BENCH=1): each forced in
- * turn, then the cost model's own choice, and the CPU engine, counting, one
+ * turn (co-processing last), the cost model's own choice, and the CPU
+ * engine, counting, one
  * run each after a warm-up of the automatic choice.  A run is given up
  * after 10 s (shown as > 10000); a strategy that gave up is not run again
  * at higher thresholds of that collection.
@@ -1756,6 +2114,7 @@ SJ_TEST(jaccard_strategy_bench)
 		{"30K sets, size 50-150, 1000 tokens", 30000, 50, 150, 1000, 0, 0, 0, 0, 0},
 		{"300K sets, size 5-45, 2000 tokens Zipf", 300000, 5, 45, 2000, 1, 0, 0, 0, 0},
 		{"1M sets, size 1-9, 50K tokens Zipf", 1000000, 1, 9, 50000, 1, 0, 0, 0, 0},
+		{"10K sets, size 100-400, Zipf, near dups", 10000, 100, 400, 50000, 1, 0, 40, 0, 0},
 	};
 	static const double ts[] = {0.5, 0.7, 0.9};
 	TjRng		r = tj_rng(1414);
@@ -1774,12 +2133,12 @@ SJ_TEST(jaccard_strategy_bench)
 		return;
 	}
 	printf("     count_only, ms of one run; %d CPU threads\n", threads);
-	printf("     %-40s %4s %12s %9s %9s %9s %9s %9s  %s\n", "collection", "t", "pairs",
-		   "cpu", "auto", "prefix", "brute", "bitmap", "auto chose");
+	printf("     %-40s %4s %12s %9s %9s %9s %9s %9s %9s  %s\n", "collection", "t", "pairs",
+		   "cpu", "auto", "prefix", "brute", "bitmap", "coproc", "auto chose");
 	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 	{
 		TjSets		L;
-		int			slow[4] = {0, 0, 0, 0};
+		int			slow[5] = {0, 0, 0, 0, 0};
 
 		tj_generate(&L, &shapes[s], 0, shapes[s].universe, &r);
 		for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
@@ -1790,7 +2149,7 @@ SJ_TEST(jaccard_strategy_bench)
 			uint64_t	cpu_pairs = 0,
 						pairs = 0;
 			double		cpu_ms,
-						ms[4];
+						ms[5];
 			int			f;
 			const char *mismatch = "";
 
@@ -1800,7 +2159,7 @@ SJ_TEST(jaccard_strategy_bench)
 			cpu_ms = tj_time(TJ_CPU, &L, ts[i], &o, &cpu_pairs, &tm);
 			sjgpu_jaccard_set_test_strategy(0, 0);
 			(void) tj_time(TJ_GPU, &L, ts[i], &o, &pairs, &tm);	/* warm-up */
-			for (f = 0; f < 4; f++)
+			for (f = 0; f < 5; f++)
 			{
 				ms[f] = -1;
 				if (slow[f])
@@ -1819,7 +2178,7 @@ SJ_TEST(jaccard_strategy_bench)
 			tj_time_limit_ms = 0;
 			printf("     %-40s %4.1f %12llu", shapes[s].name, ts[i],
 				   (unsigned long long) cpu_pairs);
-			for (f = -1; f < 4; f++)
+			for (f = -1; f < 5; f++)
 			{
 				double		m = f < 0 ? cpu_ms : ms[f];
 

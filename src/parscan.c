@@ -27,9 +27,6 @@
  * participant (SjScanTablePair, SjScanChildrenParallel): workers take tens
  * of milliseconds to start and to write their parts, which two contexts
  * paid twice, and a side too small for workers of its own rides along.
- * While the leader reads its blocks, each prefetches the header of a tuple
- * a few ahead on the page (the visible tuples of a page are known in
- * page-at-a-time mode), as a narrow row costs little more than that miss.
  *
  * Ownership: the parts live in the parallel context's shared area; they are
  * valid until SjPartsRelease, or until the (sub)transaction aborts, which
@@ -123,9 +120,6 @@ static const SjPartOps sj_part_ops[] = {
 	[SJ_PART_THETA] = {SjThetaPartDescribe, SjThetaPartBegin, SjThetaPartRow, SjThetaPartSize, SjThetaPartWrite},
 };
 
-/* Tuples ahead of the current one whose headers a heap scan prefetches. */
-#define SJ_SCAN_PREFETCH	4
-
 /* The parallel run behind the SjParts of its jobs. */
 typedef struct SjParRun
 {
@@ -157,7 +151,6 @@ SjScanRows(TableScanDesc scan, TupleTableSlot *slot, int ncols,
 	 */
 	bool		heap = qual == NULL &&
 		scan->rs_rd->rd_tableam == GetHeapamTableAmRoutine();
-	bool		pagemode = heap && (scan->rs_flags & SO_ALLOW_PAGEMODE) != 0;
 	AttrNumber	maxatt = 0;
 	Datum		values[SJ_PART_MAX_COLS];
 	bool		isnull[SJ_PART_MAX_COLS];
@@ -180,23 +173,6 @@ SjScanRows(TableScanDesc scan, TupleTableSlot *slot, int ncols,
 		{
 			if ((tup = heap_getnext(scan, ForwardScanDirection)) == NULL)
 				break;
-			if (pagemode)
-			{
-				/*
-				 * The visible tuples of the page are known (page-at-a-time
-				 * mode): fetch the header of one a few ahead, so that its
-				 * cache miss overlaps this row's work.
-				 */
-				HeapScanDesc hs = (HeapScanDesc) scan;
-				int			ahead = hs->rs_cindex + SJ_SCAN_PREFETCH;
-
-				if (ahead < hs->rs_ntuples)
-				{
-					Page		page = BufferGetPage(hs->rs_cbuf);
-
-					__builtin_prefetch(PageGetItem(page, PageGetItemId(page, hs->rs_vistuples[ahead])));
-				}
-			}
 		}
 		else if (!table_scan_getnextslot(scan, ForwardScanDirection, slot))
 			break;

@@ -14,7 +14,10 @@
  *
  * SJ_JACCARD_BENCH=1 adds jaccard_bench: 1M Zipf sets (50K tokens, average
  * size 5 and 25), thresholds 0.5, 0.7, 0.9, CPU (all cores) against GPU,
- * a warm-up and the median of three runs.
+ * a warm-up and the median of three runs.  For a per-core comparison,
+ * SJ_JACCARD_BENCH_N (sets), SJ_JACCARD_BENCH_THREADS, SJ_JACCARD_BENCH_T
+ * and SJ_JACCARD_BENCH_AVG (comma lists) change the runs, and
+ * SJ_JACCARD_BENCH_COUNT_ONLY=1 leaves out the run that forms the pairs.
  */
 #include <math.h>
 #include <stdint.h>
@@ -2027,14 +2030,40 @@ tj_time(TjEngine eng, const TjSets *L, double t, const SjJoinOptions *o,
 
 SJ_TEST(jaccard_bench)
 {
-	static const uint32_t avgs[] = {5, 25};
-	static const double ts[] = {0.5, 0.7, 0.9};
+	uint32_t	avgs[4] = {5, 25};
+	double		ts[8] = {0.5, 0.7, 0.9};
+	size_t		navgs = 2,
+				nts = 3;
 	TjRng		r = tj_rng(909);
 	int			threads = (int) sysconf(_SC_NPROCESSORS_ONLN);
 	const char *nenv = getenv("SJ_JACCARD_BENCH_N");
+	const char *thenv = getenv("SJ_JACCARD_BENCH_THREADS");
+	const char *tenv = getenv("SJ_JACCARD_BENCH_T");
+	const char *aenv = getenv("SJ_JACCARD_BENCH_AVG");
+	int			pairs_run = getenv("SJ_JACCARD_BENCH_COUNT_ONLY") == NULL;
 	uint32_t	nsets = nenv ? (uint32_t) atol(nenv) : 1000000;
 	size_t		a,
 				i;
+
+	/* knobs for a per-core comparison: threads, thresholds, sizes */
+	if (thenv)
+		threads = atoi(thenv) > 0 ? atoi(thenv) : 1;
+	if (tenv)
+	{
+		char	   *end;
+		const char *p = tenv;
+
+		for (nts = 0; nts < 8 && *p; p = *end ? end + 1 : end)
+			ts[nts++] = strtod(p, &end);
+	}
+	if (aenv)
+	{
+		char	   *end;
+		const char *p = aenv;
+
+		for (navgs = 0; navgs < 4 && *p; p = *end ? end + 1 : end)
+			avgs[navgs++] = (uint32_t) strtoul(p, &end, 10);
+	}
 
 	if (getenv("SJ_JACCARD_BENCH") == NULL)
 	{
@@ -2044,13 +2073,13 @@ SJ_TEST(jaccard_bench)
 	printf("     %u Zipf sets over 50000 tokens, %d CPU threads; count_only: warm-up + median of up to 3; pairs: one run\n",
 		   nsets, threads);
 	printf("     engine  avg  t    pairs       count ms (runs)  build ms  pairs ms  strategy\n");
-	for (a = 0; a < 2; a++)
+	for (a = 0; a < navgs; a++)
 	{
 		TjShape		sh = {"bench", nsets, 1, 2 * avgs[a] - 1, 50000, 1, 0, 0, 0, 0};
 		TjSets		L;
 
 		tj_generate(&L, &sh, 0, sh.universe, &r);
-		for (i = 0; i < 3; i++)
+		for (i = 0; i < nts; i++)
 		{
 			int			e;
 
@@ -2087,7 +2116,10 @@ SJ_TEST(jaccard_bench)
 						   ph[0], ph[1], ph[2], ph[3], ph[4], ph[5], ph[6]);
 				}
 				o.count_only = 0;
-				full = tj_time(eng, &L, ts[i], &o, &pairs, &tm);
+				full = -1;
+				pairs = counted;
+				if (pairs_run)
+					full = tj_time(eng, &L, ts[i], &o, &pairs, &tm);
 				printf("     %-6s %4u  %.1f  %10llu  %10.1f (%d)  %8.1f  %8.1f  %s%s\n",
 					   e ? "gpu" : "cpu", avgs[a], ts[i], (unsigned long long) pairs,
 					   ms[runs / 2], runs, tm.build_ms, full, tm.strategy,

@@ -66,6 +66,7 @@ SELECT ps_run($$SELECT eps_join_count('ps_v', 'id', 'v', 'ps_v', 'id', 'v', 1.5)
 SELECT ps_run($$SELECT jaccard_join_count('ps_s', 'id', 's', 0.5)$$);
 SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(similarity)::numeric, 6)) FROM jaccard_join('ps_s', 'id', 's', 'ps_s', 'id', 'b', 0.6)$$);
 SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(similarity)::numeric, 6)) FROM jaccard_join('ps_s', 'id', 't', 0.4)$$);
+SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(similarity)::numeric, 6)) FROM jaccard_join('ps_s', 'id', 't', 'ps_s', 'id', 't', 0.4)$$);
 SELECT ps_run($$SELECT theta_join_count('ps_v', 'id', 'ps_v', 'id', 'l.k = r.k AND (l.a < r.a OR l.a IS NULL)')$$);
 SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id)) FROM theta_join('ps_v', 'id', 'ps_s', 'id', 'r.id BETWEEN l.id - 2 AND l.id + 2 AND l.f > 500')$$);
 -- plain SQL counts through the node: filters are evaluated by the workers

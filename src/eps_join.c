@@ -274,7 +274,7 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 
 	scan->dim = m.dim;			/* -1 still when no vector was seen */
 	m.dim = m.dim < 0 ? 1 : m.dim;
-	m.coords = palloc_extended(Max(m.n, 1) * m.dim * sizeof(double), MCXT_ALLOC_HUGE);
+	m.coords = SjAllocLarge(m.n * m.dim * sizeof(double));
 	m.keys = nparts > 0 ?
 		palloc_extended(Max(m.n, 1) * sizeof(int64), MCXT_ALLOC_HUGE) : scan->keys;
 	SjMergeTasksInit(&m.tasks, m.npieces, m.pieces, sizeof(SjEpsPiece),

@@ -230,6 +230,8 @@ extern void SjErrorNullKey(Oid relid, const SjColumn *col);
 
 /* Growable arrays of the adapter, allocated huge in one context. */
 extern void *SjGrow(void *ptr, size_t *capacity, size_t needed, size_t elem);
+extern void *SjAllocLarge(size_t bytes);
+extern void SjHugePages(void *ptr, size_t bytes);
 
 /* parscan.c: reading a table with parallel workers */
 struct TableScanDescData;

@@ -1675,11 +1675,11 @@ SjThetaSideAddParts(void *side, const SjParts *parts)
 		}
 		n += h->n;
 	}
-	m.keys = palloc_extended(Max(n, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
+	m.keys = SjAllocLarge(n * sizeof(int64));
 	for (k = 0; k < sd->ncols; k++)
 	{
-		m.values[k] = palloc_extended(Max(n, 1) * 8, MCXT_ALLOC_HUGE);
-		m.nulls[k] = palloc_extended(Max(n, 1), MCXT_ALLOC_HUGE);
+		m.values[k] = SjAllocLarge(n * 8);
+		m.nulls[k] = SjAllocLarge(n);
 	}
 	SjMergeTasksInit(&m.tasks, parts->nparts + 1, m.pieces, sizeof(SjThetaPiece),
 						 SJ_THETA_MERGE_BLOCK);

@@ -118,6 +118,20 @@ SELECT scan_workers > 0 AS eps_workers FROM simjoin_last_stats();
 SELECT jaccard_join_count('ps_tiny', 'id', 's', 'ps_s', 'id', 's', 0.5) = :jaccard_serial AS jaccard_same;
 SELECT scan_workers > 0 AS jaccard_workers FROM simjoin_last_stats();
 SELECT :theta_serial > 0 AND :eps_serial > 0 AND :jaccard_serial > 0 AS nonzero;
+-- a side that workers cannot read (a view that calls nextval()) is read on
+-- its own, after the other side's workers are done
+CREATE SEQUENCE ps_seq;
+CREATE VIEW ps_tiny_v AS SELECT id, k, v, s, nextval('ps_seq') AS n FROM ps_tiny;
+SELECT theta_join_count('ps_v', 'id', 'ps_tiny_v', 'id', 'l.k = r.k') = :theta_serial AS theta_view_same;
+SELECT eps_join_count('ps_v', 'id', 'v', 'ps_tiny_v', 'id', 'v', 3) = :eps_serial AS eps_view_same;
+SELECT jaccard_join_count('ps_s', 'id', 's', 'ps_tiny_v', 'id', 's', 0.5) = :jaccard_serial AS jaccard_view_same;
+SELECT scan_workers > 0 AS view_join_workers FROM simjoin_last_stats();
+-- parallel_workers = 0 keeps a table from riding along
+ALTER TABLE ps_tiny SET (parallel_workers = 0);
+SELECT theta_join_count('ps_tiny', 'id', 'ps_v', 'id', 'l.k = r.k') = :theta_serial AS theta_opt_out_same;
+ALTER TABLE ps_tiny RESET (parallel_workers);
+DROP VIEW ps_tiny_v;
+DROP SEQUENCE ps_seq;
 RESET max_parallel_workers_per_gather;
 RESET min_parallel_table_scan_size;
 DROP TABLE ps_v, ps_s, ps_tiny;

@@ -161,9 +161,15 @@ SjEpsMarshalPair(SjEpsScan *lscan, SjEpsScan *rscan, SjVectorInput *lout,
 	void	   *sides[2] = {lscan, rscan};
 	const char *what[2] = {lscan->what, rscan->what};
 	SjParts    *parts[2];
-	int			workers;
+	int			workers,
+				rworkers;
 
-	SjScanRelationPair(relids, ncols, cols, SJ_PART_EPS, sides, what, parts);
+	if (!SjScanRelationPair(relids, ncols, cols, SJ_PART_EPS, sides, what, parts))
+	{
+		workers = SjEpsMarshal(lscan, lout);
+		rworkers = SjEpsMarshal(rscan, rout);
+		return Max(workers, rworkers);
+	}
 	workers = Max(parts[0] ? parts[0]->workers : 0, parts[1] ? parts[1]->workers : 0);
 	SjEpsSideFinish(lscan, parts[0], lout);
 	SjEpsSideFinish(rscan, parts[1], rout);

@@ -304,9 +304,15 @@ SjSetMarshalPair(SjSetScan *lscan, SjSetScan *rscan, SjSets *lout, int64 **lkeys
 	void	   *sides[2] = {lscan, rscan};
 	const char *what[2] = {lscan->what, rscan->what};
 	SjParts    *parts[2];
-	int			workers;
+	int			workers,
+				rworkers;
 
-	SjScanRelationPair(relids, ncols, cols, SJ_PART_SETS, sides, what, parts);
+	if (!SjScanRelationPair(relids, ncols, cols, SJ_PART_SETS, sides, what, parts))
+	{
+		workers = SjSetMarshal(lscan, lout, lkeys);
+		rworkers = SjSetMarshal(rscan, rout, rkeys);
+		return Max(workers, rworkers);
+	}
 	workers = Max(parts[0] ? parts[0]->workers : 0, parts[1] ? parts[1]->workers : 0);
 	SjSetSideFinish(lscan, parts[0], lout, lkeys);
 	SjSetSideFinish(rscan, parts[1], rout, rkeys);

@@ -279,17 +279,22 @@ SjScanRelation(Oid relid, int ncols, const SjColumn *cols, SjPartKind kind,
 }
 
 /*
- * Both relations of a two-table join (parts[s] for side s): in one parallel
- * context where workers can read both, so that they start once; otherwise
- * one after the other, as SjScanRelation reads each.
+ * Both relations of a two-table join in one parallel context (parts[s] for
+ * side s, each to be merged and released), so that the workers start once.
+ * False, having read nothing, where workers cannot read both (row-level
+ * security, views, inheritance, temporary tables, types workers do not
+ * build) or neither is large enough for them: the caller then reads one
+ * side after the other, merging and releasing each before the next, so
+ * that no parallel mode outlives a side.
  */
-void
+bool
 SjScanRelationPair(const Oid *relids, const int *ncols, const SjColumn *const *cols,
 				   SjPartKind kind, void **sides, const char *const *what,
 				   SjParts **parts)
 {
 	Relation	rels[2];
 	bool		fast = true;
+	bool		done = false;
 	int			s;
 
 	for (s = 0; s < 2; s++)
@@ -304,14 +309,9 @@ SjScanRelationPair(const Oid *relids, const int *ncols, const SjColumn *const *c
 		if (rels[s]->rd_rel->relkind != RELKIND_RELATION || rels[s]->rd_rel->relhassubclass)
 			fast = false;
 	}
-	if (fast && SjScanTablePair(rels, ncols, cols, kind, sides, what, parts))
-	{
-		relation_close(rels[0], NoLock);
-		relation_close(rels[1], NoLock);
-		return;
-	}
+	if (fast)
+		done = SjScanTablePair(rels, ncols, cols, kind, sides, what, parts);
 	relation_close(rels[0], NoLock);
 	relation_close(rels[1], NoLock);
-	for (s = 0; s < 2; s++)
-		parts[s] = SjScanRelation(relids[s], ncols[s], cols[s], kind, sides[s], what[s]);
+	return done;
 }

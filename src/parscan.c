@@ -26,7 +26,10 @@
  * are read in one parallel context, one after the other by every
  * participant (SjScanTablePair, SjScanChildrenParallel): workers take tens
  * of milliseconds to start and to write their parts, which two contexts
- * paid twice, and a side too small for workers of its own rides along.
+ * paid twice, and a side too small for workers of its own rides along
+ * (unless its parallel_workers option is 0).  Both sides are read before
+ * either is merged, so where both would fail, the error raised may be the
+ * other side's than in a serial read.
  *
  * Ownership: the parts live in the parallel context's shared area; they are
  * valid until SjPartsRelease, or until the (sub)transaction aborts, which
@@ -550,18 +553,25 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 									LWTRANCHE_PARALLEL_QUERY_DSA, pcxt->seg);
 	run->pcxt = pcxt;
 
-	for (j = 0; j < njobs; j++)
-		if (jobs[j].instrument)
-			InstrStartNode(jobs[j].instrument);
 	LaunchParallelWorkers(pcxt);
 	t_launched = sj_now_ms();
-	/* the leader reads too, unless told not to while workers run */
+
+	/*
+	 * The leader reads too, unless told not to while workers run.  A custom
+	 * scan child's instrumentation times the leader's share of its own
+	 * table (its buffers included), the last also the wait for the
+	 * workers; rows count everyone's.
+	 */
 	for (j = 0; j < njobs; j++)
 	{
 		rows[j] = filtered[j] = 0;
+		if (jobs[j].instrument)
+			InstrStartNode(jobs[j].instrument);
 		if (parallel_leader_participation || pcxt->nworkers_launched == 0)
 			(void) SjParticipate(&jobs[j].spec, jobs[j].rel, pscan[j], jobs[j].quals,
 								 run->area, jobs[j].side, &rows[j], &filtered[j]);
+		if (jobs[j].instrument && j < njobs - 1)
+			InstrStopNode(jobs[j].instrument, 0);
 	}
 	t_leader = sj_now_ms();
 	SjWaitForParts(pcxt, sh);
@@ -589,7 +599,10 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 		pt->run = run;
 		if (jobs[j].instrument)
 		{
-			InstrStopNode(jobs[j].instrument, (double) pt->rows);
+			if (j == njobs - 1)
+				InstrStopNode(jobs[j].instrument, (double) pt->rows);
+			else
+				jobs[j].instrument->tuplecount += (double) pt->rows;
 			jobs[j].instrument->nfiltered1 += (double) pt->filtered;
 		}
 		parts[j] = pt;
@@ -662,7 +675,9 @@ SjTableJob(Relation rel, int ncols, const SjColumn *cols, SjPartKind kind,
 		typids[i] = cols[i].typid;
 	}
 	*nworkers = SjParallelWorkers(rel);
-	if (RelationUsesLocalBuffers(rel) || !SjPartTypesOk(kind, ncols, typids))
+	/* parallel_workers = 0 opts a table out, even of riding along */
+	if (RelationUsesLocalBuffers(rel) || RelationGetParallelWorkers(rel, -1) == 0 ||
+		!SjPartTypesOk(kind, ncols, typids))
 		return false;
 	memset(job, 0, sizeof(*job));
 	job->rel = rel;
@@ -799,7 +814,7 @@ SjChildJob(PlanState *child, SjPartKind kind, int ncols, const int *positions,
 		}
 	}
 	*nworkers = SjParallelWorkers(rel);
-	if (RelationUsesLocalBuffers(rel))
+	if (RelationUsesLocalBuffers(rel) || RelationGetParallelWorkers(rel, -1) == 0)
 		return false;
 	memset(job, 0, sizeof(*job));
 	job->rel = rel;

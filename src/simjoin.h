@@ -222,7 +222,7 @@ extern void SjResolveColumn(Oid relid, const char *name, SjColumn *col);
 extern void SjCheckKeyColumn(Oid relid, const SjColumn *col);
 extern SjParts *SjScanRelation(Oid relid, int ncols, const SjColumn *cols,
 							   SjPartKind kind, void *side, const char *what);
-extern void SjScanRelationPair(const Oid *relids, const int *ncols,
+extern bool SjScanRelationPair(const Oid *relids, const int *ncols,
 							   const SjColumn *const *cols, SjPartKind kind,
 							   void **sides, const char *const *what, SjParts **parts);
 extern int64 SjKeyValue(Datum value, Oid typid);

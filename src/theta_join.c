@@ -1475,10 +1475,22 @@ SjThetaMarshal(SjThetaSide **sides)
 		ncols[s] = sides[s]->ncols + 1;
 		colp[s] = cols[s];
 	}
-	SjScanRelationPair(relids, ncols, colp, SJ_PART_THETA, (void **) sides, what, parts);
-	workers = Max(parts[0] ? parts[0]->workers : 0, parts[1] ? parts[1]->workers : 0);
+	if (SjScanRelationPair(relids, ncols, colp, SJ_PART_THETA, (void **) sides, what, parts))
+	{
+		workers = Max(parts[0]->workers, parts[1]->workers);
+		for (s = 0; s < 2; s++)
+			SjThetaSideFinish(sides[s], parts[s]);
+		return workers;
+	}
+	/* one side after the other, each merged and released before the next */
+	workers = 0;
 	for (s = 0; s < 2; s++)
+	{
+		parts[s] = SjScanRelation(relids[s], ncols[s], colp[s], SJ_PART_THETA,
+								  sides[s], what[s]);
+		workers = Max(workers, parts[s] ? parts[s]->workers : 0);
 		SjThetaSideFinish(sides[s], parts[s]);
+	}
 	return workers;
 }
 

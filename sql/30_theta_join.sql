@@ -300,5 +300,9 @@ SELECT theta_join_count('tme', 'id', 'tmi', 'id', 'l.ts > r.ts + interval ''1 mo
        (SELECT count(*) FROM tme l JOIN tmi r ON l.ts > r.ts + interval '1 month') AS sql;
 -- still refused: more interval steps than a derived column holds
 SELECT sj_err($$SELECT theta_join_count('tml', 'id', 'tmr', 'id', 'l.ts > r.ts + interval ''1 mon'' + interval ''1 mon'' + interval ''1 mon'' + interval ''1 mon'' + interval ''1 mon''')$$);
+-- while as many fixed offsets are added by the engines
+SELECT sj_err($$SELECT theta_join_count('tml', 'id', 'tmr', 'id', 'l.ts > r.ts + interval ''1 hour'' + interval ''1 hour'' + interval ''1 hour'' + interval ''1 hour'' + interval ''1 hour''')$$) AS five_fixed_steps;
+SELECT theta_join_count('tml', 'id', 'tmr', 'id', 'l.ts > r.ts + interval ''1 hour'' + interval ''1 hour'' + interval ''1 hour'' + interval ''1 hour'' + interval ''1 hour''')
+     = (SELECT count(*) FROM tml l JOIN tmr r ON l.ts > r.ts + interval '5 hours') AS five_fixed_steps_count;
 SELECT sj_err($$SELECT theta_join_count('tml', 'id', 'tmr', 'id', 'l.tz > r.tz + l.id * interval ''1 day''')$$);
 RESET TimeZone;

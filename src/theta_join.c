@@ -474,7 +474,7 @@ SjCallParts(Node *node, Oid *fn, List **args)
  * interval.
  */
 static Var *
-SjDeriveChain(Node *node, SjThetaDerive *d, bool *needed)
+SjDeriveChain(Node *node, SjThetaDerive *d, bool *needed, bool *overflow)
 {
 	Oid			fn;
 	List	   *args;
@@ -503,9 +503,24 @@ SjDeriveChain(Node *node, SjThetaDerive *d, bool *needed)
 	}
 	else if (fn != F_TIMESTAMP_DATE)
 		return NULL;
-	v = SjDeriveChain(linitial(args), d, needed);
-	if (v == NULL || d->nsteps >= SJ_DERIVE_MAX_STEPS)
+	v = SjDeriveChain(linitial(args), d, needed, overflow);
+	if (v == NULL)
 		return NULL;
+	if (d->nsteps >= SJ_DERIVE_MAX_STEPS)
+	{
+		/* too long to derive: fine for fixed offsets, refused otherwise */
+		*overflow = true;
+		if (k != NULL)
+		{
+			Interval   *iv = DatumGetIntervalP(k->constvalue);
+
+			if (iv->month != 0 || fn == F_DATE_PL_INTERVAL || fn == F_DATE_MI_INTERVAL ||
+				((fn == F_TIMESTAMPTZ_PL_INTERVAL || fn == F_TIMESTAMPTZ_MI_INTERVAL) &&
+				 iv->day != 0))
+				*needed = true;
+		}
+		return v;
+	}
 	j = d->nsteps++;
 	d->fn[j] = fn;
 	d->restype = (fn == F_TIMESTAMPTZ_PL_INTERVAL || fn == F_TIMESTAMPTZ_MI_INTERVAL) ?
@@ -536,13 +551,17 @@ SjCompileDerived(SjThetaCompiler *c, Node *node)
 {
 	SjThetaDerive d;
 	bool		needed = false;
+	bool		overflow = false;
 	Var		   *v;
 	int			col;
 
 	memset(&d, 0, sizeof(d));
-	v = SjDeriveChain(node, &d, &needed);
+	v = SjDeriveChain(node, &d, &needed, &overflow);
 	if (v == NULL || !needed)
 		return false;
+	if (overflow)
+		SjThetaRefuse(psprintf("more than %d interval steps or casts on one column",
+							   SJ_DERIVE_MAX_STEPS));
 	col = SjSideColumn(c->sides[v->varno - 1], v->varattno, v->vartype, &d);
 	SjEmit(c, v->varno == 1 ? SJ_OP_LOAD_L : SJ_OP_LOAD_R, col, 0, 0);
 	return true;

@@ -288,6 +288,14 @@ SELECT theta_join_count('tmi', 'id', 'tmi', 'id', 'l.ts >= r.ts + interval ''1 m
      = (SELECT count(*) FROM tmi l JOIN tmi r ON l.ts >= r.ts + interval '1 month') AS infinity_months;
 SELECT theta_join_count('tmi', 'id', 'tmi', 'id', 'l.ts = r.d - interval ''1 month''')
      = (SELECT count(*) FROM tmi l JOIN tmi r ON l.ts = r.d - interval '1 month') AS infinity_dates;
+-- a derived column that is only compared may be infinite while fixed
+-- offsets apply to the other side's finite values
+CREATE TABLE tmf AS SELECT * FROM tmi WHERE id = 2;
+SELECT theta_join_count('tmf', 'id', 'tmi', 'id', 'l.ts + interval ''1 hour'' < r.ts + interval ''1 month''')
+     = (SELECT count(*) FROM tmf l JOIN tmi r ON l.ts + interval '1 hour' < r.ts + interval '1 month') AS infinity_derived_compared;
+-- but not where the engines add offsets to the derived values
+SELECT sj_err($$SELECT theta_join_count('tmf', 'id', 'tmi', 'id', 'l.ts < r.ts + interval ''1 month'' + interval ''1 month'' + interval ''1 month'' + interval ''1 month'' + interval ''1 hour''')$$);
+DROP TABLE tmf;
 -- results out of range are PostgreSQL's errors, when the other side has rows
 INSERT INTO tmi VALUES (5, '294276-12-20', '5874000-01-01');
 SELECT sj_err($$SELECT count(*) FROM tmi l JOIN tmi r ON l.ts > r.ts + interval '1 month'$$);

@@ -108,6 +108,8 @@ typedef struct SjThetaCol
 								 * (ivals holds the value read) */
 	bool		any_null;
 	bool		any_error;		/* some nulls[i] == 2 */
+	bool		arith;			/* derived, and an operand of the engines'
+								 * date/time arithmetic */
 } SjThetaCol;
 
 #define SJ_DERIVE_FAILED	2	/* nulls[i] of a failed derivation */
@@ -508,8 +510,11 @@ SjDeriveChain(Node *node, SjThetaDerive *d, bool *needed, bool *overflow)
 		return NULL;
 	if (d->nsteps >= SJ_DERIVE_MAX_STEPS)
 	{
-		/* too long to derive: fine for fixed offsets, refused otherwise */
-		*overflow = true;
+		/*
+		 * A step beyond what a derived column holds: a fixed offset is for
+		 * the engines to add over the chain below (NULL: compiled as
+		 * arithmetic); a calendar step is refused by name.
+		 */
 		if (k != NULL)
 		{
 			Interval   *iv = DatumGetIntervalP(k->constvalue);
@@ -517,9 +522,9 @@ SjDeriveChain(Node *node, SjThetaDerive *d, bool *needed, bool *overflow)
 			if (iv->month != 0 || fn == F_DATE_PL_INTERVAL || fn == F_DATE_MI_INTERVAL ||
 				((fn == F_TIMESTAMPTZ_PL_INTERVAL || fn == F_TIMESTAMPTZ_MI_INTERVAL) &&
 				 iv->day != 0))
-				*needed = true;
+				*needed = *overflow = true;
 		}
-		return v;
+		return *overflow ? v : NULL;
 	}
 	j = d->nsteps++;
 	d->fn[j] = fn;
@@ -706,6 +711,24 @@ SjTemporalOperands(SjThetaCompiler *c, Oid fn, List *args)
 	}
 }
 
+/*
+ * The value just compiled is an operand of the engines' date/time
+ * arithmetic: where it is a derived column (whose values PostgreSQL
+ * computed, infinity included), SjThetaCheckTemporal must check it too.
+ * Other derived columns are only compared, which int64 order does exactly.
+ */
+static void
+SjNoteArithOperand(SjThetaCompiler *c)
+{
+	const SjThetaInstr *in;
+
+	if (c->ninstr == 0)
+		return;
+	in = &c->instr[c->ninstr - 1];
+	if (in->op == SJ_OP_LOAD_L || in->op == SJ_OP_LOAD_R)
+		c->sides[in->op == SJ_OP_LOAD_L ? 0 : 1]->cols[in->arg].arith = true;
+}
+
 /* Compile a call of a built-in function (operator or cast). */
 static SjValType
 SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
@@ -771,13 +794,18 @@ SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
 			if (fn == F_TIMESTAMP_DATE)
 			{
 				SjCompileValue(c, linitial(args));
+				SjNoteArithOperand(c);
 				SjEmit(c, SJ_OP_CONST_I, 0, USECS_PER_DAY, 0);
 				SjEmit(c, SJ_OP_MUL_I, 64, 0, 0);
 				return SJ_V_INT;
 			}
 			SjCompileValue(c, linitial(args));
+			SjNoteArithOperand(c);
 			if (fn == F_DATE_PLI || fn == F_DATE_MII || fn == F_DATE_MI)
+			{
 				SjCompileValue(c, lsecond(args));
+				SjNoteArithOperand(c);
+			}
 			else
 			{
 				Node	   *iv = lsecond(args);
@@ -1230,7 +1258,9 @@ SjRankAll(SjThetaCompiler *c, SjThetaKind kind)
  * With date/time arithmetic in the condition, every date and timestamp
  * value it reads must be finite and far enough from its type's limits that
  * the condition's constants cannot carry it past them: then the engines'
- * int64 arithmetic is exactly PostgreSQL's.  Otherwise refuse.
+ * int64 arithmetic is exactly PostgreSQL's.  Otherwise refuse.  Derived
+ * columns (computed by PostgreSQL) are exempt unless the engines' own
+ * arithmetic applies to them.
  */
 static void
 SjThetaCheckTemporal(SjThetaCompiler *c)
@@ -1251,6 +1281,9 @@ SjThetaCheckTemporal(SjThetaCompiler *c)
 						hi;
 			size_t		i;
 
+			/* PostgreSQL computed it; compared only, infinity is exact */
+			if (col->derive.nsteps > 0 && !col->arith)
+				continue;
 			if (col->valtype == DATEOID)
 			{
 				/* within the timestamp range, so a cast to timestamp is safe too */

@@ -1417,6 +1417,23 @@ jc_probe_one(SjJaccardJoin *j, JcWorker *w, uint32_t x)
 	return jc_probe_mode(j, w, x, 0, NULL);
 }
 
+/*
+ * A worker's candidate slots, allocated on its first task (probing or
+ * filtering); 0, with the join's error flag set, if out of memory.
+ */
+static int
+jc_worker_slots(SjJaccardJoin *j, JcWorker *w)
+{
+	if (w->slot == NULL)
+		w->slot = calloc((size_t) j->nsets + 1, sizeof(uint32_t));
+	if (w->slot == NULL)
+	{
+		atomic_store(&j->worker_error, 1);
+		return 0;
+	}
+	return 1;
+}
+
 /* One task of a chunk: probe its range, stopping at the record cap. */
 static void
 jc_probe_task(void *arg, uint64_t task, int worker)
@@ -1428,15 +1445,8 @@ jc_probe_task(void *arg, uint64_t task, int worker)
 
 	if (atomic_load(&j->worker_error))
 		return;
-	if (w->slot == NULL)
-	{
-		w->slot = calloc((size_t) j->nsets + 1, sizeof(uint32_t));
-		if (w->slot == NULL)
-		{
-			atomic_store(&j->worker_error, 1);
-			return;
-		}
-	}
+	if (!jc_worker_slots(j, w))
+		return;
 	for (x = tk->from; x < tk->to; x++)
 	{
 		size_t		before = w->nrec;
@@ -1686,15 +1696,8 @@ jc_filter_task(void *arg, uint64_t task, int worker)
 	tk->resume = tk->from;
 	if (atomic_load(&j->worker_error))
 		return;
-	if (w->slot == NULL)
-	{
-		w->slot = calloc((size_t) j->nsets + 1, sizeof(uint32_t));
-		if (w->slot == NULL)
-		{
-			atomic_store(&j->worker_error, 1);
-			return;
-		}
-	}
+	if (!jc_worker_slots(j, w))
+		return;
 	for (x = tk->from; x < tk->to; x++)
 	{
 		size_t		ncand;

@@ -134,6 +134,133 @@ typedef struct SjParRun
 PGDLLEXPORT void SjParallelScanMain(dsm_segment *seg, shm_toc *toc);
 
 /*
+ * The heap fast path of SjScanRows: whole pages at a time.  heapgetpage()
+ * reads a block, prunes it and leaves the offsets of the tuples the
+ * snapshot sees (with the serializable checks done); the tuples are then
+ * read straight from the pinned buffer, which page mode allows.  Blocks come
+ * from the parallel scan's allocator, or in order from the first.  This
+ * skips heap_getnext()'s per-tuple state machine, the largest cost of a
+ * narrow row after the columns themselves.
+ */
+static int64
+SjScanHeapPages(TableScanDesc sscan, int ncols, const AttrNumber *attnums,
+				SjRowFn fn, void *arg, MemoryContext rowcxt)
+{
+	HeapScanDesc scan = (HeapScanDesc) sscan;
+	Relation	rel = sscan->rs_rd;
+	TupleDesc	desc = RelationGetDescr(rel);
+	ParallelBlockTableScanDesc pbscan = (ParallelBlockTableScanDesc) sscan->rs_parallel;
+	Datum		values[SJ_PART_MAX_COLS];
+	bool		isnull[SJ_PART_MAX_COLS];
+	BlockNumber blk;
+	HeapTupleData tup;
+	int64		nrows = 0;
+	int			i;
+	AttrNumber	maxatt = 0;
+	bool		fixed = true;	/* every column up to maxatt fixed-width */
+	int			offs[SJ_PART_MAX_COLS];
+
+	/*
+	 * Where every attribute up to the last one read has a fixed width, a
+	 * tuple without nulls holds each at the same offset from t_hoff: the
+	 * offsets fastgetattr() would cache, taken once here.
+	 */
+	for (i = 0; i < ncols; i++)
+		maxatt = Max(maxatt, attnums[i]);
+	{
+		int			off = 0;
+		int			a;
+		int			attoff[MaxHeapAttributeNumber];
+
+		for (a = 0; a < maxatt && fixed; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, a);
+
+			if (att->attlen <= 0)
+				fixed = false;
+			else
+			{
+				off = att_align_nominal(off, att->attalign);
+				attoff[a] = off;
+				off += att->attlen;
+			}
+		}
+		for (i = 0; i < ncols && fixed; i++)
+			offs[i] = attnums[i] > 0 ? attoff[attnums[i] - 1] : 0;
+	}
+
+	tup.t_tableOid = RelationGetRelid(rel);
+	if (pbscan)
+	{
+		table_block_parallelscan_startblock_init(rel, scan->rs_parallelworkerdata,
+												 pbscan);
+		blk = table_block_parallelscan_nextpage(rel, scan->rs_parallelworkerdata,
+												pbscan);
+	}
+	else
+		blk = scan->rs_nblocks > 0 ? 0 : InvalidBlockNumber;
+
+	while (blk != InvalidBlockNumber)
+	{
+		Page		page;
+		int			j;
+
+		heapgetpage(sscan, blk);	/* checks for interrupts */
+		page = BufferGetPage(scan->rs_cbuf);
+		for (j = 0; j < scan->rs_ntuples; j++)
+		{
+			OffsetNumber off = scan->rs_vistuples[j];
+			ItemId		lp = PageGetItemId(page, off);
+			MemoryContext old;
+
+			tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			tup.t_len = ItemIdGetLength(lp);
+			ItemPointerSet(&tup.t_self, blk, off);
+			pgstat_count_heap_getnext(rel);
+			if (fixed && !HeapTupleHasNulls(&tup) &&
+				HeapTupleHeaderGetNatts(tup.t_data) >= maxatt)
+			{
+				char	   *data = (char *) tup.t_data + tup.t_data->t_hoff;
+
+				for (i = 0; i < ncols; i++)
+				{
+					isnull[i] = false;
+					if (attnums[i] == 0)
+						values[i] = Int64GetDatum(nrows);
+					else
+						values[i] = fetchatt(TupleDescAttr(desc, attnums[i] - 1),
+											 data + offs[i]);
+				}
+			}
+			else
+			{
+				for (i = 0; i < ncols; i++)
+				{
+					if (attnums[i] == 0)
+					{
+						values[i] = Int64GetDatum(nrows);
+						isnull[i] = false;
+					}
+					else
+						values[i] = heap_getattr(&tup, attnums[i], desc, &isnull[i]);
+				}
+			}
+			old = MemoryContextSwitchTo(rowcxt);
+			fn(arg, values, isnull);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(rowcxt);
+			nrows++;
+		}
+		if (pbscan)
+			blk = table_block_parallelscan_nextpage(rel, scan->rs_parallelworkerdata,
+													pbscan);
+		else
+			blk = blk + 1 < scan->rs_nblocks ? blk + 1 : InvalidBlockNumber;
+	}
+	return nrows;
+}
+
+/*
  * Read every row of an open scan into fn: the columns attnums[0..ncols)
  * (an attnum of 0 gives the row's ordinal number as a bigint, for sides
  * whose keys are row numbers), rows failing qual skipped.  fn runs in a
@@ -167,6 +294,12 @@ SjScanRows(TableScanDesc scan, TupleTableSlot *slot, int ncols,
 		maxatt = Max(maxatt, attnums[i]);
 	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "simjoin row",
 								   ALLOCSET_DEFAULT_SIZES);
+	if (heap && (scan->rs_flags & SO_ALLOW_PAGEMODE))
+	{
+		nrows = SjScanHeapPages(scan, ncols, attnums, fn, arg, rowcxt);
+		MemoryContextDelete(rowcxt);
+		return nrows;
+	}
 	for (;;)
 	{
 		HeapTuple	tup = NULL;

@@ -191,6 +191,7 @@ typedef struct SjPartSpec
 	AttrNumber	attnums[SJ_PART_MAX_COLS];
 	Oid			typids[SJ_PART_MAX_COLS];
 	SjThetaDerive derive[SJ_PART_MAX_COLS];
+	bool		nokeys;			/* theta: a count's side keeps no keys */
 	NameData	keyname;
 	char		what[NAMEDATALEN * 2 + 32];
 } SjPartSpec;

@@ -124,7 +124,8 @@ typedef struct SjThetaSide
 	/* scan state */
 	size_t		n;
 	size_t		cap;
-	int64	   *keys;
+	bool		nokeys;			/* a count: keys checked, not kept */
+	int64	   *keys;			/* NULL when nokeys */
 } SjThetaSide;
 
 /* A text or numeric constant of the program, ranked with the data. */
@@ -1080,7 +1081,10 @@ SjThetaRow(void *arg, Datum *values, bool *isnull)
 	{
 		size_t		cap = side->cap;
 
-		side->keys = SjGrow(side->keys, &cap, i + 1, sizeof(int64));
+		if (side->nokeys)
+			cap = Max(cap * 2, Max(i + 1, (size_t) 1024));	/* as SjGrow */
+		else
+			side->keys = SjGrow(side->keys, &cap, i + 1, sizeof(int64));
 		for (k = 0; k < side->ncols; k++)
 		{
 			SjThetaCol *col = &side->cols[k];
@@ -1097,7 +1101,8 @@ SjThetaRow(void *arg, Datum *values, bool *isnull)
 		}
 		side->cap = cap;
 	}
-	side->keys[i] = SjKeyValue(values[0], side->key.typid);
+	if (!side->nokeys)
+		side->keys[i] = SjKeyValue(values[0], side->key.typid);
 	for (k = 0; k < side->ncols; k++)
 	{
 		SjThetaCol *col = &side->cols[k];
@@ -1447,7 +1452,8 @@ SjThetaSideAlloc(SjThetaSide *side)
 				j;
 
 	side->cap = 1024;
-	side->keys = palloc_extended(side->cap * sizeof(int64), MCXT_ALLOC_HUGE);
+	if (!side->nokeys)
+		side->keys = palloc_extended(side->cap * sizeof(int64), MCXT_ALLOC_HUGE);
 	for (k = 0; k < side->ncols; k++)
 	{
 		SjThetaCol *col = &side->cols[k];
@@ -1556,7 +1562,7 @@ typedef struct SjThetaPartHeader
 	uint64		n;
 	int32		ncols;
 	uint8		flags[SJ_THETA_MAX_COLS];	/* SJ_PART_ANY_* */
-	int32		pad;
+	int32		nokeys;			/* no keys follow the header */
 } SjThetaPartHeader;
 
 #define SJ_PART_ANY_NULL	1
@@ -1572,6 +1578,7 @@ SjThetaPartDescribe(void *side, SjPartSpec *spec)
 	Assert(spec->ncols == sd->ncols + 1);
 	for (k = 0; k < sd->ncols; k++)
 		spec->derive[k + 1] = sd->cols[k].derive;
+	spec->nokeys = sd->nokeys;
 }
 
 #define SJ_ALIGN8(x) (((x) + 7) & ~((Size) 7))
@@ -1587,6 +1594,7 @@ SjThetaPartBegin(const SjPartSpec *spec)
 	side->key.typid = spec->typids[0];
 	side->key.name = pstrdup(NameStr(spec->keyname));
 	side->ncols = spec->ncols - 1;
+	side->nokeys = spec->nokeys;
 	for (k = 0; k < side->ncols; k++)
 	{
 		side->cols[k].attnum = spec->attnums[k + 1];
@@ -1613,7 +1621,7 @@ SjThetaPartSize(void *side)
 {
 	SjThetaSide *sd = (SjThetaSide *) side;
 
-	return sizeof(SjThetaPartHeader) + sd->n * sizeof(int64) +
+	return sizeof(SjThetaPartHeader) + (sd->nokeys ? 0 : sd->n * sizeof(int64)) +
 		sd->ncols * (sd->n * 8 + SJ_ALIGN8(sd->n));
 }
 
@@ -1629,8 +1637,12 @@ SjThetaPartWrite(void *side, char *dst)
 	memset(h, 0, sizeof(*h));
 	h->n = sd->n;
 	h->ncols = sd->ncols;
-	memcpy(p, sd->keys, sd->n * sizeof(int64));
-	p += sd->n * sizeof(int64);
+	h->nokeys = sd->nokeys;
+	if (!sd->nokeys)
+	{
+		memcpy(p, sd->keys, sd->n * sizeof(int64));
+		p += sd->n * sizeof(int64);
+	}
 	for (k = 0; k < sd->ncols; k++)
 	{
 		SjThetaCol *col = &sd->cols[k];
@@ -1680,7 +1692,8 @@ SjThetaMergeTask(void *arg, uint64_t task, int worker)
 	int			k;
 
 	len = Min(first + SJ_THETA_MERGE_BLOCK, pc->n) - first;
-	memcpy(m->keys + pc->offset + first, pc->keys + first, len * sizeof(int64));
+	if (m->keys)
+		memcpy(m->keys + pc->offset + first, pc->keys + first, len * sizeof(int64));
 	for (k = 0; k < m->ncols; k++)
 	{
 		memcpy(m->values[k] + (pc->offset + first) * 8, pc->values[k] + first * 8, len * 8);
@@ -1721,11 +1734,14 @@ SjThetaSideAddParts(void *side, const SjParts *parts)
 		SjThetaPiece *pc = &m.pieces[p + 1];
 		const char *ptr = (const char *) (h + 1);
 
-		Assert(h->ncols == sd->ncols);
+		Assert(h->ncols == sd->ncols && h->nokeys == sd->nokeys);
 		pc->n = h->n;
 		pc->offset = n;
-		pc->keys = (const int64 *) ptr;
-		ptr += h->n * sizeof(int64);
+		if (!sd->nokeys)
+		{
+			pc->keys = (const int64 *) ptr;
+			ptr += h->n * sizeof(int64);
+		}
 		for (k = 0; k < sd->ncols; k++)
 		{
 			pc->values[k] = ptr;
@@ -1739,7 +1755,7 @@ SjThetaSideAddParts(void *side, const SjParts *parts)
 		}
 		n += h->n;
 	}
-	m.keys = SjAllocLarge(n * sizeof(int64));
+	m.keys = sd->nokeys ? NULL : SjAllocLarge(n * sizeof(int64));
 	for (k = 0; k < sd->ncols; k++)
 	{
 		m.values[k] = SjAllocLarge(n * 8);
@@ -1750,7 +1766,8 @@ SjThetaSideAddParts(void *side, const SjParts *parts)
 	SjParallelCopy(m.tasks.first[parts->nparts + 1], SjThetaMergeTask, &m);
 	pfree(m.tasks.first);
 
-	pfree(sd->keys);
+	if (sd->keys)
+		pfree(sd->keys);
 	sd->keys = m.keys;
 	for (k = 0; k < sd->ncols; k++)
 	{
@@ -1987,6 +2004,7 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 
 		sides[s] = palloc0(sizeof(SjThetaSide));
 		sides[s]->relid = relid;
+		sides[s]->nokeys = store == NULL;
 		SjCheckRelation(relid);
 		SjResolveColumn(relid, text_to_cstring(s == 0 ? left_key : right_key), &sides[s]->key);
 		SjCheckKeyColumn(relid, &sides[s]->key);

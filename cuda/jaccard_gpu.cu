@@ -379,6 +379,29 @@ dev_emit(const ProbeArgs &a, bool hit, uint32_t u, uint32_t v, double sim,
 	}
 }
 
+/*
+ * The decision on a pair whose overlap is inter (0 or below alpha: no):
+ * the CPU engine's quotient and double comparison, so that the
+ * similarity is the same bits on both.
+ */
+__device__ __forceinline__ bool
+dev_similar(const ProbeArgs &a, uint32_t inter, uint32_t alpha, uint32_t lu,
+			uint32_t lv, double &sim)
+{
+	if (inter == 0 || inter < alpha)
+		return false;
+	sim = (double) inter / (double) (lu + lv - inter);
+	return sim >= a.threshold;
+}
+
+/* A thread's pairs, added to the count form's total once at its end. */
+__device__ __forceinline__ void
+dev_count_flush(const ProbeArgs &a, unsigned long long local_count)
+{
+	if (a.count_only && local_count)
+		atomicAdd(&a.counter[1], local_count);
+}
+
 /* First entry in post[lo, hi) whose set is >= id. */
 __device__ __forceinline__ uint64_t
 dev_lower_bound(const uint64_t *post, uint64_t lo, uint64_t hi, uint32_t id)
@@ -503,11 +526,7 @@ prefix_probe_kernel(ProbeArgs a)
 																tv + j + 1, lv - j - 1,
 																alpha - 1);
 
-							if (inter >= alpha)
-							{
-								sim = (double) inter / (double) (lu + lv - inter);
-								hit = sim >= a.threshold;
-							}
+							hit = dev_similar(a, inter, alpha, lu, lv, sim);
 						}
 					}
 				}
@@ -515,8 +534,7 @@ prefix_probe_kernel(ProbeArgs a)
 			}
 		}
 	}
-	if (a.count_only && local_count)
-		atomicAdd(&a.counter[1], local_count);
+	dev_count_flush(a, local_count);
 }
 
 /*
@@ -572,20 +590,14 @@ brute_probe_kernel(ProbeArgs a)
 				double		sim = 0.0;
 
 				if (k < wn && cnt[k] > 0 && dev_compatible(a, u, v))
-				{
-					uint32_t	c = cnt[k];
-					uint32_t	lv = (uint32_t) (a.off[v + 1] - a.off[v]);
-
-					sim = (double) c / (double) (lu + lv - c);
-					hit = sim >= a.threshold;
-				}
+					hit = dev_similar(a, cnt[k], 1, lu,
+									  (uint32_t) (a.off[v + 1] - a.off[v]), sim);
 				dev_emit(a, hit, u, v, sim, local_count);
 			}
 			__syncthreads();
 		}
 	}
-	if (a.count_only && local_count)
-		atomicAdd(&a.counter[1], local_count);
+	dev_count_flush(a, local_count);
 }
 
 /* Signatures of sets [0, nsets): one thread per (word, set). */
@@ -670,17 +682,12 @@ bitmap_probe_kernel(ProbeArgs a)
 					if (bits <= lu + lv && (lu + lv - bits) / 2 >= alpha)
 						inter = dev_overlap(tu, lu, a.tok + ov, lv, alpha);
 				}
-				if (inter > 0 && inter >= alpha)
-				{
-					sim = (double) inter / (double) (lu + lv - inter);
-					hit = sim >= a.threshold;
-				}
+				hit = dev_similar(a, inter, alpha, lu, lv, sim);
 			}
 			dev_emit(a, hit, u, v, sim, local_count);
 		}
 	}
-	if (a.count_only && local_count)
-		atomicAdd(&a.counter[1], local_count);
+	dev_count_flush(a, local_count);
 }
 
 /*
@@ -725,16 +732,11 @@ verify_kernel(ProbeArgs a, const uint64_t *cand)
 			lv = (uint32_t) (a.off[v + 1] - ov);
 			alpha = a.minov[lu + lv];
 			inter = dev_overlap(a.tok + ou, lu, a.tok + ov, lv, alpha);
-			if (inter > 0 && inter >= alpha)
-			{
-				sim = (double) inter / (double) (lu + lv - inter);
-				hit = sim >= a.threshold;
-			}
+			hit = dev_similar(a, inter, alpha, lu, lv, sim);
 		}
 		dev_emit(a, hit, u, v, sim, local_count);
 	}
-	if (a.count_only && local_count)
-		atomicAdd(&a.counter[1], local_count);
+	dev_count_flush(a, local_count);
 }
 
 /* ------------------------------------------------------------------------

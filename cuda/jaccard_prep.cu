@@ -17,8 +17,8 @@
  *	   that is small next to the input, as on the host, else a binary search
  *	   of the distinct tokens) and every set sorted (CUB's segmented sort:
  *	   tokens within a set are distinct, so stability does not matter).
- *	4. One thread per set hashes its sorted tokens with the host's jc_hash
- *	   (dev_hash below, the same operations bit for bit) into the key
+ *	4. One thread per set hashes its sorted tokens with the host's hash
+ *	   (sj_jaccard_hash of sjjaccard.h, one definition for both) into the key
  *	   size << 40 | hash >> 24 (0 for an empty set), with the set's position
  *	   in the input order (left sets, then right) as value.  CUB's radix sort
  *	   of the pairs over all 64 bits is stable, as the host's LSD sort is,
@@ -159,25 +159,6 @@ renumber_kernel(uint32_t *tok, uint64_t ntok, const uint32_t *map,
 	}
 }
 
-/* jc_hash of src/engine/jaccard_cpu.c: FNV-1a over words, then a finaliser. */
-__device__ uint64_t
-dev_hash(const uint32_t *t, uint32_t n)
-{
-	uint64_t	h = 0xcbf29ce484222325ULL;
-
-	for (uint32_t i = 0; i < n; i++)
-	{
-		h ^= t[i];
-		h *= 0x100000001b3ULL;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
-
 /* Grouping key (size << 40 | hash >> 24, 0 if empty) and position per set. */
 __global__ void
 set_keys_kernel(const uint32_t *goff, const uint32_t *tok, uint32_t nall,
@@ -190,7 +171,7 @@ set_keys_kernel(const uint32_t *goff, const uint32_t *tok, uint32_t nall,
 					n = goff[i + 1] - b;
 
 		vals[i] = (uint32_t) i;
-		keys[i] = n == 0 ? 0 : ((uint64_t) n << 40) | (dev_hash(tok + b, n) >> 24);
+		keys[i] = n == 0 ? 0 : ((uint64_t) n << 40) | (sj_jaccard_hash(tok + b, n) >> 24);
 	}
 }
 

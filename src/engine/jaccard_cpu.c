@@ -283,26 +283,6 @@ jc_reserve(void **arr, size_t *cap, size_t need, size_t elem)
 	return 1;
 }
 
-/* 64-bit hash of a token list (FNV-1a over words, then a finaliser). */
-static uint64_t
-jc_hash(const uint32_t *t, uint32_t n)
-{
-	uint64_t	h = 0xcbf29ce484222325ULL;
-	uint32_t	i;
-
-	for (i = 0; i < n; i++)
-	{
-		h ^= t[i];
-		h *= 0x100000001b3ULL;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
-
 /* Sort a small or large array of uint32 ascending. */
 static int
 jc_cmp_u32(const void *a, const void *b)
@@ -606,7 +586,7 @@ jc_prep_task(void *p, uint64_t task, int worker)
 			}
 		}
 		jc_sort_u32(dst, n);
-		a->keys[a->kbase[side] + i] = ((uint64_t) n << 40) | (jc_hash(dst, n) >> 24);
+		a->keys[a->kbase[side] + i] = ((uint64_t) n << 40) | (sj_jaccard_hash(dst, n) >> 24);
 	}
 }
 

@@ -22,6 +22,36 @@ extern "C"
 {
 #endif
 
+#ifdef __CUDACC__
+#define SJ_JACCARD_HOSTDEV __host__ __device__
+#else
+#define SJ_JACCARD_HOSTDEV
+#endif
+
+/*
+ * 64-bit hash of a sorted token list (FNV-1a over words, then a
+ * finaliser), which groups identical sets.  One definition for the host
+ * preparation and the device's, whose grouping must agree bit for bit.
+ */
+static inline SJ_JACCARD_HOSTDEV uint64_t
+sj_jaccard_hash(const uint32_t *t, uint32_t n)
+{
+	uint64_t	h = 0xcbf29ce484222325ULL;
+	uint32_t	i;
+
+	for (i = 0; i < n; i++)
+	{
+		h ^= t[i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
 /*
  * The arrays of a preparation.  Every array is malloc'd.  Side 1 (right)
  * arrays are NULL for a self-join.  len and weight have one spare entry

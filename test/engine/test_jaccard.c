@@ -899,7 +899,7 @@ SJ_TEST(jaccard_cpu_threads_agree)
 
 /*
  * Sets whose grouping keys collide: {979, 1595} and {1283, 2753} have the
- * same 40-bit hash (jc_hash >> 24) when tokens keep their ids, which they
+ * same 40-bit hash (sj_jaccard_hash >> 24) when tokens keep their ids, which they
  * do when every token of [0, 2754) occurs equally often (ranks by
  * frequency, ties by id).  Self (two = 0): A, B, A, B, then every other
  * token twice as singletons; the host sorts them A B A B and splits them
@@ -963,6 +963,13 @@ SJ_TEST(jaccard_cpu_hash_collision)
 	const char *err;
 	uint32_t	n;
 
+	{
+		static const uint32_t a[] = {979, 1595},
+					b[] = {1283, 2753};
+
+		SJ_CHECK(sj_jaccard_hash(a, 2) >> 24 == sj_jaccard_hash(b, 2) >> 24,
+				 "the two sets' 40-bit grouping hashes no longer collide");
+	}
 	tj_collision_sets(&S, -1);
 	tj_collision_sets(&L, 0);
 	tj_collision_sets(&R, 1);

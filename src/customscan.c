@@ -1526,7 +1526,8 @@ SjMarshalBegin(SjScanState *state)
 	else
 		state->tp = SjThetaPrepare(SjParamsToConsts(state,
 													SjIndexVarsToSides((Node *) make_ands_explicit(state->engine_exprs),
-																	   state->nprefix, state->natts[0])));
+																	   state->nprefix, state->natts[0])),
+								   state->streaming);	/* counting: no row numbers */
 }
 
 /* Marshal row r of side s: its join value (or values, for theta). */

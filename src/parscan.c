@@ -105,6 +105,7 @@ typedef struct SjScanJob
 	List	   *quals;			/* filter over rel's attributes, or NIL */
 	void	   *side;			/* the leader's side */
 	Instrumentation *instrument;	/* the custom scan child's, or NULL */
+	bool		serial_only;	/* workers must not read rel */
 } SjScanJob;
 
 /* One kind's side: how a participant builds and serializes it. */
@@ -947,9 +948,9 @@ SjChildJob(PlanState *child, SjPartKind kind, int ncols, const int *positions,
 		}
 	}
 	*nworkers = SjParallelWorkers(rel);
-	if (RelationUsesLocalBuffers(rel) || RelationGetParallelWorkers(rel, -1) == 0)
-		return false;
 	memset(job, 0, sizeof(*job));
+	job->serial_only = RelationUsesLocalBuffers(rel) ||
+		RelationGetParallelWorkers(rel, -1) == 0;
 	job->rel = rel;
 	SjPartSpecFill(&job->spec, kind, RelationGetRelid(rel), ncols, attnums, typids,
 				   NULL, what, side);
@@ -960,9 +961,51 @@ SjChildJob(PlanState *child, SjPartKind kind, int ncols, const int *positions,
 }
 
 /*
- * The custom scan's door: read the input child with parallel workers into
- * side (SjChildJob says when).  Returns NULL, having read nothing, where
- * that does not apply or the table is too small.
+ * A job read by the leader alone, straight from the table (SjScanRows), as
+ * parts without any: the custom scan's child when no worker can or need
+ * help, still without the executor's per-tuple slot and buffer pin.
+ */
+static SjParts *
+SjScanJobSerial(SjScanJob *job, Snapshot snapshot)
+{
+	SjParts    *parts = palloc0(sizeof(SjParts));
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+	EState	   *estate = NULL;
+	ExprContext *econtext = NULL;
+	ExprState  *qual = NULL;
+
+	if (job->instrument)
+		InstrStartNode(job->instrument);
+	scan = table_beginscan(job->rel, snapshot, 0, NULL);
+	slot = table_slot_create(job->rel, NULL);
+	if (job->quals != NIL)
+	{
+		estate = CreateExecutorState();
+		econtext = CreateExprContext(estate);
+		qual = ExecInitQual(job->quals, NULL);
+	}
+	parts->rows = SjScanRows(scan, slot, job->spec.ncols, job->spec.attnums, qual,
+							 econtext, sj_part_ops[job->spec.kind].row, job->side,
+							 &parts->filtered);
+	if (estate)
+		FreeExecutorState(estate);
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	parts->part = palloc0(sizeof(char *));
+	if (job->instrument)
+	{
+		InstrStopNode(job->instrument, (double) parts->rows);
+		job->instrument->nfiltered1 += (double) parts->filtered;
+	}
+	return parts;
+}
+
+/*
+ * The custom scan's door: read the input child into side, with parallel
+ * workers where its size asks for them (SjChildJob says when), else by the
+ * leader alone, straight from the table.  Returns NULL, having read
+ * nothing, where the child is not such a scan.
  */
 SjParts *
 SjScanChildParallel(PlanState *child, SjPartKind kind, int ncols,
@@ -973,9 +1016,10 @@ SjScanChildParallel(PlanState *child, SjPartKind kind, int ncols,
 	SjParts    *parts;
 	int			nworkers;
 
-	if (!SjChildJob(child, kind, ncols, positions, typids, side, what, &job, &nworkers) ||
-		nworkers == 0)
+	if (!SjChildJob(child, kind, ncols, positions, typids, side, what, &job, &nworkers))
 		return NULL;
+	if (nworkers == 0 || job.serial_only)
+		return SjScanJobSerial(&job, child->state->es_snapshot);
 	SjParallelScan(&job, 1, child->state->es_snapshot, nworkers, &parts);
 	return parts;
 }
@@ -996,7 +1040,7 @@ SjScanChildrenParallel(PlanState **children, SjPartKind kind, const int *ncols,
 
 	for (s = 0; s < 2; s++)
 		if (!SjChildJob(children[s], kind, ncols[s], positions[s], typids[s], sides[s],
-						what[s], &jobs[s], &nworkers[s]))
+						what[s], &jobs[s], &nworkers[s]) || jobs[s].serial_only)
 			return false;
 	if (Max(nworkers[0], nworkers[1]) == 0)
 		return false;

@@ -383,7 +383,7 @@ extern SjStatus SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options
 typedef struct SjThetaPrepared SjThetaPrepared;
 
 extern bool SjThetaCompilable(Node *cond, int *strategy, char **why);
-extern SjThetaPrepared *SjThetaPrepare(Node *cond);
+extern SjThetaPrepared *SjThetaPrepare(Node *cond, bool nokeys);
 extern void SjThetaAddRow(SjThetaPrepared *tp, int side, int64 key,
 						  const Datum *values, const bool *isnull);
 extern void SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec,

@@ -1903,9 +1903,12 @@ SjThetaCompilable(Node *cond, int *strategy, char **why)
 	return ok;
 }
 
-/* Compile cond and prepare both sides to receive rows. */
+/*
+ * Compile cond and prepare both sides to receive rows; nokeys for a count,
+ * whose sides keep no row numbers.
+ */
 SjThetaPrepared *
-SjThetaPrepare(Node *cond)
+SjThetaPrepare(Node *cond, bool nokeys)
 {
 	SjThetaPrepared *tp = palloc0(sizeof(SjThetaPrepared));
 	int			s;
@@ -1916,6 +1919,7 @@ SjThetaPrepare(Node *cond)
 	for (s = 0; s < 2; s++)
 	{
 		tp->sides[s].key.typid = INT8OID;
+		tp->sides[s].nokeys = nokeys;
 		SjThetaSideAlloc(&tp->sides[s]);
 	}
 	return tp;

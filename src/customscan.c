@@ -57,6 +57,7 @@
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -264,7 +265,7 @@ typedef struct SjCostRates
  * pair: the nodes above charge their own share.
  */
 
-/* [device][operator]: eps, jaccard, theta (hash/range; nested-loop eval) */
+/* [device][operator]: eps, jaccard (at 0.7), theta (hash; nested-loop eval) */
 static const SjCostRates sj_rates[2][3] = {
 	/* CPU engine (all cores) */
 	{{0.15, 0.000068, 0.0000008, 0}, {0.15, 0.0006, 0.0000027, 0},
@@ -273,6 +274,41 @@ static const SjCostRates sj_rates[2][3] = {
 	{{0.4, 0.0000021, 0.00000001, 0}, {0.4, 0.00065, 0.0000012, 0},
 	{0.4, 0.000004, 0.00000001, 0.00000003}},
 };
+
+/* [device]: theta's range strategy (bands and inequalities), per row and pair */
+static const double sj_theta_range_rates[2][2] = {
+	{0.000035, 0.00000001},
+	{0.000004, 0.00000001},
+};
+
+/*
+ * [device][threshold 0.5, 0.7, 0.9]: jaccard's rates per row and pair.  How
+ * much prefix filtering prunes turns on the threshold, so each threshold
+ * has its own fit (two sizes of one collection); the cost interpolates
+ * linearly between them, and takes 0.7's for a threshold not known at
+ * planning (a parameter).
+ */
+static const double sj_jaccard_rates[2][3][2] = {
+	{{0.0006, 0.0000027}, {0.0006, 0.0000027}, {0.0006, 0.0000027}},
+	{{0.00065, 0.0000012}, {0.00065, 0.0000012}, {0.00065, 0.0000012}},
+};
+
+/* Jaccard's row and pair rates at threshold t (NaN: unknown). */
+static void
+SjJaccardRates(int device, double t, double *row_ms, double *pair_ms)
+{
+	const double (*r)[2] = sj_jaccard_rates[device];
+	double		x;
+	int			i;
+
+	if (isnan(t))
+		t = 0.7;
+	t = Max(0.5, Min(0.9, t));
+	i = t < 0.7 ? 0 : 1;
+	x = (t - (0.5 + 0.2 * i)) / 0.2;
+	*row_ms = r[i][0] + x * (r[i + 1][0] - r[i][0]);
+	*pair_ms = r[i][1] + x * (r[i + 1][1] - r[i][1]);
+}
 
 /* Cost units of ms milliseconds. */
 static Cost
@@ -306,6 +342,8 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 		(sj_device == SJ_DEVICE_GPU || SjGpuUsable());
 	const SjCostRates *r = &sj_rates[gpu ? 1 : 0][info->op];
 	double		inner_rows = inner_path->rows;
+	double		row_ms = r->row_ms,
+				pair_ms = r->pair_ms;
 	double		sel,
 				pairs,
 				engine_ms;
@@ -318,7 +356,22 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	sel = clauselist_selectivity(root, info->engine_clauses, 0, JOIN_INNER,
 								 &inner_sjinfo);
 	pairs = clamp_row_est(sel * outer_rows * inner_rows);
-	engine_ms = r->start_ms + r->row_ms * (outer_rows + inner_rows) + r->pair_ms * pairs;
+	if (info->op == SJ_OP_JACCARD)
+	{
+		Node	   *t = estimate_expression_value(root, (Node *) info->threshold);
+
+		SjJaccardRates(gpu ? 1 : 0,
+					   IsA(t, Const) && !((Const *) t)->constisnull &&
+					   ((Const *) t)->consttype == FLOAT8OID ?
+					   DatumGetFloat8(((Const *) t)->constvalue) : get_float8_nan(),
+					   &row_ms, &pair_ms);
+	}
+	else if (info->op == SJ_OP_THETA && info->theta_strategy == SJ_THETA_RANGE)
+	{
+		row_ms = sj_theta_range_rates[gpu ? 1 : 0][0];
+		pair_ms = sj_theta_range_rates[gpu ? 1 : 0][1];
+	}
+	engine_ms = r->start_ms + row_ms * (outer_rows + inner_rows) + pair_ms * pairs;
 	if (info->op == SJ_OP_THETA && info->theta_strategy == SJ_THETA_NESTED_LOOP)
 		engine_ms += r->eval_ms * outer_rows * inner_rows;
 	cost_qual_eval(&residual, info->residual, root);

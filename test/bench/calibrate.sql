@@ -22,7 +22,9 @@
 --                        and device: eps (2-D points, eps 0.2 and 1.0), jaccard
 --                        (Zipf sets, t 0.9 and 0.5), theta_equi (keys with 1 M
 --                        and 10 K distinct values), theta_band (+-5 and +-5000),
---                        theta_range (l.a > r.a, counted from sorted ranges)
+--                        theta_range (l.a > r.a, counted from sorted ranges);
+--                        and jaccard per threshold ('jaccard t=0.5', 0.7, 0.9:
+--                        the sets and their first half at that threshold)
 --   ms_per_row_pair      theta nested loop (an OR condition): time /
 --                        (left_rows * right_rows) of the larger of two runs
 --   emit_ms_per_pair     emit_ms / pairs of count(*) over eps_join (a few
@@ -205,7 +207,7 @@ END $$;
 -- data (deterministic) -----------------------------------------------------
 SELECT setseed(0.4242);
 DROP TABLE IF EXISTS sjc_big, sjc_h1, sjc_h2, sjc_n1, sjc_n2, sjc_pts, sjc_tiny,
-                     sjc_sets, sjc_l, sjc_r, sjc_nl30a, sjc_nl30b, sjc_nl10;
+                     sjc_sets, sjc_sets_half, sjc_l, sjc_r, sjc_nl30a, sjc_nl30b, sjc_nl10;
 CREATE TABLE sjc_big AS
 SELECT i AS id, (i::bigint * 7919 % 1000003)::int AS k FROM generate_series(1, sjc_n(5000000)) i;
 CREATE TABLE sjc_h1 AS
@@ -223,6 +225,8 @@ SELECT i AS id, ARRAY[random() * 10, random() * 10] AS v FROM generate_series(1,
 CREATE TABLE sjc_sets AS
 SELECT i AS id, array(SELECT floor(exp(random() * ln(50000)))::int FROM generate_series(1, 1 + i % 9)) AS s
 FROM generate_series(1, sjc_n(200000)) i;
+-- the first half of those sets (the per-threshold fits of jaccard)
+CREATE TABLE sjc_sets_half AS SELECT * FROM sjc_sets WHERE id <= sjc_n(200000) / 2;
 -- theta: k1 ~1 M distinct keys, k2 10 K, kb a band key in [0, 1e8), a in [0, 1e6)
 CREATE TABLE sjc_l AS
 SELECT i AS id, (random() * 1000000)::int AS k1, (random() * 10000)::int AS k2,
@@ -236,7 +240,7 @@ FROM generate_series(1, sjc_n(1000000)) i;
 CREATE TABLE sjc_nl30a AS SELECT i AS id, (random() * 1000)::int AS a, random() * 100 AS f FROM generate_series(1, sjc_n(30000)) i;
 CREATE TABLE sjc_nl30b AS SELECT i AS id, (random() * 1000)::int AS a, random() * 100 AS f FROM generate_series(1, sjc_n(30000)) i;
 CREATE TABLE sjc_nl10 AS SELECT i AS id, (random() * 1000)::int AS a, random() * 100 AS f FROM generate_series(1, sjc_n(10000)) i;
-VACUUM ANALYZE sjc_big, sjc_h1, sjc_h2, sjc_n1, sjc_n2, sjc_pts, sjc_tiny, sjc_sets,
+VACUUM ANALYZE sjc_big, sjc_h1, sjc_h2, sjc_n1, sjc_n2, sjc_pts, sjc_tiny, sjc_sets, sjc_sets_half,
                sjc_l, sjc_r, sjc_nl30a, sjc_nl30b, sjc_nl10;
 
 DO $$ BEGIN
@@ -257,6 +261,12 @@ FROM unnest(sjc_devices()) d, (VALUES ('eps=0.2', 0.2), ('eps=1.0', 1.0)) x(c, e
 SELECT sjc_measure('jaccard', d, c, format('SELECT jaccard_join_count(%L, %L, %L, %L, %L, %L, %s)',
                                            'sjc_sets', 'id', 's', 'sjc_sets', 'id', 's', t))
 FROM unnest(sjc_devices()) d, (VALUES ('t=0.9', 0.9), ('t=0.5', 0.5)) x(c, t);
+-- jaccard per threshold: the collection and its first half at 0.5, 0.7, 0.9
+SELECT sjc_measure(format('jaccard t=%s', t), d, c,
+                   format('SELECT jaccard_join_count(%L, %L, %L, %L, %L, %L, %s)',
+                          tbl, 'id', 's', tbl, 'id', 's', t))
+FROM unnest(sjc_devices()) d, (VALUES (0.5), (0.7), (0.9)) x(t),
+     (VALUES ('full', 'sjc_sets'), ('half', 'sjc_sets_half')) y(c, tbl);
 SELECT sjc_measure(o, d, c, format('SELECT theta_join_count(%L, %L, %L, %L, %L)',
                                    'sjc_l', 'id', 'sjc_r', 'id', cond))
 FROM unnest(sjc_devices()) d, (VALUES
@@ -330,6 +340,7 @@ GROUP BY op, device, via;
 
 SELECT sjc_fit('eps', 'eps=0.2', 'eps=1.0');
 SELECT sjc_fit('jaccard', 't=0.9', 't=0.5');
+SELECT sjc_fit(format('jaccard t=%s', t), 'full', 'half') FROM unnest('{0.5,0.7,0.9}'::text[]) t;
 SELECT sjc_fit('theta_equi', '1M keys', '10K keys');
 SELECT sjc_fit('theta_band', '+-5', '+-5000');
 SELECT sjc_fit('theta_range', 'l.a > r.a', 'l.a > r.a + 990000');

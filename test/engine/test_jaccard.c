@@ -16,7 +16,9 @@
  * size 5 and 25), thresholds 0.5, 0.7, 0.9, CPU (all cores) against GPU,
  * a warm-up and the median of three runs.  For a per-core comparison,
  * SJ_JACCARD_BENCH_N (sets), SJ_JACCARD_BENCH_THREADS, SJ_JACCARD_BENCH_T
- * and SJ_JACCARD_BENCH_AVG (comma lists) change the runs, and
+ * and SJ_JACCARD_BENCH_AVG (comma lists) change the runs,
+ * SJ_JACCARD_BENCH_UNIVERSE the number of distinct tokens (50000),
+ * SJ_JACCARD_BENCH_CPU_ONLY=1 leaves out the GPU, and
  * SJ_JACCARD_BENCH_COUNT_ONLY=1 leaves out the run that forms the pairs.
  */
 #include <math.h>
@@ -2047,8 +2049,11 @@ SJ_TEST(jaccard_bench)
 	const char *thenv = getenv("SJ_JACCARD_BENCH_THREADS");
 	const char *tenv = getenv("SJ_JACCARD_BENCH_T");
 	const char *aenv = getenv("SJ_JACCARD_BENCH_AVG");
+	const char *uenv = getenv("SJ_JACCARD_BENCH_UNIVERSE");
 	int			pairs_run = getenv("SJ_JACCARD_BENCH_COUNT_ONLY") == NULL;
+	int			cpu_only = getenv("SJ_JACCARD_BENCH_CPU_ONLY") != NULL;
 	uint32_t	nsets = nenv ? (uint32_t) atol(nenv) : 1000000;
+	uint32_t	universe = uenv && atol(uenv) > 1 ? (uint32_t) atol(uenv) : 50000;
 	size_t		a,
 				i;
 
@@ -2077,12 +2082,12 @@ SJ_TEST(jaccard_bench)
 		sj_test_skip("set SJ_JACCARD_BENCH=1 to run");
 		return;
 	}
-	printf("     %u Zipf sets over 50000 tokens, %d CPU threads; count_only: warm-up + median of up to 3; pairs: one run\n",
-		   nsets, threads);
+	printf("     %u Zipf sets over %u tokens, %d CPU threads; count_only: warm-up + median of up to 3; pairs: one run\n",
+		   nsets, universe, threads);
 	printf("     engine  avg  t    pairs       count ms (runs)  build ms  pairs ms  strategy\n");
 	for (a = 0; a < navgs; a++)
 	{
-		TjShape		sh = {"bench", nsets, 1, 2 * avgs[a] - 1, 50000, 1, 0, 0, 0, 0};
+		TjShape		sh = {"bench", nsets, 1, 2 * avgs[a] - 1, universe, 1, 0, 0, 0, 0};
 		TjSets		L;
 
 		tj_generate(&L, &sh, 0, sh.universe, &r);
@@ -2102,7 +2107,7 @@ SJ_TEST(jaccard_bench)
 							counted = 0;
 				SjTimings	tm;
 
-				if (e == 1 && !sj_test_gpu_usable())
+				if (e == 1 && (cpu_only || !sj_test_gpu_usable()))
 					continue;
 				memset(&tm, 0, sizeof(tm));
 				/* warm-up, then up to three timed runs within a budget */

@@ -275,18 +275,28 @@ static const SjCostRates sj_rates[2][3] = {
 	{0.4, 0.000004, 0.00000001, 0.00000003}},
 };
 
-/* [device]: theta's range strategy (bands and inequalities), per row and pair */
+/*
+ * [device]: theta's range strategy (bands and inequalities), per row and
+ * pair.  Measured 2026-11-24 (calibrate.sql on the same H100 host): the
+ * band fit's row rate is 0.84 of the hash fit's on the CPU (31.5 against
+ * 37.4 ns) and 0.97 on the GPU (3.97 against 4.09 ns), 0.11 ns a pair on
+ * the CPU; scaled to the hash rates above.
+ */
 static const double sj_theta_range_rates[2][2] = {
-	{0.000035, 0.00000001},
-	{0.000004, 0.00000001},
+	{0.000025, 0.0000001},
+	{0.0000039, 0.00000001},
 };
 
 /*
  * [device][threshold 0.5, 0.7, 0.9]: jaccard's rates per row and pair.  How
  * much prefix filtering prunes turns on the threshold, so each threshold
- * has its own fit (two sizes of one collection); the cost interpolates
- * linearly between them, and takes 0.7's for a threshold not known at
- * planning (a parameter).
+ * has its own entry (calibrate.sql: 'jaccard t=...', the collection and its
+ * half); the cost interpolates linearly between them, and takes 0.7's for a
+ * threshold not known at planning (a parameter).  On the calibration
+ * collection (2026-11-24) the CPU's row time net of the pair rate was
+ * 87, 101 and 103 ns at 0.5, 0.7 and 0.9, and the GPU's engine time did
+ * not grow with the pairs (20.4, 22.8, 20.8 ms): within the noise of one
+ * rate, which every threshold keeps until a collection shows otherwise.
  */
 static const double sj_jaccard_rates[2][3][2] = {
 	{{0.0006, 0.0000027}, {0.0006, 0.0000027}, {0.0006, 0.0000027}},

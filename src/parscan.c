@@ -902,10 +902,12 @@ SjHasParams(Node *node, void *context)
 
 /*
  * The job of reading a custom scan's input child (a Seq Scan node already
- * initialized by the executor) with workers into side, where it is a
- * filtered scan of a plain table that workers can evaluate (*nworkers: how
- * many its size asks for, maybe 0); columns are positions in the child's target list
- * (0: a row number), each of which must be a plain column of the table.
+ * initialized by the executor) straight from its table into side, where it
+ * is a filtered scan of a plain table (*nworkers: how many workers its size
+ * asks for, maybe 0; job->serial_only where workers must not read it, for
+ * one because parallel query is off); columns are positions in the child's
+ * target list (0: a row number), each of which must be a plain column of
+ * the table.
  */
 static bool
 SjChildJob(PlanState *child, SjPartKind kind, int ncols, const int *positions,
@@ -921,7 +923,7 @@ SjChildJob(PlanState *child, SjPartKind kind, int ncols, const int *positions,
 
 	Assert(ncols <= SJ_PART_MAX_COLS);
 	*nworkers = 0;
-	if (!IsA(plan, SeqScan) || plan->parallel_aware || !plan->parallel_safe ||
+	if (!IsA(plan, SeqScan) || plan->parallel_aware ||
 		plan->initPlan != NIL || child->chgParam != NULL ||
 		!IsMVCCSnapshot(estate->es_snapshot) ||
 		SjHasParams((Node *) plan->qual, NULL) ||
@@ -949,7 +951,8 @@ SjChildJob(PlanState *child, SjPartKind kind, int ncols, const int *positions,
 	}
 	*nworkers = SjParallelWorkers(rel);
 	memset(job, 0, sizeof(*job));
-	job->serial_only = RelationUsesLocalBuffers(rel) ||
+	/* parallel_safe is false whenever parallel query is off */
+	job->serial_only = !plan->parallel_safe || RelationUsesLocalBuffers(rel) ||
 		RelationGetParallelWorkers(rel, -1) == 0;
 	job->rel = rel;
 	SjPartSpecFill(&job->spec, kind, RelationGetRelid(rel), ncols, attnums, typids,

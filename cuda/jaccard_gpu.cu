@@ -819,6 +819,7 @@ private:
 	ProbeArgs	probe_args(const Work &w) const;
 	void		launch(const Work &w);
 	uint32_t	entries_of(uint32_t v) const;
+	void		take_records(unsigned long long nrec, size_t *n, uint64_t *count);
 
 	/* co-processing's pipeline */
 	void		fetch_coproc(size_t *n, uint64_t *count, int *exhausted);
@@ -1867,22 +1868,7 @@ JaccardDevice::fetch(const uint32_t **u, const uint32_t **v, const double **sim,
 				records_per_work_ = std::max(records_per_work_ * 0.5,
 											 (double) nrec / cur_work_);
 		}
-		*count = count_only_ ? h_counter_.get()[1] : 0;
-		if (!count_only_ && nrec > 0)
-		{
-			double		t0 = sj_now_ms();
-			cudaStream_t s = stream_.get();
-
-			SJGPU_CHECK(cudaMemcpyAsync(h_out_u_.get(), d_out_u_.get(), nrec * sizeof(uint32_t),
-										cudaMemcpyDeviceToHost, s));
-			SJGPU_CHECK(cudaMemcpyAsync(h_out_v_.get(), d_out_v_.get(), nrec * sizeof(uint32_t),
-										cudaMemcpyDeviceToHost, s));
-			SJGPU_CHECK(cudaMemcpyAsync(h_out_sim_.get(), d_out_sim_.get(), nrec * sizeof(double),
-										cudaMemcpyDeviceToHost, s));
-			stream_.synchronize();
-			transfer_ms_ += sj_now_ms() - t0;
-		}
-		*n = (size_t) nrec;
+		take_records(nrec, n, count);
 
 		/* the device works on the next chunk while the caller expands this */
 		if (!launch_next())
@@ -1985,6 +1971,31 @@ JaccardDevice::launch_next_coproc(bool may_filter)
  * the device), the pending slot goes to the device, and the records are
  * handed over while it runs.
  */
+/*
+ * A finished launch's nrec records (or, counting, its total) handed to the
+ * caller: copied from the device into the pinned host buffers.
+ */
+void
+JaccardDevice::take_records(unsigned long long nrec, size_t *n, uint64_t *count)
+{
+	*count = count_only_ ? h_counter_.get()[1] : 0;
+	if (!count_only_ && nrec > 0)
+	{
+		double		t0 = sj_now_ms();
+		cudaStream_t s = stream_.get();
+
+		SJGPU_CHECK(cudaMemcpyAsync(h_out_u_.get(), d_out_u_.get(), nrec * sizeof(uint32_t),
+									cudaMemcpyDeviceToHost, s));
+		SJGPU_CHECK(cudaMemcpyAsync(h_out_v_.get(), d_out_v_.get(), nrec * sizeof(uint32_t),
+									cudaMemcpyDeviceToHost, s));
+		SJGPU_CHECK(cudaMemcpyAsync(h_out_sim_.get(), d_out_sim_.get(), nrec * sizeof(double),
+									cudaMemcpyDeviceToHost, s));
+		stream_.synchronize();
+		transfer_ms_ += sj_now_ms() - t0;
+	}
+	*n = (size_t) nrec;
+}
+
 void
 JaccardDevice::fetch_coproc(size_t *n, uint64_t *count, int *exhausted)
 {
@@ -2024,22 +2035,7 @@ JaccardDevice::fetch_coproc(size_t *n, uint64_t *count, int *exhausted)
 			stack_.push_back(a);
 			continue;
 		}
-		*count = count_only_ ? h_counter_.get()[1] : 0;
-		if (!count_only_ && nrec > 0)
-		{
-			double		t0 = sj_now_ms();
-			cudaStream_t s = stream_.get();
-
-			SJGPU_CHECK(cudaMemcpyAsync(h_out_u_.get(), d_out_u_.get(), nrec * sizeof(uint32_t),
-										cudaMemcpyDeviceToHost, s));
-			SJGPU_CHECK(cudaMemcpyAsync(h_out_v_.get(), d_out_v_.get(), nrec * sizeof(uint32_t),
-										cudaMemcpyDeviceToHost, s));
-			SJGPU_CHECK(cudaMemcpyAsync(h_out_sim_.get(), d_out_sim_.get(), nrec * sizeof(double),
-										cudaMemcpyDeviceToHost, s));
-			stream_.synchronize();
-			transfer_ms_ += sj_now_ms() - t0;
-		}
-		*n = (size_t) nrec;
+		take_records(nrec, n, count);
 
 		/* the device verifies the next slot while the caller expands this */
 		if (!launch_next_coproc(false) && filter_done_)

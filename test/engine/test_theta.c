@@ -729,13 +729,20 @@ typedef struct Got
 } Got;
 
 /*
- * Run a join to the end.  Pairs go into bits (n * m, must start zeroed);
- * returns a description of the first contract violation, or NULL.
+ * Where a run's pairs go: one call per pair (left * m + right), returning a
+ * description of a contract violation, or NULL.
+ */
+typedef const char *(*PairSink) (void *arg, uint64_t pair, uint32_t m);
+
+/*
+ * Run a join to the end within limit_s seconds, every pair checked and
+ * handed to sink.  Returns a description of the first contract violation,
+ * or NULL.
  */
 static const char *
-run_join(const Engine *eng, const Side *ls, const Side *rs, const TNode *cond,
-		 SjThetaStrategy strat, const SjJoinOptions *opt, uint8_t *bits,
-		 Got *got)
+run_batches(const Engine *eng, const Side *ls, const Side *rs, const TNode *cond,
+			SjThetaStrategy strat, const SjJoinOptions *opt, int limit_s,
+			PairSink sink, void *arg, Got *got)
 {
 	static char why[512];
 	SjThetaInstr prog[SJ_THETA_MAX_INSTR];
@@ -763,10 +770,11 @@ run_join(const Engine *eng, const Side *ls, const Side *rs, const TNode *cond,
 		got->status = eng->next(j, &b, &done, got->msg);
 		if (got->status != SJ_OK)
 			break;
-		if (sj_now_ms() - t0 > 60000)
+		if (sj_now_ms() - t0 > limit_s * 1000.0)
 		{
+			snprintf(why, sizeof(why), "next() does not finish within %d s", limit_s);
 			eng->end(j);
-			return "next() does not finish within 60 s";
+			return why;
 		}
 		if (opt->count_only)
 		{
@@ -791,7 +799,7 @@ run_join(const Engine *eng, const Side *ls, const Side *rs, const TNode *cond,
 		}
 		for (k = 0; k < b.count; k++)
 		{
-			uint64_t	bit;
+			const char *bad;
 
 			if (b.left[k] >= ls->n || b.right[k] >= rs->n)
 			{
@@ -799,14 +807,12 @@ run_join(const Engine *eng, const Side *ls, const Side *rs, const TNode *cond,
 				eng->end(j);
 				return why;
 			}
-			bit = (uint64_t) b.left[k] * rs->n + b.right[k];
-			if (bit_get(bits, bit))
+			bad = sink(arg, (uint64_t) b.left[k] * rs->n + b.right[k], rs->n);
+			if (bad)
 			{
-				snprintf(why, sizeof(why), "pair (%u, %u) returned twice", b.left[k], b.right[k]);
 				eng->end(j);
-				return why;
+				return bad;
 			}
-			bit_set(bits, bit);
 		}
 		got->count += b.count;
 	}
@@ -815,6 +821,35 @@ run_join(const Engine *eng, const Side *ls, const Side *rs, const TNode *cond,
 	snprintf(got->strategy, sizeof(got->strategy), "%s", tm.strategy);
 	eng->end(j);
 	return NULL;
+}
+
+/* PairSink of a bit matrix: each pair once. */
+static const char *
+bits_sink(void *arg, uint64_t pair, uint32_t m)
+{
+	static char why[128];
+	uint8_t    *bits = (uint8_t *) arg;
+
+	if (bit_get(bits, pair))
+	{
+		snprintf(why, sizeof(why), "pair (%llu, %llu) returned twice",
+				 (unsigned long long) (pair / m), (unsigned long long) (pair % m));
+		return why;
+	}
+	bit_set(bits, pair);
+	return NULL;
+}
+
+/*
+ * Run a join to the end.  Pairs go into bits (n * m, must start zeroed);
+ * returns a description of the first contract violation, or NULL.
+ */
+static const char *
+run_join(const Engine *eng, const Side *ls, const Side *rs, const TNode *cond,
+		 SjThetaStrategy strat, const SjJoinOptions *opt, uint8_t *bits,
+		 Got *got)
+{
+	return run_batches(eng, ls, rs, cond, strat, opt, 60, bits_sink, bits, got);
 }
 
 /* First pair in which two bit sets differ, written to why; 0 if equal. */
@@ -1650,6 +1685,21 @@ cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* PairSink of a pair list. */
+static const char *
+list_sink(void *arg, uint64_t pair, uint32_t m)
+{
+	PairList   *list = (PairList *) arg;
+
+	if (list->n == list->cap)
+	{
+		list->cap = list->cap ? list->cap * 2 : 1024;
+		list->v = realloc(list->v, list->cap * sizeof(uint64_t));
+	}
+	list->v[list->n++] = pair;
+	return NULL;
+}
+
 /*
  * Run a join to the end, appending its pairs to list (sorted at the end).
  * Returns a description of the first contract violation, or NULL.
@@ -1659,74 +1709,13 @@ run_list(const Engine *eng, const Side *ls, const Side *rs, const TNode *cond,
 		 SjThetaStrategy strat, const SjJoinOptions *opt, PairList *list, Got *got)
 {
 	static char why[512];
-	SjThetaInstr prog[SJ_THETA_MAX_INSTR];
-	SjThetaProgram p;
-	void	   *j = NULL;
-	SjTimings	tm;
-	size_t		cap = opt->max_batch_pairs ? opt->max_batch_pairs : 1048576;
+	const char *bad;
 	size_t		k;
-	int			done = 0;
-	double		t0 = sj_now_ms();
 
-	memset(got, 0, sizeof(*got));
 	memset(list, 0, sizeof(*list));
-	p.ninstr = tn_emit(cond, prog, 0);
-	p.instr = prog;
-	got->status = eng->begin(&ls->t, &rs->t, &p, strat, opt, &j, got->msg);
-	if (got->status != SJ_OK)
-	{
-		eng->end(j);
-		return NULL;
-	}
-	while (!done)
-	{
-		SjPairBatch b;
-
-		got->status = eng->next(j, &b, &done, got->msg);
-		if (got->status != SJ_OK)
-			break;
-		if (sj_now_ms() - t0 > 120000)
-		{
-			eng->end(j);
-			return "next() does not finish within 120 s";
-		}
-		if (opt->count_only)
-		{
-			if (b.left || b.right)
-			{
-				eng->end(j);
-				return "count_only batch carries pairs";
-			}
-			got->count += b.count;
-			continue;
-		}
-		if (b.count > cap)
-		{
-			snprintf(why, sizeof(why), "batch of %zu pairs exceeds max_batch_pairs %zu", b.count, cap);
-			eng->end(j);
-			return why;
-		}
-		if (list->n + b.count > list->cap)
-		{
-			list->cap = (list->n + b.count) * 2;
-			list->v = realloc(list->v, list->cap * sizeof(uint64_t));
-		}
-		for (k = 0; k < b.count; k++)
-		{
-			if (b.left[k] >= ls->n || b.right[k] >= rs->n)
-			{
-				snprintf(why, sizeof(why), "pair (%u, %u) out of range", b.left[k], b.right[k]);
-				eng->end(j);
-				return why;
-			}
-			list->v[list->n++] = (uint64_t) b.left[k] * rs->n + b.right[k];
-		}
-		got->count += b.count;
-	}
-	eng->timings(j, &tm);
-	got->batches = tm.batches;
-	snprintf(got->strategy, sizeof(got->strategy), "%s", tm.strategy);
-	eng->end(j);
+	bad = run_batches(eng, ls, rs, cond, strat, opt, 120, list_sink, list, got);
+	if (bad)
+		return bad;
 	if (list->n > 1)
 		qsort(list->v, list->n, sizeof(uint64_t), cmp_u64);
 	for (k = 1; k < list->n; k++)

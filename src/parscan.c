@@ -468,6 +468,36 @@ SjPartTypesOk(SjPartKind kind, int ncols, const Oid *typids)
 }
 
 /*
+ * Read an open scan into side (kind's row function, the columns attnums),
+ * rows failing quals skipped, then end the scan.  Returns the rows kept;
+ * *filtered counts those the quals removed.
+ */
+static int64
+SjScanSide(TableScanDesc scan, SjPartKind kind, int ncols, const AttrNumber *attnums,
+		   List *quals, void *side, int64 *filtered)
+{
+	TupleTableSlot *slot = table_slot_create(scan->rs_rd, NULL);
+	EState	   *estate = NULL;
+	ExprContext *econtext = NULL;
+	ExprState  *qual = NULL;
+	int64		rows;
+
+	if (quals != NIL)
+	{
+		estate = CreateExecutorState();
+		econtext = CreateExprContext(estate);
+		qual = ExecInitQual(quals, NULL);
+	}
+	rows = SjScanRows(scan, slot, ncols, attnums, qual, econtext,
+					  sj_part_ops[kind].row, side, filtered);
+	if (estate)
+		FreeExecutorState(estate);
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	return rows;
+}
+
+/*
  * A participant's share of one job: begin a side (the leader passes its
  * own), read blocks of the relation in turn, and, for a worker, serialize
  * the side into the shared area.  Returns the part (InvalidDsaPointer for
@@ -482,11 +512,6 @@ SjParticipate(const SjPartSpec *spec, Relation rel, ParallelTableScanDesc pscan,
 	MemoryContext cxt = NULL,
 				old = NULL;
 	void	   *side;
-	TableScanDesc scan;
-	TupleTableSlot *slot;
-	EState	   *estate = NULL;
-	ExprContext *econtext = NULL;
-	ExprState  *qual = NULL;
 	dsa_pointer dp = InvalidDsaPointer;
 
 	/* a worker's side lives until it is serialized */
@@ -497,20 +522,8 @@ SjParticipate(const SjPartSpec *spec, Relation rel, ParallelTableScanDesc pscan,
 		old = MemoryContextSwitchTo(cxt);
 	}
 	side = leader_side ? leader_side : ops->begin(spec);
-	scan = table_beginscan_parallel(rel, pscan);
-	slot = table_slot_create(rel, NULL);
-	if (quals != NIL)
-	{
-		estate = CreateExecutorState();
-		econtext = CreateExprContext(estate);
-		qual = ExecInitQual(quals, NULL);
-	}
-	*rows = SjScanRows(scan, slot, spec->ncols, spec->attnums, qual,
-					   econtext, ops->row, side, filtered);
-	if (estate)
-		FreeExecutorState(estate);
-	ExecDropSingleTupleTableSlot(slot);
-	table_endscan(scan);
+	*rows = SjScanSide(table_beginscan_parallel(rel, pscan), spec->kind, spec->ncols,
+					   spec->attnums, quals, side, filtered);
 
 	if (leader_side == NULL)
 	{
@@ -826,18 +839,14 @@ static void
 SjScanTableSerial(Relation rel, int ncols, const SjColumn *cols, SjPartKind kind,
 				  void *side)
 {
-	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	AttrNumber	attnums[SJ_PART_MAX_COLS];
 	int64		filtered = 0;
 	int			i;
 
 	for (i = 0; i < ncols; i++)
 		attnums[i] = cols[i].attnum;
-	SjScanRows(scan, slot, ncols, attnums, NULL, NULL, sj_part_ops[kind].row,
-			   side, &filtered);
-	ExecDropSingleTupleTableSlot(slot);
-	table_endscan(scan);
+	(void) SjScanSide(table_beginscan(rel, GetActiveSnapshot(), 0, NULL), kind, ncols,
+					  attnums, NIL, side, &filtered);
 }
 
 /*
@@ -972,29 +981,12 @@ static SjParts *
 SjScanJobSerial(SjScanJob *job, Snapshot snapshot)
 {
 	SjParts    *parts = palloc0(sizeof(SjParts));
-	TableScanDesc scan;
-	TupleTableSlot *slot;
-	EState	   *estate = NULL;
-	ExprContext *econtext = NULL;
-	ExprState  *qual = NULL;
 
 	if (job->instrument)
 		InstrStartNode(job->instrument);
-	scan = table_beginscan(job->rel, snapshot, 0, NULL);
-	slot = table_slot_create(job->rel, NULL);
-	if (job->quals != NIL)
-	{
-		estate = CreateExecutorState();
-		econtext = CreateExprContext(estate);
-		qual = ExecInitQual(job->quals, NULL);
-	}
-	parts->rows = SjScanRows(scan, slot, job->spec.ncols, job->spec.attnums, qual,
-							 econtext, sj_part_ops[job->spec.kind].row, job->side,
+	parts->rows = SjScanSide(table_beginscan(job->rel, snapshot, 0, NULL), job->spec.kind,
+							 job->spec.ncols, job->spec.attnums, job->quals, job->side,
 							 &parts->filtered);
-	if (estate)
-		FreeExecutorState(estate);
-	ExecDropSingleTupleTableSlot(slot);
-	table_endscan(scan);
 	parts->part = palloc0(sizeof(char *));
 	if (job->instrument)
 	{

@@ -38,12 +38,12 @@ BEGIN
         || CASE WHEN w > 0 THEN ' workers' ELSE ' no workers' END;
 END $$;
 
--- ps_plan(q): q's plan, one line a row; ps_compare(q): q's rows with the
+-- ps_plan_analyze(q): q's EXPLAIN ANALYZE, one line a row; ps_compare(q): q's rows with the
 -- node and with PostgreSQL's own plan (simjoin.enable_customscan = off)
 -- are the same multiset
-CREATE FUNCTION ps_plan(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+CREATE FUNCTION ps_plan_analyze(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 BEGIN
-    RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || q;
+    RETURN QUERY EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q;
 END $$;
 CREATE FUNCTION ps_compare(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE extra bigint; missing bigint; n bigint;
@@ -176,27 +176,82 @@ RESET min_parallel_table_scan_size;
 RESET TimeZone;
 DROP TABLE ps_t;
 
--- the planner's partial path: the outer input split across parallel
--- workers under Gather, each joining its share; results as PostgreSQL's
-CREATE TABLE pp_a AS SELECT i AS id, ARRAY[(i % 97)::float8, (i % 89)::float8] AS v, i % 50 AS k FROM generate_series(1, 30000) i;
-CREATE TABLE pp_b AS SELECT i AS id, ARRAY[(i % 83)::float8, (i % 79)::float8] AS v, i % 50 AS k FROM generate_series(1, 3000) i;
+-- the planner's partial paths: the outer input split across parallel
+-- workers under Gather, each joining its share against all of the inner
+-- rows.  Where the inner has a partial path too, the node is parallel-aware:
+-- all participants read the inner once, together, into shared memory
+-- (Parallel Custom Scan over two partial inputs).  Results as PostgreSQL's.
+-- Plan shapes with the CPU engine: on the GPU each worker also starts the
+-- device, which only larger joins repay (the differential tests run those).
+CREATE TABLE pp_a AS SELECT i AS id, ARRAY[(i % 97)::float8, (i % 89)::float8] AS v, i % 50 AS k,
+       'n' || (i % 700) AS t, array['w' || i % 40, 'w' || i % 7, 'x' || i % 3] AS s
+FROM generate_series(1, 30000) i;
+CREATE TABLE pp_b AS SELECT i AS id, ARRAY[(i % 83)::float8, (i % 79)::float8] AS v, i % 50 AS k,
+       'n' || (i % 500) AS t, array['w' || i % 40, 'w' || i % 11, 'y' || i % 5] AS s
+FROM generate_series(1, 3000) i;
+UPDATE pp_b SET v = NULL, t = NULL WHERE id % 101 = 0;
 VACUUM ANALYZE pp_a, pp_b;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET simjoin.enable_customscan = on;
-SELECT bool_or(p LIKE '%Gather%') AS gather, bool_or(p LIKE '%SimJoin%') AS simjoin
-FROM (SELECT * FROM ps_plan($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5$$)) x(p);
+SET simjoin.device = cpu;
+EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5;
 SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5$$);
 SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.k = b.k AND a.id < b.id * 3$$);
+SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.t < b.t AND a.k = b.k AND a.id % 7 = b.id % 5$$);
+SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON jaccard(a.s, b.s) >= 0.5 WHERE a.id % 3 = 0$$);
 SELECT ps_compare($$SELECT a.id, count(b.id) FROM pp_a a LEFT JOIN pp_b b ON a.v <-> b.v <= 1 GROUP BY a.id$$);
+SELECT ps_compare($$SELECT a.id FROM pp_a a WHERE EXISTS (SELECT FROM pp_b b WHERE a.v <-> b.v < 0.5)$$);
+SELECT ps_compare($$SELECT a.id FROM pp_a a WHERE NOT EXISTS (SELECT FROM pp_b b WHERE a.v <-> b.v < 0.5)$$);
+-- every participant has all inner rows, however many read them
+CREATE FUNCTION pp_shared(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE p text; r text := '';
+BEGIN
+    FOR p IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) ' || q LOOP
+        IF p ~ 'Parallel Custom Scan|Shared Inner Rows:|Pairs:' THEN
+            r := r || regexp_replace(p, '^\s*(->  )?| \(actual.*$', '', 'g') || '; ';
+        END IF;
+    END LOOP;
+    RETURN r;
+END $$;
+SELECT pp_shared($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.k = b.k AND a.id < b.id$$);
+-- no worker launched: the leader reads all of the inner alone
+SET max_parallel_workers = 0;
+SELECT pp_shared($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.k = b.k AND a.id < b.id$$);
+SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5$$);
+RESET max_parallel_workers;
+-- rescans: the Gather on the inner side of a nested loop runs again for
+-- each outer row; the shared inner is read afresh each time (3 x 3000 rows)
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+CREATE TEMP TABLE pp_loops AS
+SELECT x, s FROM (VALUES (1), (2), (3)) v(x)
+     LEFT JOIN (SELECT sum(a.id + b.id) AS s FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5) j ON x > 0;
+SELECT count(*), count(DISTINCT s), min(s) = (SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5) AS same
+FROM pp_loops;
+SELECT CASE WHEN p ~ 'Gather' THEN 'Gather loops: ' || m[2]
+            ELSE 'inner rows read (thousands): ' || round(m[1]::numeric * m[2]::numeric / 1000) END AS rescans
+FROM ps_plan_analyze($$SELECT x, s FROM (VALUES (1), (2), (3)) v(x)
+     LEFT JOIN (SELECT sum(a.id + b.id) AS s FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5) j ON x > 0$$) p,
+     regexp_match(p, 'rows=(\d+) loops=(\d+)') m
+WHERE p ~ 'Gather \(|Seq Scan on pp_b';
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+RESET simjoin.device;
+-- on the session's device, whichever plan it takes
+SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5$$);
+SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.t < b.t AND a.k = b.k AND a.id % 7 = b.id % 5$$);
 RESET max_parallel_workers_per_gather;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
-DROP TABLE pp_a, pp_b;
-DROP FUNCTION ps_run(text), ps_plan(text), ps_compare(text);
+DROP TABLE pp_a, pp_b, pp_loops;
+DROP FUNCTION pp_shared(text);
+DROP FUNCTION ps_run(text), ps_plan_analyze(text), ps_compare(text);
 
 -- temporary tables live in the session's own buffers: read serially
 CREATE TEMP TABLE ps_tmp AS SELECT i AS id, ARRAY[(i % 101)::float8, (i % 103)::float8] AS v FROM generate_series(1, 20000) i;

@@ -37,6 +37,7 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
@@ -56,9 +57,13 @@
 #include "optimizer/planner.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
+#include "pgstat.h"
+#include "storage/barrier.h"
+#include "storage/spin.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/datum.h"
+#include "utils/dsa.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -138,6 +143,32 @@ typedef struct SjSideRows
 	bool	   *isnull;
 } SjSideRows;
 
+/*
+ * The inner input of a parallel-aware node, read once by all participants
+ * together (dynamic shared memory).  Each participant that attaches while
+ * the barrier is in phase 0 reads its share of the (partial) inner plan into
+ * chunks of minimal tuples in the query's DSA area and arrives; in phase 1
+ * every participant has all of the inner rows, read in place.
+ */
+typedef struct SjSharedInner
+{
+	Barrier		barrier;
+	slock_t		mutex;
+	dsa_pointer chunks;			/* SjInnerChunk list, under mutex */
+	int64		rows;			/* tuples in the chunks, under mutex */
+	int			readers;		/* participants that read a share */
+} SjSharedInner;
+
+typedef struct SjInnerChunk
+{
+	dsa_pointer next;
+	int64		ntuples;
+	Size		used;			/* bytes of data */
+	char		data[FLEXIBLE_ARRAY_MEMBER];	/* MAXALIGNed MinimalTuples */
+} SjInnerChunk;
+
+#define SJ_INNER_CHUNK_SIZE		(1024 * 1024)
+
 typedef struct SjScanState
 {
 	CustomScanState css;
@@ -186,6 +217,10 @@ typedef struct SjScanState
 	SjSets		set_in[2];		/* ... jaccard */
 	int64	   *set_keys[2];
 	int64		rows_out;
+	SjSharedInner *shared;		/* parallel-aware: the shared inner input */
+	dsa_area   *area;
+	int64		inner_read;		/* inner rows this participant read */
+	int			inner_readers;	/* participants that read the inner */
 	SjStats		stats;
 	double		t0;
 	double		fetch_ms;
@@ -205,6 +240,13 @@ static void SjEndScan(CustomScanState *node);
 static void SjRescan(CustomScanState *node);
 static void SjExplainScan(CustomScanState *node, List *ancestors,
 						  ExplainState *es);
+static Size SjEstimateDSM(CustomScanState *node, ParallelContext *pcxt);
+static void SjInitializeDSM(CustomScanState *node, ParallelContext *pcxt,
+							void *coordinate);
+static void SjReInitializeDSM(CustomScanState *node, ParallelContext *pcxt,
+							  void *coordinate);
+static void SjInitializeWorker(CustomScanState *node, shm_toc *toc,
+							   void *coordinate);
 
 static const CustomPathMethods sj_path_methods = {
 	.CustomName = "SimJoin",
@@ -223,9 +265,21 @@ static const CustomExecMethods sj_exec_methods = {
 	.EndCustomScan = SjEndScan,
 	.ReScanCustomScan = SjRescan,
 	.ExplainCustomScan = SjExplainScan,
+	.EstimateDSMCustomScan = SjEstimateDSM,
+	.InitializeDSMCustomScan = SjInitializeDSM,
+	.ReInitializeDSMCustomScan = SjReInitializeDSM,
+	.InitializeWorkerCustomScan = SjInitializeWorker,
 };
 
 static const char *const sj_op_names[] = {"eps_join", "jaccard_join", "theta_join"};
+
+/* The paths offered for a join. */
+typedef enum SjPathMode
+{
+	SJ_PATH_SERIAL,				/* one process reads both inputs */
+	SJ_PATH_PARTIAL,			/* outer split across workers, each reads the inner */
+	SJ_PATH_SHARED_INNER		/* outer split, inner read once by all together */
+} SjPathMode;
 
 /* ---------------------------------------------------------------------
  * Cost model
@@ -259,6 +313,14 @@ typedef struct SjCostRates
  * of its inputs, measured on the 2-core build machine, 2026-11-24).
  */
 #define SJ_COUNT_MARSHAL_MS_PER_ROW	0.00002
+/*
+ * A parallel worker is a new process: its first GPU join creates a CUDA
+ * context (the leader's backend keeps its own from join to join).  Measured
+ * on the H100 host (README, "Cost model"): a fresh backend's first GPU join
+ * less its second.  Workers start at once, so a partial GPU path is
+ * charged this once.
+ */
+#define SJ_GPU_PROCESS_START_MS	200.0
 /*
  * Emitting a pair (about 0.18 us measured, the consumer above included) is
  * charged as PostgreSQL charges any join's output rows, cpu_tuple_cost a
@@ -345,13 +407,12 @@ SjParallelDivisor(Path *path)
  */
 static void
 SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
-		   Path *inner_path, double outer_rows, double rows,
-		   SpecialJoinInfo *sjinfo, Cost *startup, Cost *total)
+		   Path *inner_path, double outer_rows, double inner_rows,
+		   SjPathMode mode, SpecialJoinInfo *sjinfo, Cost *startup, Cost *total)
 {
 	bool		gpu = sj_device != SJ_DEVICE_CPU &&
 		(sj_device == SJ_DEVICE_GPU || SjGpuUsable());
 	const SjCostRates *r = &sj_rates[gpu ? 1 : 0][info->op];
-	double		inner_rows = inner_path->rows;
 	double		row_ms = r->row_ms,
 				pair_ms = r->pair_ms;
 	double		sel,
@@ -389,6 +450,12 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	*startup = outer_path->total_cost + inner_path->total_cost +
 		SjMs(SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_rows)) +
 		SjMs(engine_ms * 0.5);
+	/* the shared inner: this participant's share copied to shared memory */
+	if (mode == SJ_PATH_SHARED_INNER)
+		*startup += SjMs(SJ_MARSHAL_MS_PER_ROW * inner_path->rows);
+	/* parallel workers are new processes: each starts the device */
+	if (mode != SJ_PATH_SERIAL && gpu)
+		*startup += SjMs(SJ_GPU_PROCESS_START_MS);
 	info->emit_cost = cpu_tuple_cost * pairs +
 		(residual.startup + residual.per_tuple * pairs);
 	*total = *startup + SjMs(engine_ms * 0.5) + info->emit_cost;
@@ -658,12 +725,13 @@ SjThetaStrategyOf(List *clauses, Relids outer, Relids inner)
 	return strategy;
 }
 
-/* A CustomPath for the join, or NULL. */
+/* A CustomPath for the join. */
 static CustomPath *
 SjMakePath(PlannerInfo *root, RelOptInfo *joinrel, SjJoinPlanInfo *proto,
 		   Path *outer_path, Path *inner_path, JoinPathExtraData *extra,
-		   bool partial)
+		   SjPathMode mode)
 {
+	bool		partial = mode != SJ_PATH_SERIAL;
 	CustomPath *cpath = makeNode(CustomPath);
 	SjJoinPlanInfo *info = palloc(sizeof(SjJoinPlanInfo));
 	double		outer_rows = outer_path->rows;
@@ -676,7 +744,7 @@ SjMakePath(PlannerInfo *root, RelOptInfo *joinrel, SjJoinPlanInfo *proto,
 	cpath->path.parent = joinrel;
 	cpath->path.pathtarget = joinrel->reltarget;
 	cpath->path.param_info = NULL;
-	cpath->path.parallel_aware = false;
+	cpath->path.parallel_aware = mode == SJ_PATH_SHARED_INNER;
 	cpath->path.parallel_safe = joinrel->consider_parallel &&
 		outer_path->parallel_safe && inner_path->parallel_safe;
 	cpath->path.parallel_workers = partial ? outer_path->parallel_workers : 0;
@@ -684,8 +752,9 @@ SjMakePath(PlannerInfo *root, RelOptInfo *joinrel, SjJoinPlanInfo *proto,
 		rows = clamp_row_est(rows / SjParallelDivisor(outer_path));
 	cpath->path.rows = rows;
 	cpath->path.pathkeys = NIL;
-	SjCostPath(root, info, outer_path, inner_path, outer_rows, rows,
-			   extra->sjinfo, &startup, &total);
+	SjCostPath(root, info, outer_path, inner_path, outer_rows,
+			   mode == SJ_PATH_SHARED_INNER ? inner_path->parent->rows : inner_path->rows,
+			   mode, extra->sjinfo, &startup, &total);
 	cpath->path.startup_cost = startup;
 	cpath->path.total_cost = total;
 	cpath->flags = 0;
@@ -936,20 +1005,35 @@ SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 			return;
 	}
 
-	path = SjMakePath(root, joinrel, &info, outer_path, inner_path, extra, false);
+	path = SjMakePath(root, joinrel, &info, outer_path, inner_path, extra,
+					  SJ_PATH_SERIAL);
 	SjKeepPath(root, joinrel, path);
 	add_path(joinrel, (Path *) path);
 
-	/* the outer side split across parallel workers */
-	if (joinrel->consider_parallel && outerrel->partial_pathlist != NIL &&
-		inner_path->parallel_safe)
+	/*
+	 * The outer side split across parallel workers, each joining its share
+	 * against all of the inner rows: read by each participant, or read once
+	 * by all of them together into shared memory (a partial inner path).
+	 */
+	if (joinrel->consider_parallel && outerrel->partial_pathlist != NIL)
 	{
 		Path	   *partial_outer = linitial(outerrel->partial_pathlist);
 
-		if (!PATH_REQ_OUTER(partial_outer))
+		if (PATH_REQ_OUTER(partial_outer))
+			return;
+		if (inner_path->parallel_safe)
 			add_partial_path(joinrel, (Path *) SjMakePath(root, joinrel, &info,
 														  partial_outer, inner_path,
-														  extra, true));
+														  extra, SJ_PATH_PARTIAL));
+		if (innerrel->partial_pathlist != NIL)
+		{
+			Path	   *partial_inner = linitial(innerrel->partial_pathlist);
+
+			if (!PATH_REQ_OUTER(partial_inner))
+				add_partial_path(joinrel, (Path *) SjMakePath(root, joinrel, &info,
+															  partial_outer, partial_inner,
+															  extra, SJ_PATH_SHARED_INNER));
+		}
 	}
 }
 
@@ -1421,6 +1505,174 @@ SjReadSide(SjScanState *state, int s)
 	}
 }
 
+/* Link a filled chunk into the shared inner's list. */
+static void
+SjInnerPublish(SjScanState *state, dsa_pointer dp, SjInnerChunk *chunk)
+{
+	SjSharedInner *sh = state->shared;
+
+	SpinLockAcquire(&sh->mutex);
+	chunk->next = sh->chunks;
+	sh->chunks = dp;
+	sh->rows += chunk->ntuples;
+	SpinLockRelease(&sh->mutex);
+}
+
+/*
+ * Parallel-aware node: read this participant's share of the inner input
+ * into the shared chunks (if the inner is still being read), wait until
+ * every participant reading it is done, then deform all of its rows, in
+ * place in shared memory, into rows[1].  False, having read nothing, where
+ * the node runs without shared memory (no Gather set it up): the inner plan
+ * then returns all of its rows to this process alone.
+ */
+static bool
+SjReadInnerShared(SjScanState *state)
+{
+	SjSharedInner *sh = state->shared;
+	PlanState  *child = list_nth(state->css.custom_ps, 1);
+	TupleDesc	desc = ExecGetResultType(child);
+	SjSideRows *rows = &state->rows[1];
+	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
+	dsa_pointer dp;
+	int64		n;
+
+	if (sh == NULL || area == NULL)
+		return false;
+	state->area = area;
+	state->inner_read = 0;
+	if (BarrierAttach(&sh->barrier) == 0)
+	{
+		dsa_pointer cur = InvalidDsaPointer;
+		SjInnerChunk *chunk = NULL;
+		Size		cap = 0;
+
+		for (;;)
+		{
+			TupleTableSlot *slot;
+			MinimalTuple mt;
+			bool		should_free;
+			Size		len;
+			MemoryContext old;
+
+			old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
+			slot = ExecProcNode(child);
+			MemoryContextSwitchTo(old);
+			if (TupIsNull(slot))
+				break;
+			mt = ExecFetchSlotMinimalTuple(slot, &should_free);
+			len = MAXALIGN(mt->t_len);
+			if (chunk == NULL || chunk->used + len > cap)
+			{
+				if (chunk != NULL)
+					SjInnerPublish(state, cur, chunk);
+				cap = Max(SJ_INNER_CHUNK_SIZE, len);
+				cur = dsa_allocate_extended(area, offsetof(SjInnerChunk, data) + cap,
+											DSA_ALLOC_HUGE);
+				chunk = dsa_get_address(area, cur);
+				chunk->ntuples = 0;
+				chunk->used = 0;
+			}
+			memcpy(chunk->data + chunk->used, mt, mt->t_len);
+			chunk->used += len;
+			chunk->ntuples++;
+			state->inner_read++;
+			if (should_free)
+				pfree(mt);
+		}
+		if (chunk != NULL)
+			SjInnerPublish(state, cur, chunk);
+		SpinLockAcquire(&sh->mutex);
+		sh->readers++;
+		SpinLockRelease(&sh->mutex);
+		BarrierArriveAndWait(&sh->barrier, PG_WAIT_EXTENSION);
+	}
+	BarrierDetach(&sh->barrier);
+
+	/* phase 1: nobody writes any more */
+	state->inner_readers = sh->readers;
+	rows->natts = state->natts[1];
+	rows->n = 0;
+	rows->cap = Max(sh->rows, 1);
+	rows->values = palloc_extended(rows->cap * Max(rows->natts, 1) * sizeof(Datum),
+								   MCXT_ALLOC_HUGE);
+	rows->isnull = palloc_extended(rows->cap * Max(rows->natts, 1) * sizeof(bool),
+								   MCXT_ALLOC_HUGE);
+	for (dp = sh->chunks; DsaPointerIsValid(dp);)
+	{
+		SjInnerChunk *chunk = dsa_get_address(area, dp);
+		Size		off = 0;
+
+		for (n = 0; n < chunk->ntuples; n++)
+		{
+			MinimalTuple mt = (MinimalTuple) (chunk->data + off);
+			HeapTupleData htup;
+
+			htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
+			htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
+			heap_deform_tuple(&htup, desc, rows->values + rows->n * rows->natts,
+							  rows->isnull + rows->n * rows->natts);
+			rows->n++;
+			off += MAXALIGN(mt->t_len);
+		}
+		dp = chunk->next;
+	}
+	Assert(rows->n == sh->rows);
+	return true;
+}
+
+/* Free the shared inner's chunks and make it ready for a new run. */
+static void
+SjInnerReset(SjSharedInner *sh, dsa_area *area)
+{
+	dsa_pointer dp = sh->chunks;
+
+	while (area != NULL && DsaPointerIsValid(dp))
+	{
+		dsa_pointer next = ((SjInnerChunk *) dsa_get_address(area, dp))->next;
+
+		dsa_free(area, dp);
+		dp = next;
+	}
+	BarrierInit(&sh->barrier, 0);
+	SpinLockInit(&sh->mutex);
+	sh->chunks = InvalidDsaPointer;
+	sh->rows = 0;
+	sh->readers = 0;
+}
+
+static Size
+SjEstimateDSM(CustomScanState *node, ParallelContext *pcxt)
+{
+	return MAXALIGN(sizeof(SjSharedInner));
+}
+
+static void
+SjInitializeDSM(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	SjScanState *state = (SjScanState *) node;
+
+	state->shared = coordinate;
+	state->shared->chunks = InvalidDsaPointer;
+	SjInnerReset(state->shared, NULL);
+}
+
+/* Before a rescan's new workers start: the inner is read again. */
+static void
+SjReInitializeDSM(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	SjScanState *state = (SjScanState *) node;
+	dsa_area   *area = node->ss.ps.state->es_query_dsa;
+
+	SjInnerReset(state->shared, area != NULL ? area : state->area);
+}
+
+static void
+SjInitializeWorker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	((SjScanState *) node)->shared = coordinate;
+}
+
 /* Fill the scan slot from an outer and an inner row's values (NULL: NULLs). */
 static TupleTableSlot *
 SjFillSlotFrom(SjScanState *state, const Datum *ov, const bool *on,
@@ -1754,7 +2006,8 @@ SjLoad(SjScanState *state)
 	if (!(state->streaming && SjReadBothParallel(state)))
 	{
 		SjReadSide(state, 0);
-		SjReadSide(state, 1);
+		if (!SjReadInnerShared(state))
+			SjReadSide(state, 1);
 	}
 	if (state->jointype != JOIN_INNER)
 		state->matched = palloc_extended(Max(state->rows[0].n, 1) * sizeof(bool),
@@ -2002,6 +2255,8 @@ SjResetRun(SjScanState *state)
 	state->dict = NULL;
 	state->tp = NULL;
 	state->side_done[0] = state->side_done[1] = false;
+	state->inner_readers = 0;
+	state->inner_read = 0;
 	state->loaded = false;
 	state->finished = false;
 }
@@ -2106,6 +2361,12 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 			if (state->stats.scan_workers > 0)
 				ExplainPropertyInteger("Input Workers", NULL,
 									   state->stats.scan_workers, es);
+			if (state->inner_readers > 0)
+			{
+				ExplainPropertyInteger("Shared Inner Rows", NULL, state->rows[1].n, es);
+				ExplainPropertyInteger("Shared Inner Rows Read", NULL, state->inner_read, es);
+				ExplainPropertyInteger("Shared Inner Readers", NULL, state->inner_readers, es);
+			}
 			SjExplainMs("Scan and Marshal Time", state->stats.scan_ms, es);
 			SjExplainMs("Build Time", state->stats.build_ms, es);
 			SjExplainMs("Probe Time", state->stats.probe_ms, es);

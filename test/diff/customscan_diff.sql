@@ -112,3 +112,74 @@ SELECT sjd_sql_case('theta OR, anti join', $q$
         SELECT 1 FROM cs_b b WHERE a.k = b.k OR a.f - b.f BETWEEN 0 AND 0.01) $q$);
 SELECT sjd_sql_case('theta count, inequality', $q$
     SELECT count(*) AS n FROM cs_a a JOIN cs_b b ON a.f > b.f + 10 $q$);
+
+-- Partial plans: the outer input split across parallel workers under Gather,
+-- the inner read once by all participants into shared memory (Parallel
+-- Custom Scan).  On the GPU each worker starts the device, so the planner
+-- takes the partial path there only for joins of millions of pairs: these
+-- inputs make about ten million, aggregated per group above the node (only
+-- the groups cross the Gather).  Each device's partial plan must equal the
+-- serial plan on the CPU engine.
+CREATE OR REPLACE FUNCTION sjd_parallel(tbl text, device text, workers int, q text)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE line text; found boolean := false;
+BEGIN
+    PERFORM set_config('max_parallel_workers_per_gather', workers::text, true);
+    PERFORM set_config('parallel_setup_cost', '0', true);
+    PERFORM set_config('parallel_tuple_cost', '0', true);
+    PERFORM set_config('min_parallel_table_scan_size', '0', true);
+    PERFORM set_config('enable_nestloop', 'off', true);
+    PERFORM set_config('enable_hashjoin', 'off', true);
+    PERFORM set_config('enable_mergejoin', 'off', true);
+    PERFORM set_config('simjoin.device', device, true);
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        found := found OR line LIKE '%Parallel Custom Scan (SimJoin)%';
+    END LOOP;
+    PERFORM sjd_capture(tbl, device, q);
+    PERFORM set_config('max_parallel_workers_per_gather', '2', true);
+    PERFORM set_config('enable_nestloop', 'on', true);
+    PERFORM set_config('enable_hashjoin', 'on', true);
+    PERFORM set_config('enable_mergejoin', 'on', true);
+    RETURN found;
+END $$;
+
+CREATE OR REPLACE FUNCTION sjd_parallel_case(label text, q text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE d text; n bigint;
+BEGIN
+    PERFORM sjd_parallel('sjd_serial', 'cpu', 0, q);
+    SELECT count(*) INTO n FROM sjd_serial;
+    FOREACH d IN ARRAY ARRAY['cpu', 'gpu'] LOOP
+        IF d = 'gpu' AND NOT sjd_gpu() THEN
+            RETURN NEXT 'SKIP ' || label || ': partial plan on gpu (no GPU)';
+        ELSIF NOT sjd_parallel('sjd_par', d, 2, q) THEN
+            RETURN NEXT sjd_report(label || ': partial plan on ' || d,
+                                   'the plan does not use Parallel Custom Scan (SimJoin)');
+        ELSE
+            RETURN NEXT sjd_report(label || ': partial plan on ' || d || ' = serial on cpu',
+                                   sjd_same('sjd_par', 'sjd_serial'), n || ' groups');
+        END IF;
+    END LOOP;
+END $$;
+
+CREATE TABLE cs_pa AS
+SELECT i AS id, (random() * 999)::int AS k, random() * 1000 AS f,
+       ARRAY[floor(random() * 400) / 4, floor(random() * 400) / 4] AS v
+FROM generate_series(1, 200000) i;
+CREATE TABLE cs_pb AS
+SELECT i AS id, (random() * 999)::int AS k, random() * 1000 AS f,
+       ARRAY[floor(random() * 400) / 4, floor(random() * 400) / 4] AS v
+FROM generate_series(1, 50000) i;
+UPDATE cs_pb SET k = NULL, v = NULL WHERE id % 97 = 0;
+ANALYZE cs_pa;
+ANALYZE cs_pb;
+
+SELECT sjd_parallel_case('partial theta equi, 10M pairs', $q$
+    SELECT a.id % 100 AS g, count(*) AS n, sum(b.id) AS s FROM cs_pa a JOIN cs_pb b ON a.k = b.k
+    GROUP BY 1 $q$);
+SELECT sjd_parallel_case('partial theta equi + inequality', $q$
+    SELECT a.id % 100 AS g, count(*) AS n, sum(b.id) AS s FROM cs_pa a JOIN cs_pb b
+    ON a.k = b.k AND a.f < b.f GROUP BY 1 $q$);
+SELECT sjd_parallel_case('partial eps', $q$
+    SELECT a.id % 100 AS g, count(*) AS n, sum(b.id) AS s FROM cs_pa a JOIN cs_pb b
+    ON a.v <-> b.v <= 2.5 GROUP BY 1 $q$);

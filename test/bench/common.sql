@@ -31,11 +31,14 @@ EXCEPTION WHEN OTHERS THEN
 END $$;
 
 -- The shape of a plan (one node of EXPLAIN (FORMAT JSON)): node types,
--- scans left out, custom scans by provider, Gather with its workers.
+-- scans left out, custom scans by provider ("Parallel SimJoin": the inner
+-- read once by all participants), Gather with its workers.
 CREATE OR REPLACE FUNCTION sjb_plan_shape(p jsonb) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
-    name text := coalesce(p->>'Custom Plan Provider', p->>'Node Type')
+    name text := CASE WHEN p ? 'Custom Plan Provider' AND (p->>'Parallel Aware')::boolean
+                      THEN 'Parallel ' ELSE '' END
+                 || coalesce(p->>'Custom Plan Provider', p->>'Node Type')
                  || coalesce(' x' || (p->>'Workers Planned'), '');
     kids text;
 BEGIN

@@ -210,7 +210,7 @@ CREATE FUNCTION pp_shared(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE p text; r text := '';
 BEGIN
     FOR p IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) ' || q LOOP
-        IF p ~ 'Parallel Custom Scan|Shared Inner Rows:|Pairs:' THEN
+        IF p ~ 'Parallel Custom Scan|Shared Inner Rows:' THEN
             r := r || regexp_replace(p, '^\s*(->  )?| \(actual.*$', '', 'g') || '; ';
         END IF;
     END LOOP;

@@ -164,10 +164,12 @@ typedef struct SjInnerChunk
 	dsa_pointer next;
 	int64		ntuples;
 	Size		used;			/* bytes of data */
-	char		data[FLEXIBLE_ARRAY_MEMBER];	/* MAXALIGNed MinimalTuples */
+	/* then the data: MAXALIGNed MinimalTuples */
 } SjInnerChunk;
 
-#define SJ_INNER_CHUNK_SIZE		(1024 * 1024)
+#define SJ_INNER_CHUNK_SIZE		(1024 * 1024)	/* header included */
+#define SJ_INNER_CHUNK_HEADER	MAXALIGN(sizeof(SjInnerChunk))
+#define SjInnerChunkData(chunk)	((char *) (chunk) + SJ_INNER_CHUNK_HEADER)
 
 typedef struct SjScanState
 {
@@ -218,7 +220,6 @@ typedef struct SjScanState
 	int64	   *set_keys[2];
 	int64		rows_out;
 	SjSharedInner *shared;		/* parallel-aware: the shared inner input */
-	dsa_area   *area;
 	int64		inner_read;		/* inner rows this participant read */
 	int			inner_readers;	/* participants that read the inner */
 	SjStats		stats;
@@ -1546,9 +1547,10 @@ SjReadInnerShared(SjScanState *state)
 	dsa_pointer dp;
 	int64		n;
 
-	if (sh == NULL || area == NULL)
+	/* counting marshals rows as they are read (never parallel-aware) */
+	if (sh == NULL || area == NULL || state->streaming)
 		return false;
-	state->area = area;
+	Assert(desc->natts == state->natts[1]);
 	state->inner_read = 0;
 	if (BarrierAttach(&sh->barrier) == 0)
 	{
@@ -1575,14 +1577,14 @@ SjReadInnerShared(SjScanState *state)
 			{
 				if (chunk != NULL)
 					SjInnerPublish(state, cur, chunk);
-				cap = Max(SJ_INNER_CHUNK_SIZE, len);
-				cur = dsa_allocate_extended(area, offsetof(SjInnerChunk, data) + cap,
+				cap = Max(SJ_INNER_CHUNK_SIZE - SJ_INNER_CHUNK_HEADER, len);
+				cur = dsa_allocate_extended(area, SJ_INNER_CHUNK_HEADER + cap,
 											DSA_ALLOC_HUGE);
 				chunk = dsa_get_address(area, cur);
 				chunk->ntuples = 0;
 				chunk->used = 0;
 			}
-			memcpy(chunk->data + chunk->used, mt, mt->t_len);
+			memcpy(SjInnerChunkData(chunk) + chunk->used, mt, mt->t_len);
 			chunk->used += len;
 			chunk->ntuples++;
 			state->inner_read++;
@@ -1614,7 +1616,7 @@ SjReadInnerShared(SjScanState *state)
 
 		for (n = 0; n < chunk->ntuples; n++)
 		{
-			MinimalTuple mt = (MinimalTuple) (chunk->data + off);
+			MinimalTuple mt = (MinimalTuple) (SjInnerChunkData(chunk) + off);
 			HeapTupleData htup;
 
 			htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
@@ -1671,9 +1673,9 @@ static void
 SjReInitializeDSM(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	SjScanState *state = (SjScanState *) node;
-	dsa_area   *area = node->ss.ps.state->es_query_dsa;
 
-	SjInnerReset(state->shared, area != NULL ? area : state->area);
+	/* ExecParallelReinitialize installs the query's DSA area around this */
+	SjInnerReset(state->shared, node->ss.ps.state->es_query_dsa);
 }
 
 static void

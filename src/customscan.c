@@ -1444,6 +1444,39 @@ SjReadBothParallel(SjScanState *state)
 	return true;
 }
 
+/* The next row of child (NULL at its end), run in the query's context. */
+static TupleTableSlot *
+SjChildNext(SjScanState *state, PlanState *child)
+{
+	MemoryContext old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
+	TupleTableSlot *slot = ExecProcNode(child);
+
+	MemoryContextSwitchTo(old);
+	return TupIsNull(slot) ? NULL : slot;
+}
+
+/* Room for cap rows of natts values in rows, which is emptied. */
+static void
+SjRowsAlloc(SjSideRows *rows, int natts, int64 cap)
+{
+	rows->natts = natts;
+	rows->n = 0;
+	rows->cap = cap;
+	rows->values = palloc_extended(cap * Max(natts, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
+	rows->isnull = palloc_extended(cap * Max(natts, 1) * sizeof(bool), MCXT_ALLOC_HUGE);
+}
+
+/* Deform a minimal tuple into values/nulls; byref values point into it. */
+static void
+SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values, bool *nulls)
+{
+	HeapTupleData htup;
+
+	htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
+	htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
+	heap_deform_tuple(&htup, desc, values, nulls);
+}
+
 /* Read one input to its end, keeping each row's values. */
 static void
 SjReadSide(SjScanState *state, int s)
@@ -1461,24 +1494,14 @@ SjReadSide(SjScanState *state, int s)
 	Assert(desc->natts == natts);
 	if (state->streaming && SjReadSideParallel(state, s))
 		return;
-	rows->natts = natts;
-	rows->n = 0;
-	rows->cap = 1024;
-	rows->values = palloc_extended(rows->cap * Max(natts, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
-	rows->isnull = palloc_extended(rows->cap * Max(natts, 1) * sizeof(bool), MCXT_ALLOC_HUGE);
+	SjRowsAlloc(rows, natts, 1024);
 	for (;;)
 	{
-		TupleTableSlot *slot;
+		TupleTableSlot *slot = SjChildNext(state, child);
 		Datum	   *dst;
 		bool	   *dnull;
-		MemoryContext old;
 
-		/* the child runs in the query's context, not in the run's */
-		old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
-		slot = ExecProcNode(child);
-		MemoryContextSwitchTo(old);
-
-		if (TupIsNull(slot))
+		if (slot == NULL)
 			break;
 		if (state->streaming)
 		{
@@ -1504,12 +1527,7 @@ SjReadSide(SjScanState *state, int s)
 		else
 		{
 			/* a copy of the tuple; the values point into it */
-			MinimalTuple mt = ExecCopySlotMinimalTuple(slot);
-			HeapTupleData htup;
-
-			htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
-			htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
-			heap_deform_tuple(&htup, desc, dst, dnull);
+			SjDeformMinimal(ExecCopySlotMinimalTuple(slot), desc, dst, dnull);
 		}
 		rows->n++;
 	}
@@ -1560,16 +1578,12 @@ SjReadInnerShared(SjScanState *state)
 
 		for (;;)
 		{
-			TupleTableSlot *slot;
+			TupleTableSlot *slot = SjChildNext(state, child);
 			MinimalTuple mt;
 			bool		should_free;
 			Size		len;
-			MemoryContext old;
 
-			old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
-			slot = ExecProcNode(child);
-			MemoryContextSwitchTo(old);
-			if (TupIsNull(slot))
+			if (slot == NULL)
 				break;
 			mt = ExecFetchSlotMinimalTuple(slot, &should_free);
 			len = MAXALIGN(mt->t_len);
@@ -1602,13 +1616,7 @@ SjReadInnerShared(SjScanState *state)
 
 	/* phase 1: nobody writes any more */
 	state->inner_readers = sh->readers;
-	rows->natts = state->natts[1];
-	rows->n = 0;
-	rows->cap = Max(sh->rows, 1);
-	rows->values = palloc_extended(rows->cap * Max(rows->natts, 1) * sizeof(Datum),
-								   MCXT_ALLOC_HUGE);
-	rows->isnull = palloc_extended(rows->cap * Max(rows->natts, 1) * sizeof(bool),
-								   MCXT_ALLOC_HUGE);
+	SjRowsAlloc(rows, state->natts[1], Max(sh->rows, 1));
 	for (dp = sh->chunks; DsaPointerIsValid(dp);)
 	{
 		SjInnerChunk *chunk = dsa_get_address(area, dp);
@@ -1617,12 +1625,9 @@ SjReadInnerShared(SjScanState *state)
 		for (n = 0; n < chunk->ntuples; n++)
 		{
 			MinimalTuple mt = (MinimalTuple) (SjInnerChunkData(chunk) + off);
-			HeapTupleData htup;
 
-			htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
-			htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
-			heap_deform_tuple(&htup, desc, rows->values + rows->n * rows->natts,
-							  rows->isnull + rows->n * rows->natts);
+			SjDeformMinimal(mt, desc, rows->values + rows->n * rows->natts,
+							rows->isnull + rows->n * rows->natts);
 			rows->n++;
 			off += MAXALIGN(mt->t_len);
 		}

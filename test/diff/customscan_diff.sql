@@ -5,33 +5,43 @@
 -- Capture q into tbl: through the node on device, or with PostgreSQL's plan
 -- (device 'off').  The native join methods are discouraged so that the node
 -- is used whenever it is offered; sjd_uses_node checks that it was.
+-- PostgreSQL's own join methods (nested loop, hash, merge) on or off.
+CREATE OR REPLACE FUNCTION sjd_native_joins(enabled boolean) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('enable_nestloop', enabled::text, true);
+    PERFORM set_config('enable_hashjoin', enabled::text, true);
+    PERFORM set_config('enable_mergejoin', enabled::text, true);
+END $$;
+
+-- Does q's plan, under the current settings, have a line LIKE pattern?
+CREATE OR REPLACE FUNCTION sjd_plan_has(q text, pattern text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE line text; found boolean := false;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        found := found OR line LIKE pattern;
+    END LOOP;
+    RETURN found;
+END $$;
+
 CREATE OR REPLACE FUNCTION sjd_sql(tbl text, device text, q text) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM set_config('simjoin.enable_customscan', (device <> 'off')::text, true);
-    PERFORM set_config('enable_nestloop', (device = 'off')::text, true);
-    PERFORM set_config('enable_hashjoin', (device = 'off')::text, true);
-    PERFORM set_config('enable_mergejoin', (device = 'off')::text, true);
+    PERFORM sjd_native_joins(device = 'off');
     PERFORM sjd_capture(tbl, CASE WHEN device = 'off' THEN 'cpu' ELSE device END, q);
     PERFORM set_config('simjoin.enable_customscan', 'on', true);
-    PERFORM set_config('enable_nestloop', 'on', true);
-    PERFORM set_config('enable_hashjoin', 'on', true);
-    PERFORM set_config('enable_mergejoin', 'on', true);
+    PERFORM sjd_native_joins(true);
 END $$;
 
 CREATE OR REPLACE FUNCTION sjd_uses_node(q text) RETURNS boolean
 LANGUAGE plpgsql AS $$
-DECLARE line text; found boolean := false;
+DECLARE found boolean;
 BEGIN
-    PERFORM set_config('enable_nestloop', 'off', true);
-    PERFORM set_config('enable_hashjoin', 'off', true);
-    PERFORM set_config('enable_mergejoin', 'off', true);
-    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        found := found OR line LIKE '%Custom Scan (SimJoin)%';
-    END LOOP;
-    PERFORM set_config('enable_nestloop', 'on', true);
-    PERFORM set_config('enable_hashjoin', 'on', true);
-    PERFORM set_config('enable_mergejoin', 'on', true);
+    PERFORM sjd_native_joins(false);
+    found := sjd_plan_has(q, '%Custom Scan (SimJoin)%');
+    PERFORM sjd_native_joins(true);
     RETURN found;
 END $$;
 
@@ -123,24 +133,18 @@ SELECT sjd_sql_case('theta count, inequality', $q$
 -- serial plan on the CPU engine.
 CREATE OR REPLACE FUNCTION sjd_parallel(tbl text, device text, workers int, q text)
 RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE line text; found boolean := false;
+DECLARE found boolean;
 BEGIN
     PERFORM set_config('max_parallel_workers_per_gather', workers::text, true);
     PERFORM set_config('parallel_setup_cost', '0', true);
     PERFORM set_config('parallel_tuple_cost', '0', true);
     PERFORM set_config('min_parallel_table_scan_size', '0', true);
-    PERFORM set_config('enable_nestloop', 'off', true);
-    PERFORM set_config('enable_hashjoin', 'off', true);
-    PERFORM set_config('enable_mergejoin', 'off', true);
+    PERFORM sjd_native_joins(false);
     PERFORM set_config('simjoin.device', device, true);
-    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        found := found OR line LIKE '%Parallel Custom Scan (SimJoin)%';
-    END LOOP;
+    found := sjd_plan_has(q, '%Parallel Custom Scan (SimJoin)%');
     PERFORM sjd_capture(tbl, device, q);
     PERFORM set_config('max_parallel_workers_per_gather', '2', true);
-    PERFORM set_config('enable_nestloop', 'on', true);
-    PERFORM set_config('enable_hashjoin', 'on', true);
-    PERFORM set_config('enable_mergejoin', 'on', true);
+    PERFORM sjd_native_joins(true);
     RETURN found;
 END $$;
 

@@ -327,8 +327,9 @@ typedef struct SjCostRates
  * context (the leader's backend keeps its own from join to join).  Measured
  * on the H100 host, 2026-11-24 (README, "Cost model"): a fresh backend's
  * first GPU join of 1,000 points took 227-304 ms, its second 1-2 ms, in
- * five backends (median difference 242 ms).  Workers start together, so a
- * partial GPU path is charged this once.
+ * five backends (median difference 242 ms); a later run of test/bench/run.sh
+ * startup on a fresh host gave 167-319 ms (four of five at 167-170 ms).
+ * Workers start together, so a partial GPU path is charged this once.
  */
 #define SJ_GPU_PROCESS_START_MS	240.0
 /*

@@ -9,6 +9,9 @@
 # "calibrate" (not run by default) measures the constants of the planner
 # path's cost model instead (calibrate.sql); SJ_CALIBRATE_OPTS passes psql
 # options to it, e.g. "-v sjc_scale=0.1 -v sjc_reps=1" for a quick check.
+# "startup" (not run by default either) times a GPU join in five fresh
+# backends, first and second: the first pays CUDA's start-up, as every
+# parallel worker does (the cost model's SJ_GPU_PROCESS_START_MS).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 suites=("$@")
@@ -25,6 +28,15 @@ benched=0
 for s in "${suites[@]}"; do
     if [[ $s == calibrate ]]; then
         psql -X -q -d "$db" -v ON_ERROR_STOP=1 ${SJ_CALIBRATE_OPTS:-} -f "$here/calibrate.sql"
+    elif [[ $s == startup ]]; then
+        psql -X -q -d "$db" -c "CREATE TABLE sjb_startup AS SELECT i AS id, ARRAY[i % 10, i % 7]::float8[] AS v FROM generate_series(1, 1000) i"
+        echo "GPU join of 1,000 points in a fresh backend, first and second (ms):"
+        for _ in 1 2 3 4 5; do
+            psql -X -At -d "$db" -c "SET simjoin.device = gpu" -c '\timing on' \
+                -c "SELECT eps_join_count('sjb_startup', 'id', 'v', 1.0)" \
+                -c "SELECT eps_join_count('sjb_startup', 'id', 'v', 1.0)" |
+                sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | paste -sd' '
+        done
     else
         psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/${s}_bench.sql"
         benched=1

@@ -217,6 +217,28 @@ BEGIN
     RETURN r;
 END $$;
 SELECT pp_shared($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.k = b.k AND a.id < b.id$$);
+-- the readers also marshal the join values of the rows they read, into
+-- parts that every participant merges; where a part cannot hold them (text
+-- ranked with the outer side's, an expression over the inner row) each
+-- participant marshals all of the inner rows itself
+CREATE FUNCTION pp_parts(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE p text;
+BEGIN
+    FOR p IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) ' || q LOOP
+        IF p ~ 'Shared Inner Parts Merged:' THEN
+            RETURN CASE WHEN substring(p, '(\d+)$')::int > 0 THEN 'parts merged'
+                        ELSE 'each marshals all' END;
+        END IF;
+    END LOOP;
+    RETURN 'no shared inner';
+END $$;
+SELECT pp_parts($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5$$) AS eps,
+       pp_parts($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.k = b.k AND a.id < b.id$$) AS theta,
+       pp_parts($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON jaccard(a.s, b.s) >= 0.5$$) AS jaccard,
+       pp_parts($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.t < b.t AND a.k = b.k$$) AS theta_text,
+       pp_parts($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.v <-> (b.v)[1:2] <= 1.5$$) AS eps_expr;
+SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.v <-> (b.v)[1:2] <= 1.5$$);
+SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON jaccard(a.s, b.s) >= 0.5$$);
 -- no worker launched: the leader reads all of the inner alone
 SET max_parallel_workers = 0;
 SELECT pp_shared($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.k = b.k AND a.id < b.id$$);
@@ -250,7 +272,7 @@ RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 DROP TABLE pp_a, pp_b, pp_loops;
-DROP FUNCTION pp_shared(text);
+DROP FUNCTION pp_shared(text), pp_parts(text);
 DROP FUNCTION ps_run(text), ps_plan_analyze(text), ps_compare(text);
 
 -- temporary tables live in the session's own buffers: read serially

@@ -146,17 +146,29 @@ typedef struct SjSideRows
 /*
  * The inner input of a parallel-aware node, read once by all participants
  * together (dynamic shared memory).  Each participant that attaches while
- * the barrier is in phase 0 reads its share of the (partial) inner plan into
- * chunks of minimal tuples in the query's DSA area and arrives; in phase 1
- * every participant has all of the inner rows, read in place.
+ * the barrier is in phase 0 takes a share: it reads its part of the
+ * (partial) inner plan into chunks of minimal tuples in the query's DSA
+ * area and, where the operator's part format can hold the join columns,
+ * marshals their values as it goes into a part of its own, then arrives.
+ * In phase 1 nobody writes: every participant has all of the inner rows,
+ * shares in slot order, each share's rows in reading order, read in place,
+ * and merges the parts into its engine input instead of marshalling every
+ * inner row itself.
  */
+typedef struct SjInnerShare
+{
+	dsa_pointer first;			/* its chunks, in reading order */
+	int64		ntuples;
+	dsa_pointer part;			/* its join values, or InvalidDsaPointer */
+} SjInnerShare;
+
 typedef struct SjSharedInner
 {
 	Barrier		barrier;
 	slock_t		mutex;
-	dsa_pointer chunks;			/* SjInnerChunk list, under mutex */
-	int64		rows;			/* tuples in the chunks, under mutex */
-	int			readers;		/* participants that read a share */
+	int			nshares;		/* shares taken, under mutex */
+	int			maxshares;		/* participants at most */
+	SjInnerShare share[FLEXIBLE_ARRAY_MEMBER];
 } SjSharedInner;
 
 typedef struct SjInnerChunk
@@ -166,6 +178,10 @@ typedef struct SjInnerChunk
 	Size		used;			/* bytes of data */
 	/* then the data: MAXALIGNed MinimalTuples */
 } SjInnerChunk;
+
+/* A marshalled row's key during a shared read: its share and its place. */
+#define SJ_SHARE_KEY_BITS		40
+#define SjShareKey(slot, local)	(((int64) (slot) << SJ_SHARE_KEY_BITS) | (local))
 
 #define SJ_INNER_CHUNK_SIZE		(1024 * 1024)	/* header included */
 #define SJ_INNER_CHUNK_HEADER	MAXALIGN(sizeof(SjInnerChunk))
@@ -222,6 +238,7 @@ typedef struct SjScanState
 	SjSharedInner *shared;		/* parallel-aware: the shared inner input */
 	int64		inner_read;		/* inner rows this participant read */
 	int			inner_readers;	/* participants that read the inner */
+	int			inner_parts;	/* their parts merged (0: marshalled here) */
 	SjStats		stats;
 	double		t0;
 	double		fetch_ms;
@@ -1534,26 +1551,178 @@ SjReadSide(SjScanState *state, int s)
 	}
 }
 
-/* Link a filled chunk into the shared inner's list. */
-static void
-SjInnerPublish(SjScanState *state, dsa_pointer dp, SjInnerChunk *chunk)
+/*
+ * Where the operator's part format can hold the inner's join columns: a
+ * side of that format for this participant's share (its kind and the
+ * columns' positions in the inner rows, 0 the key); NULL otherwise.  Every
+ * participant comes to the same answer: it depends on the plan and on the
+ * run's parameters only.
+ */
+static void *
+SjInnerPartBegin(SjScanState *state, SjPartKind *kind, int *ncols, int *positions)
 {
-	SjSharedInner *sh = state->shared;
+	Oid			typids[SJ_PART_MAX_COLS];
+	void	   *model;
 
-	SpinLockAcquire(&sh->mutex);
-	chunk->next = sh->chunks;
-	sh->chunks = dp;
-	sh->rows += chunk->ntuples;
-	SpinLockRelease(&sh->mutex);
+	if (state->source != SJ_SRC_ENGINE ||
+		!SjSideSpec(state, 1, kind, &model, ncols, positions, typids) ||
+		!SjPartTypesOk(*kind, *ncols, typids))
+		return NULL;
+	return SjPartSideBegin(*kind, *ncols, positions, typids, SjSideWhat(state), model);
+}
+
+/* Marshal one inner row of this participant's share into its part. */
+static void
+SjInnerPartRow(SjScanState *state, SjPartKind kind, void *part, int ncols,
+			   const int *positions, int64 key, TupleTableSlot *slot)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	Datum		vals[SJ_PART_MAX_COLS];
+	bool		nulls[SJ_PART_MAX_COLS];
+	MemoryContext old;
+	int			i;
+
+	slot_getallattrs(slot);
+	vals[0] = Int64GetDatum(key);
+	nulls[0] = false;
+	for (i = 1; i < ncols; i++)
+	{
+		vals[i] = slot->tts_values[positions[i] - 1];
+		nulls[i] = slot->tts_isnull[positions[i] - 1];
+	}
+	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	SjPartRowFn(kind) (part, vals, nulls);
+	MemoryContextSwitchTo(old);
+	ResetExprContext(econtext);
 }
 
 /*
- * Parallel-aware node: read this participant's share of the inner input
- * into the shared chunks (if the inner is still being read), wait until
- * every participant reading it is done, then deform all of its rows, in
- * place in shared memory, into rows[1].  False, having read nothing, where
- * the node runs without shared memory (no Gather set it up): the inner plan
- * then returns all of its rows to this process alone.
+ * This participant's share of the inner input: read its part of the inner
+ * plan into chunks (and its join values into a part, where possible).
+ */
+static void
+SjReadInnerShare(SjScanState *state, SjInnerShare *share, int slotno)
+{
+	PlanState  *child = list_nth(state->css.custom_ps, 1);
+	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
+	int			positions[SJ_PART_MAX_COLS];
+	int			ncols = 0;
+	SjPartKind	kind = SJ_PART_EPS;
+	void	   *part = SjInnerPartBegin(state, &kind, &ncols, positions);
+	SjInnerChunk *chunk = NULL;
+	Size		cap = 0;
+
+	for (;;)
+	{
+		TupleTableSlot *slot = SjChildNext(state, child);
+		MinimalTuple mt;
+		bool		should_free;
+		Size		len;
+
+		if (slot == NULL)
+			break;
+		mt = ExecFetchSlotMinimalTuple(slot, &should_free);
+		len = MAXALIGN(mt->t_len);
+		if (chunk == NULL || chunk->used + len > cap)
+		{
+			dsa_pointer dp;
+
+			cap = Max(SJ_INNER_CHUNK_SIZE - SJ_INNER_CHUNK_HEADER, len);
+			dp = dsa_allocate_extended(area, SJ_INNER_CHUNK_HEADER + cap,
+									   DSA_ALLOC_HUGE);
+			/* linked in reading order, the share's own list */
+			if (chunk == NULL)
+				share->first = dp;
+			else
+				chunk->next = dp;
+			chunk = dsa_get_address(area, dp);
+			chunk->next = InvalidDsaPointer;
+			chunk->ntuples = 0;
+			chunk->used = 0;
+		}
+		memcpy(SjInnerChunkData(chunk) + chunk->used, mt, mt->t_len);
+		chunk->used += len;
+		chunk->ntuples++;
+		if (should_free)
+			pfree(mt);
+		if (part != NULL)
+			SjInnerPartRow(state, kind, part, ncols, positions,
+						   SjShareKey(slotno, share->ntuples), slot);
+		share->ntuples++;
+	}
+	state->inner_read = share->ntuples;
+	if (part != NULL)
+	{
+		Size		size = SjPartSideSize(kind, part);
+		dsa_pointer dp = dsa_allocate_extended(area, Max(size, 1), DSA_ALLOC_HUGE);
+
+		SjPartSideWrite(kind, part, dsa_get_address(area, dp));
+		share->part = dp;
+	}
+}
+
+/*
+ * Every share wrote a part: merge them into the engine's inner input, and
+ * turn their keys (share, place) into row numbers of rows[1], where the
+ * shares lie one after the other in slot order, as the merge puts them.
+ */
+static void
+SjInnerMergeParts(SjScanState *state, int nshares, const int64 *base)
+{
+	SjSharedInner *sh = state->shared;
+	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
+	SjParts		parts;
+	int			positions[SJ_PART_MAX_COLS];
+	Oid			typids[SJ_PART_MAX_COLS];
+	int			ncols;
+	SjPartKind	kind;
+	void	   *side;
+	int64	   *keys;
+	int64		n,
+				i;
+	int			p;
+
+	memset(&parts, 0, sizeof(parts));
+	parts.nparts = nshares;
+	parts.part = palloc(nshares * sizeof(char *));
+	for (p = 0; p < nshares; p++)
+		parts.part[p] = dsa_get_address(area, sh->share[p].part);
+	parts.rows = state->rows[1].n;
+	if (!SjSideSpec(state, 1, &kind, &side, &ncols, positions, typids))
+		elog(ERROR, "shared inner parts without a side");
+	if (state->op == SJ_OP_THETA)
+	{
+		SjThetaSideAddParts(side, &parts);
+		keys = SjThetaSideKeys(side, &n);
+	}
+	else if (state->op == SJ_OP_EPS)
+	{
+		SjEpsSideFinish(side, &parts, &state->eps_in[1]);
+		keys = state->eps_in[1].keys;
+		n = state->eps_in[1].vectors.n;
+	}
+	else
+	{
+		SjSetSideFinish(side, &parts, &state->set_in[1], &state->set_keys[1]);
+		keys = state->set_keys[1];
+		n = state->set_in[1].n;
+	}
+	for (i = 0; keys != NULL && i < n; i++)
+		keys[i] = base[keys[i] >> SJ_SHARE_KEY_BITS] +
+			(keys[i] & ((INT64CONST(1) << SJ_SHARE_KEY_BITS) - 1));
+	pfree(parts.part);
+	state->side_done[1] = true;
+	state->inner_parts = nshares;
+}
+
+/*
+ * Parallel-aware node: take a share of the inner input if it is still
+ * being read (SjReadInnerShare), wait until every participant reading it is
+ * done, then deform all of its rows, in place in shared memory, into
+ * rows[1], and merge the shares' parts into the engine's input where each
+ * wrote one.  False, having read nothing, where the node runs without
+ * shared memory (no Gather set it up): the inner plan then returns all of
+ * its rows to this process alone.
  */
 static bool
 SjReadInnerShared(SjScanState *state)
@@ -1563,8 +1732,11 @@ SjReadInnerShared(SjScanState *state)
 	TupleDesc	desc = ExecGetResultType(child);
 	SjSideRows *rows = &state->rows[1];
 	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
-	dsa_pointer dp;
-	int64		n;
+	int64	   *base;
+	int64		total = 0;
+	bool		all_parts = true;
+	int			nshares,
+				p;
 
 	/* counting marshals rows as they are read (never parallel-aware) */
 	if (sh == NULL || area == NULL || state->streaming)
@@ -1573,105 +1745,119 @@ SjReadInnerShared(SjScanState *state)
 	state->inner_read = 0;
 	if (BarrierAttach(&sh->barrier) == 0)
 	{
-		dsa_pointer cur = InvalidDsaPointer;
-		SjInnerChunk *chunk = NULL;
-		Size		cap = 0;
+		int			slotno;
 
-		for (;;)
-		{
-			TupleTableSlot *slot = SjChildNext(state, child);
-			MinimalTuple mt;
-			bool		should_free;
-			Size		len;
-
-			if (slot == NULL)
-				break;
-			mt = ExecFetchSlotMinimalTuple(slot, &should_free);
-			len = MAXALIGN(mt->t_len);
-			if (chunk == NULL || chunk->used + len > cap)
-			{
-				if (chunk != NULL)
-					SjInnerPublish(state, cur, chunk);
-				cap = Max(SJ_INNER_CHUNK_SIZE - SJ_INNER_CHUNK_HEADER, len);
-				cur = dsa_allocate_extended(area, SJ_INNER_CHUNK_HEADER + cap,
-											DSA_ALLOC_HUGE);
-				chunk = dsa_get_address(area, cur);
-				chunk->ntuples = 0;
-				chunk->used = 0;
-			}
-			memcpy(SjInnerChunkData(chunk) + chunk->used, mt, mt->t_len);
-			chunk->used += len;
-			chunk->ntuples++;
-			state->inner_read++;
-			if (should_free)
-				pfree(mt);
-		}
-		if (chunk != NULL)
-			SjInnerPublish(state, cur, chunk);
 		SpinLockAcquire(&sh->mutex);
-		sh->readers++;
+		slotno = sh->nshares < sh->maxshares ? sh->nshares++ : -1;
 		SpinLockRelease(&sh->mutex);
+		if (slotno < 0)
+			elog(ERROR, "more participants than planned read the shared inner input");
+		SjReadInnerShare(state, &sh->share[slotno], slotno);
 		BarrierArriveAndWait(&sh->barrier, PG_WAIT_EXTENSION);
 	}
 	BarrierDetach(&sh->barrier);
 
 	/* phase 1: nobody writes any more */
-	state->inner_readers = sh->readers;
-	SjRowsAlloc(rows, state->natts[1], Max(sh->rows, 1));
-	for (dp = sh->chunks; DsaPointerIsValid(dp);)
+	nshares = sh->nshares;
+	base = palloc((nshares + 1) * sizeof(int64));
+	for (p = 0; p < nshares; p++)
 	{
-		SjInnerChunk *chunk = dsa_get_address(area, dp);
-		Size		off = 0;
-
-		for (n = 0; n < chunk->ntuples; n++)
-		{
-			MinimalTuple mt = (MinimalTuple) (SjInnerChunkData(chunk) + off);
-
-			SjDeformMinimal(mt, desc, rows->values + rows->n * rows->natts,
-							rows->isnull + rows->n * rows->natts);
-			rows->n++;
-			off += MAXALIGN(mt->t_len);
-		}
-		dp = chunk->next;
+		base[p] = total;
+		total += sh->share[p].ntuples;
+		if (!DsaPointerIsValid(sh->share[p].part))
+			all_parts = false;
 	}
-	Assert(rows->n == sh->rows);
+	base[nshares] = total;
+	state->inner_readers = nshares;
+	SjRowsAlloc(rows, state->natts[1], Max(total, 1));
+	for (p = 0; p < nshares; p++)
+	{
+		dsa_pointer dp;
+
+		for (dp = sh->share[p].first; DsaPointerIsValid(dp);)
+		{
+			SjInnerChunk *chunk = dsa_get_address(area, dp);
+			Size		off = 0;
+			int64		n;
+
+			for (n = 0; n < chunk->ntuples; n++)
+			{
+				MinimalTuple mt = (MinimalTuple) (SjInnerChunkData(chunk) + off);
+
+				SjDeformMinimal(mt, desc, rows->values + rows->n * rows->natts,
+								rows->isnull + rows->n * rows->natts);
+				rows->n++;
+				off += MAXALIGN(mt->t_len);
+			}
+			dp = chunk->next;
+		}
+		Assert(rows->n == base[p + 1]);
+	}
+	Assert(rows->n == total);
+	if (all_parts && nshares > 0)
+		SjInnerMergeParts(state, nshares, base);
+	pfree(base);
 	return true;
 }
 
-/* Free the shared inner's chunks and make it ready for a new run. */
+/* Free the shared inner's chunks and parts and make it ready for a new run. */
 static void
 SjInnerReset(SjSharedInner *sh, dsa_area *area)
 {
-	dsa_pointer dp = sh->chunks;
+	int			p;
 
-	while (area != NULL && DsaPointerIsValid(dp))
+	for (p = 0; p < sh->maxshares; p++)
 	{
-		dsa_pointer next = ((SjInnerChunk *) dsa_get_address(area, dp))->next;
+		SjInnerShare *share = &sh->share[p];
+		dsa_pointer dp = share->first;
 
-		dsa_free(area, dp);
-		dp = next;
+		while (area != NULL && DsaPointerIsValid(dp))
+		{
+			dsa_pointer next = ((SjInnerChunk *) dsa_get_address(area, dp))->next;
+
+			dsa_free(area, dp);
+			dp = next;
+		}
+		if (area != NULL && DsaPointerIsValid(share->part))
+			dsa_free(area, share->part);
+		share->first = InvalidDsaPointer;
+		share->part = InvalidDsaPointer;
+		share->ntuples = 0;
 	}
 	BarrierInit(&sh->barrier, 0);
 	SpinLockInit(&sh->mutex);
-	sh->chunks = InvalidDsaPointer;
-	sh->rows = 0;
-	sh->readers = 0;
+	sh->nshares = 0;
+}
+
+/* A share for the leader and each planned worker. */
+static Size
+SjSharedInnerSize(int nworkers)
+{
+	return add_size(offsetof(SjSharedInner, share),
+					mul_size(nworkers + 1, sizeof(SjInnerShare)));
 }
 
 static Size
 SjEstimateDSM(CustomScanState *node, ParallelContext *pcxt)
 {
-	return MAXALIGN(sizeof(SjSharedInner));
+	return MAXALIGN(SjSharedInnerSize(pcxt->nworkers));
 }
 
 static void
 SjInitializeDSM(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	SjScanState *state = (SjScanState *) node;
+	SjSharedInner *sh = coordinate;
+	int			p;
 
-	state->shared = coordinate;
-	state->shared->chunks = InvalidDsaPointer;
-	SjInnerReset(state->shared, NULL);
+	sh->maxshares = pcxt->nworkers + 1;
+	for (p = 0; p < sh->maxshares; p++)
+	{
+		sh->share[p].first = InvalidDsaPointer;
+		sh->share[p].part = InvalidDsaPointer;
+	}
+	SjInnerReset(sh, NULL);
+	state->shared = sh;
 }
 
 /* Before a rescan's new workers start: the inner is read again. */
@@ -2035,7 +2221,7 @@ SjLoad(SjScanState *state)
 		int64		r;
 
 		for (s = 0; s < 2 && !state->streaming; s++)
-			for (r = 0; r < state->rows[s].n; r++)
+			for (r = 0; r < state->rows[s].n && !state->side_done[s]; r++)
 				SjMarshalRow(state, s, r,
 							 state->rows[s].values + r * state->natts[s],
 							 state->rows[s].isnull + r * state->natts[s]);
@@ -2273,6 +2459,7 @@ SjResetRun(SjScanState *state)
 	state->tp = NULL;
 	state->side_done[0] = state->side_done[1] = false;
 	state->inner_readers = 0;
+	state->inner_parts = 0;
 	state->inner_read = 0;
 	state->loaded = false;
 	state->finished = false;
@@ -2383,6 +2570,7 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 				ExplainPropertyInteger("Shared Inner Rows", NULL, state->rows[1].n, es);
 				ExplainPropertyInteger("Shared Inner Rows Read", NULL, state->inner_read, es);
 				ExplainPropertyInteger("Shared Inner Readers", NULL, state->inner_readers, es);
+				ExplainPropertyInteger("Shared Inner Parts Merged", NULL, state->inner_parts, es);
 			}
 			SjExplainMs("Scan and Marshal Time", state->stats.scan_ms, es);
 			SjExplainMs("Build Time", state->stats.build_ms, es);

@@ -803,6 +803,42 @@ SjPartSpecFill(SjPartSpec *spec, SjPartKind kind, Oid relid, int ncols,
 }
 
 /*
+ * A side of kind for rows its caller feeds one by one (a participant's
+ * share of the custom scan's shared inner input), with the columns and
+ * derivations of model, the operator's own side of that input; the
+ * columns are positions in the caller's rows (0: the row's key).
+ */
+void *
+SjPartSideBegin(SjPartKind kind, int ncols, const int *positions,
+				const Oid *typids, const char *what, void *model)
+{
+	SjPartSpec	spec;
+	AttrNumber	attnums[SJ_PART_MAX_COLS];
+	int			i;
+
+	Assert(ncols <= SJ_PART_MAX_COLS);
+	for (i = 0; i < ncols; i++)
+		attnums[i] = (AttrNumber) positions[i];
+	SjPartSpecFill(&spec, kind, InvalidOid, ncols, attnums, typids, "row",
+				   what, model);
+	return sj_part_ops[kind].begin(&spec);
+}
+
+/* Bytes of such a side in its kind's part format. */
+Size
+SjPartSideSize(SjPartKind kind, void *side)
+{
+	return sj_part_ops[kind].size(side);
+}
+
+/* Serialize such a side into dst (SjPartSideSize bytes). */
+void
+SjPartSideWrite(SjPartKind kind, void *side, char *dst)
+{
+	sj_part_ops[kind].write(side, dst);
+}
+
+/*
  * The job of reading a plain table's columns into side with workers, if
  * workers can read it and build its kind; *nworkers says how many its size
  * asks for (maybe 0).

@@ -249,6 +249,10 @@ extern int64 SjScanRows(struct TableScanDescData *scan, struct TupleTableSlot *s
 extern int	SjParallelWorkers(struct RelationData *rel);
 extern bool SjPartTypesOk(SjPartKind kind, int ncols, const Oid *typids);
 extern SjRowFn SjPartRowFn(SjPartKind kind);
+extern void *SjPartSideBegin(SjPartKind kind, int ncols, const int *positions,
+							 const Oid *typids, const char *what, void *model);
+extern Size SjPartSideSize(SjPartKind kind, void *side);
+extern void SjPartSideWrite(SjPartKind kind, void *side, char *dst);
 extern SjParts *SjScanTable(struct RelationData *rel, int ncols, const SjColumn *cols,
 							SjPartKind kind, void *side, const char *what);
 extern SjParts *SjScanChildParallel(struct PlanState *child, SjPartKind kind, int ncols,
@@ -391,6 +395,7 @@ extern void SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec,
 extern void *SjThetaPreparedSide(SjThetaPrepared *tp, int side, int *ncols,
 								 int *positions, Oid *typids);
 extern void SjThetaSideAddParts(void *side, const SjParts *parts);
+extern int64 *SjThetaSideKeys(void *side, int64 *n);
 extern void SjThetaPartDescribe(void *side, SjPartSpec *spec);
 extern void *SjThetaPartBegin(const SjPartSpec *spec);
 extern void SjThetaPartRow(void *arg, Datum *values, bool *isnull);

@@ -1969,6 +1969,16 @@ SjThetaPreparedSide(SjThetaPrepared *tp, int side, int *ncols, int *positions,
 	return sd;
 }
 
+/* The keys of a side's rows (NULL when it keeps none), and how many. */
+int64 *
+SjThetaSideKeys(void *side, int64 *n)
+{
+	SjThetaSide *sd = (SjThetaSide *) side;
+
+	*n = (int64) sd->n;
+	return sd->keys;
+}
+
 /* Both sides are in: fill spec to run the join (emit left to the caller). */
 void
 SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,

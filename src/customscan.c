@@ -133,7 +133,7 @@ typedef enum SjPairSource
 	SJ_SRC_EMPTY				/* no pair can satisfy the condition */
 } SjPairSource;
 
-/* One input's rows, each deformed once. */
+/* One input's rows, deformed once. */
 typedef struct SjSideRows
 {
 	int			natts;
@@ -141,9 +141,6 @@ typedef struct SjSideRows
 	int64		cap;
 	Datum	   *values;			/* n * natts */
 	bool	   *isnull;
-	MinimalTuple *tuples;		/* shared inner: row i is tuples[i], ... */
-	bool	   *deformed;		/* ... deformed into values on first use */
-	TupleDesc	desc;
 } SjSideRows;
 
 /*
@@ -1485,9 +1482,6 @@ SjRowsAlloc(SjSideRows *rows, int natts, int64 cap)
 	rows->cap = cap;
 	rows->values = palloc_extended(cap * Max(natts, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
 	rows->isnull = palloc_extended(cap * Max(natts, 1) * sizeof(bool), MCXT_ALLOC_HUGE);
-	rows->tuples = NULL;
-	rows->deformed = NULL;
-	rows->desc = NULL;
 }
 
 /* Deform a minimal tuple into values/nulls; byref values point into it. */
@@ -1724,10 +1718,9 @@ SjInnerMergeParts(SjScanState *state, int nshares, const int64 *base)
 /*
  * Parallel-aware node: take a share of the inner input if it is still
  * being read (SjReadInnerShare), wait until every participant reading it is
- * done, then list all of its rows (minimal tuples, in place in shared
- * memory) in rows[1].  Where each share wrote a part, the parts are merged
- * into the engine's input and a row is deformed when a pair first uses it
- * (SjFillSlot); otherwise every row is deformed now, to be marshalled.  False, having read nothing, where the node runs without
+ * done, then deform all of its rows, in place in shared memory, into
+ * rows[1], and merge the shares' parts into the engine's input where each
+ * wrote one.  False, having read nothing, where the node runs without
  * shared memory (no Gather set it up): the inner plan then returns all of
  * its rows to this process alone.
  */
@@ -1777,7 +1770,6 @@ SjReadInnerShared(SjScanState *state)
 	base[nshares] = total;
 	state->inner_readers = nshares;
 	SjRowsAlloc(rows, state->natts[1], Max(total, 1));
-	rows->tuples = palloc_extended(Max(total, 1) * sizeof(MinimalTuple), MCXT_ALLOC_HUGE);
 	for (p = 0; p < nshares; p++)
 	{
 		dsa_pointer dp;
@@ -1792,7 +1784,9 @@ SjReadInnerShared(SjScanState *state)
 			{
 				MinimalTuple mt = (MinimalTuple) (SjInnerChunkData(chunk) + off);
 
-				rows->tuples[rows->n++] = mt;
+				SjDeformMinimal(mt, desc, rows->values + rows->n * rows->natts,
+								rows->isnull + rows->n * rows->natts);
+				rows->n++;
 				off += MAXALIGN(mt->t_len);
 			}
 			dp = chunk->next;
@@ -1800,22 +1794,8 @@ SjReadInnerShared(SjScanState *state)
 		Assert(rows->n == base[p + 1]);
 	}
 	Assert(rows->n == total);
-	rows->desc = desc;
 	if (all_parts && nshares > 0)
-	{
-		/* the engine's input is merged: deform only the rows pairs use */
 		SjInnerMergeParts(state, nshares, base);
-		rows->deformed = palloc_extended(Max(total, 1) * sizeof(bool),
-										 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	}
-	else
-	{
-		int64		r;
-
-		for (r = 0; r < total; r++)
-			SjDeformMinimal(rows->tuples[r], desc, rows->values + r * rows->natts,
-							rows->isnull + r * rows->natts);
-	}
 	pfree(base);
 	return true;
 }
@@ -1931,12 +1911,6 @@ SjFillSlot(SjScanState *state, int64 i, int64 j)
 	SjSideRows *o = &state->rows[0];
 	SjSideRows *n = &state->rows[1];
 
-	if (j >= 0 && n->deformed != NULL && !n->deformed[j])
-	{
-		SjDeformMinimal(n->tuples[j], n->desc, n->values + j * n->natts,
-						n->isnull + j * n->natts);
-		n->deformed[j] = true;
-	}
 	return SjFillSlotFrom(state,
 						  i >= 0 ? o->values + i * o->natts : NULL,
 						  i >= 0 ? o->isnull + i * o->natts : NULL,

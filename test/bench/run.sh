@@ -12,6 +12,8 @@
 # "startup" (not run by default either) times a GPU join in five fresh
 # backends, first and second: the first pays CUDA's start-up, as every
 # parallel worker does (the cost model's SJ_GPU_PROCESS_START_MS).
+# "phases" (not run by default) prints EXPLAIN ANALYZE's time per phase of
+# parallel plain-SQL joins, shared inner against each process reading it.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 suites=("$@")
@@ -37,6 +39,9 @@ for s in "${suites[@]}"; do
                 -c "SELECT eps_join_count('sjb_startup', 'id', 'v', 1.0)" |
                 sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | paste -sd' '
         done
+    elif [[ $s == phases ]]; then
+        psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/phases.sql" |
+            grep -E "Custom Scan|Run Device|Shared Inner|Time:|Execution Time"
     else
         psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/${s}_bench.sql"
         benched=1

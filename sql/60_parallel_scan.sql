@@ -239,6 +239,18 @@ SELECT pp_parts($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.v <-> b.v
        pp_parts($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.v <-> (b.v)[1:2] <= 1.5$$) AS eps_expr;
 SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON a.v <-> (b.v)[1:2] <= 1.5$$);
 SELECT ps_compare($$SELECT a.id, b.id FROM pp_a a JOIN pp_b b ON jaccard(a.s, b.s) >= 0.5$$);
+-- domains over the join columns' types: a text[] domain's sets go into
+-- parts, a text domain's values are ranked by each process
+CREATE DOMAIN pp_tset AS text[];
+CREATE DOMAIN pp_txt AS text;
+CREATE TABLE pp_d AS SELECT id, s::pp_tset AS s, t::pp_txt AS t, k FROM pp_b;
+VACUUM ANALYZE pp_d;
+SELECT pp_parts($$SELECT sum(a.id + d.id) FROM pp_a a JOIN pp_d d ON jaccard(a.s, d.s) >= 0.5$$) AS jaccard_domain,
+       pp_parts($$SELECT sum(a.id + d.id) FROM pp_a a JOIN pp_d d ON a.t < d.t AND a.k = d.k$$) AS theta_text_domain;
+SELECT ps_compare($$SELECT a.id, d.id FROM pp_a a JOIN pp_d d ON jaccard(a.s, d.s) >= 0.5$$);
+SELECT ps_compare($$SELECT a.id, d.id FROM pp_a a JOIN pp_d d ON a.t < d.t AND a.k = d.k AND a.id % 7 = d.id % 5$$);
+DROP TABLE pp_d;
+DROP DOMAIN pp_tset, pp_txt;
 -- no worker launched: the leader reads all of the inner alone
 SET max_parallel_workers = 0;
 SELECT pp_shared($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.k = b.k AND a.id < b.id$$);

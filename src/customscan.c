@@ -1608,9 +1608,15 @@ SjReadInnerShare(SjScanState *state, SjInnerShare *share, int slotno)
 	int			positions[SJ_PART_MAX_COLS];
 	int			ncols = 0;
 	SjPartKind	kind = SJ_PART_EPS;
+	MemoryContext partcxt = AllocSetContextCreate(CurrentMemoryContext,
+												  "simjoin shared inner part",
+												  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(partcxt);
 	void	   *part = SjInnerPartBegin(state, &kind, &ncols, positions);
 	SjInnerChunk *chunk = NULL;
 	Size		cap = 0;
+
+	MemoryContextSwitchTo(old);
 
 	for (;;)
 	{
@@ -1659,6 +1665,8 @@ SjReadInnerShare(SjScanState *state, SjInnerShare *share, int slotno)
 		SjPartSideWrite(kind, part, dsa_get_address(area, dp));
 		share->part = dp;
 	}
+	/* the part is in shared memory now: free this process's copy */
+	MemoryContextDelete(partcxt);
 }
 
 /*
@@ -1794,7 +1802,7 @@ SjReadInnerShared(SjScanState *state)
 		Assert(rows->n == base[p + 1]);
 	}
 	Assert(rows->n == total);
-	if (all_parts && nshares > 0)
+	if (all_parts && nshares > 0 && state->source == SJ_SRC_ENGINE)
 		SjInnerMergeParts(state, nshares, base);
 	pfree(base);
 	return true;

@@ -519,7 +519,7 @@ SjSetPartBegin(const SjPartSpec *spec)
 {
 	SjSetScan  *scan = palloc(sizeof(SjSetScan));
 
-	SjSetSideInit(scan, spec->what, SjDictCreate(get_element_type(spec->typids[1])));
+	SjSetSideInit(scan, spec->what, SjDictCreate(get_base_element_type(spec->typids[1])));
 	scan->relid = spec->relid;
 	scan->cols[0].typid = spec->typids[0];
 	scan->cols[0].name = pstrdup(NameStr(spec->keyname));

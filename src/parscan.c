@@ -462,8 +462,12 @@ SjPartTypesOk(SjPartKind kind, int ncols, const Oid *typids)
 		return true;
 	/* text and numeric values are ranked from datums the leader keeps */
 	for (i = 0; i < ncols; i++)
-		if (typids[i] == TEXTOID || typids[i] == VARCHAROID || typids[i] == NUMERICOID)
+	{
+		Oid			base = getBaseType(typids[i]);
+
+		if (base == TEXTOID || base == VARCHAROID || base == NUMERICOID)
 			return false;
+	}
 	return true;
 }
 

@@ -1385,7 +1385,10 @@ SjSideWhat(SjScanState *state)
 	return state->op == SJ_OP_EPS ? "vector" : "set";
 }
 
-/* Side s was read with workers: merge their parts, release, count. */
+/*
+ * Side s was read with workers, or by the shared inner's readers: merge
+ * their parts, release, count.
+ */
 static void
 SjSideAddParts(SjScanState *state, int s, void *side, SjParts *parts)
 {
@@ -1698,20 +1701,16 @@ SjInnerMergeParts(SjScanState *state, int nshares, const int64 *base)
 	parts.rows = state->rows[1].n;
 	if (!SjSideSpec(state, 1, &kind, &side, &ncols, positions, typids))
 		elog(ERROR, "shared inner parts without a side");
+	SjSideAddParts(state, 1, side, &parts);
 	if (state->op == SJ_OP_THETA)
-	{
-		SjThetaSideAddParts(side, &parts);
 		keys = SjThetaSideKeys(side, &n);
-	}
 	else if (state->op == SJ_OP_EPS)
 	{
-		SjEpsSideFinish(side, &parts, &state->eps_in[1]);
 		keys = state->eps_in[1].keys;
 		n = state->eps_in[1].vectors.n;
 	}
 	else
 	{
-		SjSetSideFinish(side, &parts, &state->set_in[1], &state->set_keys[1]);
 		keys = state->set_keys[1];
 		n = state->set_in[1].n;
 	}
@@ -1719,7 +1718,6 @@ SjInnerMergeParts(SjScanState *state, int nshares, const int64 *base)
 		keys[i] = base[keys[i] >> SJ_SHARE_KEY_BITS] +
 			(keys[i] & ((INT64CONST(1) << SJ_SHARE_KEY_BITS) - 1));
 	pfree(parts.part);
-	state->side_done[1] = true;
 	state->inner_parts = nshares;
 }
 
@@ -1856,15 +1854,9 @@ SjInitializeDSM(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	SjScanState *state = (SjScanState *) node;
 	SjSharedInner *sh = coordinate;
-	int			p;
 
 	sh->maxshares = pcxt->nworkers + 1;
-	for (p = 0; p < sh->maxshares; p++)
-	{
-		sh->share[p].first = InvalidDsaPointer;
-		sh->share[p].part = InvalidDsaPointer;
-	}
-	SjInnerReset(sh, NULL);
+	SjInnerReset(sh, NULL);		/* without an area: frees nothing */
 	state->shared = sh;
 }
 

@@ -97,6 +97,10 @@ typedef struct SjJoinOptions
 	size_t		gpu_memory_limit;	/* GPU engine: device bytes one join may
 									 * hold; 0 = engine's default */
 	int			gpu_device;		/* GPU engine: CUDA device ordinal */
+	int			index_right;	/* CPU engine: index the right side, to
+								 * share the index (*_index_write) */
+	const void *shared_index;	/* CPU engine: probe this shared index of
+								 * the right side instead of building one */
 } SjJoinOptions;
 
 /* ---------------------------------------------------------------------

@@ -332,6 +332,17 @@ extern SjStatus sj_theta_plan(const SjThetaProgram *program,
 							  SjThetaStrategy strategy, SjThetaPlan *plan,
 							  char *errmsg);
 
+/*
+ * The same, with build_right: a hash or nested-loop plan builds on (and a
+ * range plan prefers, where its columns score the same) the right side
+ * whatever the sides' sizes, as an index that several joins share needs.
+ */
+extern SjStatus sj_theta_plan_side(const SjThetaProgram *program,
+								   const SjThetaTable *left,
+								   const SjThetaTable *right,
+								   SjThetaStrategy strategy, int build_right,
+								   SjThetaPlan *plan, char *errmsg);
+
 /* ---------------------------------------------------------------------
  * The CPU engine (src/engine/theta_cpu.c).  Contract of sjengine.h's
  * iterators; the program and tables are copied or referenced as described
@@ -350,6 +361,17 @@ extern SjStatus sj_theta_cpu_next(SjThetaJoin *join, SjPairBatch *batch,
 extern void sj_theta_cpu_timings(const SjThetaJoin *join, SjTimings *timings);
 extern SjThetaDataError sj_theta_cpu_data_error(const SjThetaJoin *join);
 extern void sj_theta_cpu_end(SjThetaJoin *join);
+
+/*
+ * A CPU join's index of its right side, flattened for sharing (one
+ * relocatable block, offsets only): a join begun with options->index_right
+ * gives its size (0 when it has none: a nested-loop plan, an index on the
+ * left side, an empty side) and writes it; joins begun with
+ * options->shared_index pointing at such a block, over the same program and
+ * the same right table, probe it instead of building their own.
+ */
+extern size_t sj_theta_cpu_index_size(const SjThetaJoin *join);
+extern void sj_theta_cpu_index_write(const SjThetaJoin *join, void *dst);
 
 #ifdef __cplusplus
 }

@@ -99,6 +99,32 @@ typedef struct ThSideRef
 	int			contig;			/* idx[k] == idx[0] + k */
 } ThSideRef;
 
+/*
+ * A flattened index of the right side (sj_theta_cpu_index_write): this
+ * header, then the arrays at their offsets from its start, 8-byte aligned.
+ * The plan and the right side's size tell a join whether it may probe it.
+ */
+#define TH_INDEX_MAGIC	UINT64_C(0x73696d6a6f696e31)	/* "simjoin1" */
+
+typedef struct ThIndexHeader
+{
+	uint64_t	magic;
+	uint64_t	size;			/* bytes, header included */
+	SjThetaPlan plan;
+	uint32_t	nright;			/* rows of the right side */
+	uint32_t	nperm;
+	uint32_t	nkeys;
+	uint32_t	ngroups;
+	int32_t		dir_bits;
+	int32_t		collision;
+	uint64_t	off_perm;
+	uint64_t	off_keys;		/* 0: none */
+	uint64_t	off_groups;		/* 0: none */
+	uint64_t	off_dir;		/* 0: none */
+} ThIndexHeader;
+
+#define TH_ALIGN8(x)	(((x) + 7) & ~(uint64_t) 7)
+
 struct SjThetaJoin
 {
 	SjThetaPlan plan;
@@ -127,6 +153,7 @@ struct SjThetaJoin
 	uint32_t   *dir;			/* (1 << dir_bits) + 1 group offsets */
 	int			dir_bits;
 	int			collision;		/* two key tuples share a hash */
+	int			index_shared;	/* perm .. dir point into a shared index */
 
 	/* current block of outer rows */
 	uint32_t	next_row;
@@ -1669,6 +1696,101 @@ th_step(SjThetaJoin *j, uint64_t *count, char *errmsg)
  * Entry points
  * ------------------------------------------------------------------------ */
 
+/*
+ * Probe a shared index of the right side instead of building one: it must
+ * come from a join of the same plan over a right side of the same size.
+ */
+static SjStatus
+th_attach(SjThetaJoin *j, const ThIndexHeader *h, char *errmsg)
+{
+	const char *base = (const char *) h;
+
+	if (h->magic != TH_INDEX_MAGIC || !j->outer_left ||
+		j->plan.strategy == SJ_THETA_NESTED_LOOP ||
+		h->nright != j->right.n ||
+		memcmp(&h->plan, &j->plan, sizeof(SjThetaPlan)) != 0)
+		return sj_error(errmsg, SJ_ERR_INVALID,
+						"theta_join: the shared index does not fit this join");
+	j->perm = (uint32_t *) (base + h->off_perm);
+	j->nperm = h->nperm;
+	j->keys = h->off_keys ? (uint64_t *) (base + h->off_keys) : NULL;
+	j->nkeys = h->nkeys;
+	j->groups = h->off_groups ? (ThGroup *) (base + h->off_groups) : NULL;
+	j->ngroups = h->ngroups;
+	j->dir = h->off_dir ? (uint32_t *) (base + h->off_dir) : NULL;
+	j->dir_bits = h->dir_bits;
+	j->collision = h->collision;
+	j->index_shared = 1;
+	return SJ_OK;
+}
+
+/* Lay out the flattened index of j's right side; its size, 0 if none. */
+static size_t
+th_index_layout(const SjThetaJoin *j, ThIndexHeader *h)
+{
+	uint64_t	off;
+
+	memset(h, 0, sizeof(*h));
+	if (j == NULL || j->perm == NULL || j->index_shared || !j->outer_left ||
+		j->plan.strategy == SJ_THETA_NESTED_LOOP)
+		return 0;
+	h->magic = TH_INDEX_MAGIC;
+	h->plan = j->plan;
+	h->nright = j->right.n;
+	h->nperm = j->nperm;
+	h->nkeys = j->nkeys;
+	h->ngroups = j->ngroups;
+	h->dir_bits = j->dir_bits;
+	h->collision = j->collision;
+	off = TH_ALIGN8(sizeof(ThIndexHeader));
+	h->off_perm = off;
+	off = TH_ALIGN8(off + (uint64_t) j->nperm * sizeof(uint32_t));
+	if (j->keys)
+	{
+		h->off_keys = off;
+		off = TH_ALIGN8(off + (uint64_t) j->nkeys * sizeof(uint64_t));
+	}
+	if (j->groups)
+	{
+		h->off_groups = off;
+		off = TH_ALIGN8(off + ((uint64_t) j->ngroups + 1) * sizeof(ThGroup));
+	}
+	if (j->dir)
+	{
+		h->off_dir = off;
+		off = TH_ALIGN8(off + ((UINT64_C(1) << j->dir_bits) + 1) * sizeof(uint32_t));
+	}
+	h->size = off;
+	return (size_t) off;
+}
+
+size_t
+sj_theta_cpu_index_size(const SjThetaJoin *j)
+{
+	ThIndexHeader h;
+
+	return th_index_layout(j, &h);
+}
+
+void
+sj_theta_cpu_index_write(const SjThetaJoin *j, void *dst)
+{
+	ThIndexHeader h;
+	char	   *base = (char *) dst;
+
+	if (th_index_layout(j, &h) == 0)
+		return;
+	memcpy(base, &h, sizeof(h));
+	memcpy(base + h.off_perm, j->perm, (size_t) j->nperm * sizeof(uint32_t));
+	if (h.off_keys)
+		memcpy(base + h.off_keys, j->keys, (size_t) j->nkeys * sizeof(uint64_t));
+	if (h.off_groups)
+		memcpy(base + h.off_groups, j->groups, ((size_t) j->ngroups + 1) * sizeof(ThGroup));
+	if (h.off_dir)
+		memcpy(base + h.off_dir, j->dir,
+			   ((size_t) (UINT64_C(1) << j->dir_bits) + 1) * sizeof(uint32_t));
+}
+
 SjStatus
 sj_theta_cpu_begin(const SjThetaTable *left, const SjThetaTable *right,
 				   const SjThetaProgram *program, SjThetaStrategy strategy,
@@ -1686,7 +1808,9 @@ sj_theta_cpu_begin(const SjThetaTable *left, const SjThetaTable *right,
 	j = calloc(1, sizeof(SjThetaJoin));
 	if (!j)
 		return sj_error(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory");
-	if ((st = sj_theta_plan(program, left, right, strategy, &j->plan, errmsg)) != SJ_OK)
+	if ((st = sj_theta_plan_side(program, left, right, strategy,
+								  options->index_right || options->shared_index,
+								  &j->plan, errmsg)) != SJ_OK)
 	{
 		free(j);
 		return st;
@@ -1736,8 +1860,13 @@ sj_theta_cpu_begin(const SjThetaTable *left, const SjThetaTable *right,
 		if (!(j->scratch[w] = malloc(sizeof(ThScratch))))
 			goto nomem;
 
-	if (j->plan.strategy != SJ_THETA_NESTED_LOOP &&
-		(st = th_build(j, errmsg)) != SJ_OK)
+	if (options->shared_index != NULL)
+		st = th_attach(j, (const ThIndexHeader *) options->shared_index, errmsg);
+	else if (j->plan.strategy != SJ_THETA_NESTED_LOOP)
+		st = th_build(j, errmsg);
+	else
+		st = SJ_OK;
+	if (st != SJ_OK)
 	{
 		sj_theta_cpu_end(j);
 		*join = NULL;
@@ -1837,10 +1966,13 @@ sj_theta_cpu_end(SjThetaJoin *j)
 	free(j->clen);
 	free(j->ceval);
 	free(j->cum);
-	free(j->perm);
-	free(j->keys);
-	free(j->groups);
-	free(j->dir);
+	if (!j->index_shared)
+	{
+		free(j->perm);
+		free(j->keys);
+		free(j->groups);
+		free(j->dir);
+	}
 	free(j->wl);
 	free(j->wr);
 	free(j->pl);

@@ -537,6 +537,14 @@ sj_theta_plan(const SjThetaProgram *program, const SjThetaTable *left,
 			  const SjThetaTable *right, SjThetaStrategy strategy,
 			  SjThetaPlan *plan, char *errmsg)
 {
+	return sj_theta_plan_side(program, left, right, strategy, 0, plan, errmsg);
+}
+
+SjStatus
+sj_theta_plan_side(const SjThetaProgram *program, const SjThetaTable *left,
+				   const SjThetaTable *right, SjThetaStrategy strategy,
+				   int build_right, SjThetaPlan *plan, char *errmsg)
+{
 	ThetaTree	tree;
 	const SjThetaInstr *in;
 	int			roots[SJ_THETA_MAX_INSTR];
@@ -587,7 +595,7 @@ sj_theta_plan(const SjThetaProgram *program, const SjThetaTable *left,
 							  "theta_join: hash join needs an equality between a left and a right column");
 		plan->strategy = SJ_THETA_HASH;
 		/* build on the smaller side, probe with the larger */
-		plan->probe_left = nl >= nr;
+		plan->probe_left = build_right || nl >= nr;
 		for (i = 0; i < nroots; i++)
 		{
 			int			lc,
@@ -644,9 +652,13 @@ sj_theta_plan(const SjThetaProgram *program, const SjThetaTable *left,
 			}
 			if (terms > SJ_THETA_MAX_TERMS)
 				terms = SJ_THETA_MAX_TERMS;
-			/* two bounds, then exact (all direct), then more terms, then size */
+			/*
+			 * two bounds, then exact (all direct), then more terms, then size
+			 * (or, with build_right, the right side)
+			 */
 			score = (lower && upper) * 4096 + (direct == terms) * 1024 +
-				terms * 2 + (sorted_n <= other_n);
+				terms * 2 + (build_right ? cand[c].side == SIDE_R :
+							 sorted_n <= other_n);
 			if (score > best_score)
 			{
 				best_score = score;
@@ -671,7 +683,7 @@ sj_theta_plan(const SjThetaProgram *program, const SjThetaTable *left,
 	}
 
 	plan->strategy = SJ_THETA_NESTED_LOOP;
-	plan->probe_left = nl >= nr;
+	plan->probe_left = build_right || nl >= nr;
 	plan->exact = 0;
 	snprintf(plan->description, sizeof(plan->description), "nested-loop");
 	return SJ_OK;

@@ -718,6 +718,78 @@ gpu_end(void *j)
 static const Engine cpu_engine = {"cpu", cpu_begin, cpu_next, cpu_timings, cpu_end};
 static const Engine gpu_engine = {"gpu", gpu_begin, gpu_next, gpu_timings, gpu_end};
 
+/*
+ * The CPU engine probing a shared index: a first join, begun with
+ * index_right over a different left side (its first half), flattens its
+ * index of the right side into a block; the join under test probes that
+ * block instead of building one.  shared_used counts the joins that did.
+ */
+typedef struct SharedJoin
+{
+	SjThetaJoin *j;
+	void	   *index;
+} SharedJoin;
+
+static int	shared_used;
+
+static SjStatus
+shared_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p,
+			 SjThetaStrategy s, const SjJoinOptions *o, void **out, char *e)
+{
+	SharedJoin *sj = calloc(1, sizeof(SharedJoin));
+	SjThetaJoin *b = NULL;
+	SjThetaTable half = *l;
+	SjJoinOptions bo = *o;
+	SjStatus	st;
+	size_t		size;
+
+	*out = sj;
+	if (half.n >= 2)
+		half.n /= 2;
+	bo.index_right = 1;
+	bo.cpu_threads = 3;
+	if ((st = sj_theta_cpu_begin(&half, r, p, s, &bo, &b, e)) != SJ_OK)
+		return st;
+	size = sj_theta_cpu_index_size(b);
+	if (size > 0)
+	{
+		sj->index = malloc(size);
+		sj_theta_cpu_index_write(b, sj->index);
+		shared_used++;
+	}
+	sj_theta_cpu_end(b);
+	bo = *o;
+	bo.shared_index = sj->index;
+	return sj_theta_cpu_begin(l, r, p, s, &bo, &sj->j, e);
+}
+
+static SjStatus
+shared_next(void *j, SjPairBatch *b, int *d, char *e)
+{
+	return sj_theta_cpu_next(((SharedJoin *) j)->j, b, d, e);
+}
+
+static void
+shared_timings(const void *j, SjTimings *t)
+{
+	sj_theta_cpu_timings(((const SharedJoin *) j)->j, t);
+}
+
+static void
+shared_end(void *j)
+{
+	SharedJoin *sj = j;
+
+	if (sj == NULL)
+		return;
+	sj_theta_cpu_end(sj->j);
+	free(sj->index);			/* after the join that probes it */
+	free(sj);
+}
+
+static const Engine shared_engine = {"cpu shared index", shared_begin, shared_next,
+shared_timings, shared_end};
+
 /* What one run returned. */
 typedef struct Got
 {
@@ -1343,6 +1415,72 @@ all_equal(const Engine *eng, uint32_t n, uint32_t m, size_t batch, int nthreads)
 	side_free(&ls);
 	side_free(&rs);
 	return bad;
+}
+
+/* Every shape and condition, probing an index that another join built. */
+SJ_TEST(theta_cpu_shared_index)
+{
+	int			ran = 0;
+	const char *bad;
+
+	shared_used = 0;
+	bad = run_shapes(&shared_engine, "theta_cpu_shared_index", &ran);
+	SJ_CHECK(bad == NULL, "%s", bad);
+	SJ_CHECK(ran > 1000 && shared_used > ran / 3, "only %d runs, %d shared", ran, shared_used);
+}
+
+/* A shared index fits only the plan and the right side it was built for. */
+SJ_TEST(theta_cpu_shared_index_refused)
+{
+	int64_t		lv[4] = {1, 2, 3, 4},
+				rv[3] = {2, 3, 9};
+	SjThetaColumn lc = {SJ_TI64, lv, NULL},
+				rc = {SJ_TI64, rv, NULL};
+	SjThetaTable lt = {4, 1, &lc},
+				rt = {3, 1, &rc},
+				rt2 = {2, 1, &rc};
+	SjThetaInstr eq[3] = {{SJ_OP_LOAD_L, 0}, {SJ_OP_LOAD_R, 0}, {SJ_OP_EQ_I, 0}};
+	SjThetaInstr lt_[3] = {{SJ_OP_LOAD_L, 0}, {SJ_OP_LOAD_R, 0}, {SJ_OP_LT_I, 0}};
+	SjThetaProgram pe = {3, eq},
+				pl = {3, lt_};
+	SjJoinOptions o;
+	SjThetaJoin *b = NULL,
+			   *j = NULL;
+	SjPairBatch batch;
+	char		msg[SJ_ERRMSG_LEN];
+	void	   *index;
+	size_t		size;
+	int			done = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.cpu_threads = 2;
+	o.index_right = 1;
+	SJ_CHECK(sj_theta_cpu_begin(&lt, &rt, &pe, SJ_THETA_AUTO, &o, &b, msg) == SJ_OK, "%s", msg);
+	size = sj_theta_cpu_index_size(b);
+	SJ_CHECK(size > 0, "no index of the right side");
+	index = malloc(size);
+	sj_theta_cpu_index_write(b, index);
+	sj_theta_cpu_end(b);
+
+	o.index_right = 0;
+	o.shared_index = index;
+	/* another plan (range), another right side: refused */
+	SJ_CHECK(sj_theta_cpu_begin(&lt, &rt, &pl, SJ_THETA_AUTO, &o, &j, msg) == SJ_ERR_INVALID,
+			 "a range plan took a hash index");
+	SJ_CHECK(sj_theta_cpu_begin(&lt, &rt2, &pe, SJ_THETA_AUTO, &o, &j, msg) == SJ_ERR_INVALID,
+			 "a right side of 2 rows took an index of 3");
+	/* the same: pairs (1, 0) and (2, 1), and nothing of the index to free */
+	SJ_CHECK(sj_theta_cpu_begin(&lt, &rt, &pe, SJ_THETA_AUTO, &o, &j, msg) == SJ_OK, "%s", msg);
+	SJ_CHECK(sj_theta_cpu_index_size(j) == 0, "an attached join offers its index again");
+	SJ_CHECK(sj_theta_cpu_next(j, &batch, &done, msg) == SJ_OK, "%s", msg);
+	while (!done && batch.count == 0)
+		SJ_CHECK(sj_theta_cpu_next(j, &batch, &done, msg) == SJ_OK, "%s", msg);
+	SJ_CHECK(batch.count == 2, "%zu pairs", batch.count);
+	SJ_CHECK((batch.left[0] == 1 && batch.right[0] == 0 && batch.left[1] == 2 && batch.right[1] == 1) ||
+			 (batch.left[0] == 2 && batch.right[0] == 1 && batch.left[1] == 1 && batch.right[1] == 0),
+			 "wrong pairs");
+	sj_theta_cpu_end(j);
+	free(index);
 }
 
 SJ_TEST(theta_cpu_all_equal)

@@ -59,6 +59,7 @@
 #include "parser/parsetree.h"
 #include "pgstat.h"
 #include "storage/barrier.h"
+#include "storage/condition_variable.h"
 #include "storage/spin.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
@@ -168,8 +169,30 @@ typedef struct SjSharedInner
 	slock_t		mutex;
 	int			nshares;		/* shares taken, under mutex */
 	int			maxshares;		/* participants at most */
+	int			index_state;	/* SjIndexState, under mutex */
+	dsa_pointer index;			/* the engine's index, once READY */
+	ConditionVariable index_cv; /* index_state left BUILDING */
 	SjInnerShare share[FLEXIBLE_ARRAY_MEMBER];
 } SjSharedInner;
+
+/*
+ * The CPU engine's index of the shared inner input (theta joins over
+ * columns that are not ranked): the first participant to need it builds it
+ * into the DSA area on the threads of all participants, while the others
+ * wait; then every participant probes it with its own outer rows.
+ */
+typedef enum SjIndexState
+{
+	SJ_INDEX_NONE,				/* nobody has started it */
+	SJ_INDEX_BUILDING,
+	SJ_INDEX_READY,
+	SJ_INDEX_UNUSABLE			/* the engine's plan keeps no inner index */
+} SjIndexState;
+
+/* What this participant did with the shared index (SjScanState.index_role). */
+#define SJ_INDEX_ROLE_NONE		0
+#define SJ_INDEX_ROLE_BUILT		1
+#define SJ_INDEX_ROLE_PROBED	2
 
 typedef struct SjInnerChunk
 {
@@ -239,6 +262,8 @@ typedef struct SjScanState
 	int64		inner_read;		/* inner rows this participant read */
 	int			inner_readers;	/* participants that read the inner */
 	int			inner_parts;	/* their parts merged (0: marshalled here) */
+	int			index_role;		/* SJ_INDEX_ROLE_* */
+	double		index_ms;		/* building or waiting for the shared index */
 	SjStats		stats;
 	double		t0;
 	double		fetch_ms;
@@ -1806,6 +1831,88 @@ SjReadInnerShared(SjScanState *state)
 	return true;
 }
 
+/* SjThetaSharedIndexBuild's allocator: a chunk of the query's DSA area. */
+typedef struct SjIndexAlloc
+{
+	dsa_area   *area;
+	dsa_pointer dp;
+} SjIndexAlloc;
+
+static void *
+SjIndexAllocate(void *arg, Size size)
+{
+	SjIndexAlloc *a = (SjIndexAlloc *) arg;
+
+	a->dp = dsa_allocate_extended(a->area, size, DSA_ALLOC_HUGE);
+	return dsa_get_address(a->area, a->dp);
+}
+
+/*
+ * The CPU engine's index of the shared inner input, for this participant's
+ * join to probe: built here by the first participant to ask, on the
+ * threads of all participants (the others wait for it, idle), or waited
+ * for.  NULL where the join builds its own: on the GPU, for operators and
+ * columns whose index depends on the outer rows too (eps and jaccard, text
+ * and numeric theta columns, ranked with the outer side's), where the
+ * inner's parts were not merged, or where the engine keeps no index of the
+ * inner side.  An ERROR while building aborts the query, and with it the
+ * participants waiting.
+ */
+static const void *
+SjSharedIndex(SjScanState *state)
+{
+	SjSharedInner *sh = state->shared;
+	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
+	double		t0 = sj_now_ms();
+	bool		build = false;
+	int			st;
+
+	if (sh == NULL || area == NULL || state->inner_parts == 0 ||
+		state->op != SJ_OP_THETA || state->cursor.gpu ||
+		!SjThetaSideUnranked(state->tp, 1))
+		return NULL;
+	SpinLockAcquire(&sh->mutex);
+	if (sh->index_state == SJ_INDEX_NONE)
+	{
+		sh->index_state = SJ_INDEX_BUILDING;
+		build = true;
+	}
+	SpinLockRelease(&sh->mutex);
+	if (build)
+	{
+		SjIndexAlloc alloc = {area, InvalidDsaPointer};
+		void	   *index;
+
+		index = SjThetaSharedIndexBuild(state->tp, Max(sj_cpu_threads, state->workers + 1),
+										SjIndexAllocate, &alloc);
+		SpinLockAcquire(&sh->mutex);
+		sh->index = alloc.dp;
+		sh->index_state = index ? SJ_INDEX_READY : SJ_INDEX_UNUSABLE;
+		st = sh->index_state;
+		SpinLockRelease(&sh->mutex);
+		ConditionVariableBroadcast(&sh->index_cv);
+	}
+	else
+	{
+		ConditionVariablePrepareToSleep(&sh->index_cv);
+		for (;;)
+		{
+			SpinLockAcquire(&sh->mutex);
+			st = sh->index_state;
+			SpinLockRelease(&sh->mutex);
+			if (st != SJ_INDEX_BUILDING)
+				break;
+			ConditionVariableSleep(&sh->index_cv, PG_WAIT_EXTENSION);
+		}
+		ConditionVariableCancelSleep();
+	}
+	state->index_ms = sj_now_ms() - t0;
+	if (st != SJ_INDEX_READY)
+		return NULL;
+	state->index_role = build ? SJ_INDEX_ROLE_BUILT : SJ_INDEX_ROLE_PROBED;
+	return dsa_get_address(area, sh->index);
+}
+
 /* Free the shared inner's chunks and parts and make it ready for a new run. */
 static void
 SjInnerReset(SjSharedInner *sh, dsa_area *area)
@@ -1830,6 +1937,11 @@ SjInnerReset(SjSharedInner *sh, dsa_area *area)
 		share->part = InvalidDsaPointer;
 		share->ntuples = 0;
 	}
+	if (area != NULL && DsaPointerIsValid(sh->index))
+		dsa_free(area, sh->index);
+	sh->index = InvalidDsaPointer;
+	sh->index_state = SJ_INDEX_NONE;
+	ConditionVariableInit(&sh->index_cv);
 	BarrierInit(&sh->barrier, 0);
 	SpinLockInit(&sh->mutex);
 	sh->nshares = 0;
@@ -2235,6 +2347,7 @@ SjLoad(SjScanState *state)
 		/* the leader and each worker run a join: share the CPU's threads */
 		if (state->workers > 0)
 			state->cursor.cpu_threads = Max(1, sj_cpu_threads / (state->workers + 1));
+		state->cursor.shared_index = SjSharedIndex(state);
 	}
 	else
 	{
@@ -2245,7 +2358,9 @@ SjLoad(SjScanState *state)
 		state->stats.left_rows = state->rows[0].n;
 		state->stats.right_rows = state->rows[1].n;
 	}
-	state->stats.scan_ms = sj_now_ms() - state->t0;
+	/* building or waiting for the shared index counts as building */
+	state->stats.scan_ms = sj_now_ms() - state->t0 - state->index_ms;
+	state->stats.build_ms += state->index_ms;
 	state->load_done_ms = sj_now_ms();
 	state->batch.count = 0;
 	state->pos = 0;
@@ -2461,6 +2576,8 @@ SjResetRun(SjScanState *state)
 	state->inner_readers = 0;
 	state->inner_parts = 0;
 	state->inner_read = 0;
+	state->index_role = SJ_INDEX_ROLE_NONE;
+	state->index_ms = 0;
 	state->loaded = false;
 	state->finished = false;
 }
@@ -2571,6 +2688,14 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 				ExplainPropertyInteger("Shared Inner Rows Read", NULL, state->inner_read, es);
 				ExplainPropertyInteger("Shared Inner Readers", NULL, state->inner_readers, es);
 				ExplainPropertyInteger("Shared Inner Parts Merged", NULL, state->inner_parts, es);
+				ExplainPropertyText("Shared Inner Index",
+									state->index_role == SJ_INDEX_ROLE_BUILT ? "built" :
+									state->index_role == SJ_INDEX_ROLE_PROBED ? "probed" :
+									"none", es);
+				if (state->index_role != SJ_INDEX_ROLE_NONE)
+					SjExplainMs(state->index_role == SJ_INDEX_ROLE_BUILT ?
+								"Shared Index Build Time" : "Shared Index Wait Time",
+								state->index_ms, es);
 			}
 			SjExplainMs("Scan and Marshal Time", state->stats.scan_ms, es);
 			SjExplainMs("Build Time", state->stats.build_ms, es);

@@ -293,6 +293,8 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 			SjJoinOptionsInit(&options, cur->count_only);
 			if (cur->cpu_threads > 0)
 				options.cpu_threads = cur->cpu_threads;
+			if (!cur->gpu)
+				options.shared_index = cur->shared_index;
 			cur->run->gpu = cur->gpu;
 			status = spec->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
 			if (status == SJ_OK)

@@ -114,6 +114,7 @@ typedef struct SjCursor
 	const SjRunSpec *spec;
 	bool		count_only;
 	int			cpu_threads;	/* > 0: instead of simjoin.cpu_threads */
+	const void *shared_index;	/* CPU engine: probe this index of the inner */
 	bool		gpu;			/* the engine in use (or to start) */
 	bool		ending;			/* the engine returned its last batch */
 	bool		done;
@@ -396,6 +397,10 @@ extern void *SjThetaPreparedSide(SjThetaPrepared *tp, int side, int *ncols,
 								 int *positions, Oid *typids);
 extern void SjThetaSideAddParts(void *side, const SjParts *parts);
 extern int64 *SjThetaSideKeys(void *side, int64 *n);
+extern bool SjThetaSideUnranked(SjThetaPrepared *tp, int side);
+extern void *SjThetaSharedIndexBuild(SjThetaPrepared *tp, int threads,
+									 void *(*alloc) (void *arg, Size size),
+									 void *arg);
 extern void SjThetaPartDescribe(void *side, SjPartSpec *spec);
 extern void *SjThetaPartBegin(const SjPartSpec *spec);
 extern void SjThetaPartRow(void *arg, Datum *values, bool *isnull);

@@ -130,6 +130,7 @@ struct SjEpsJoin
 	size_t		max_batch;
 	EpsGridSpec spec;
 	EpsGrid		build;			/* right side, or the one side */
+	int			build_shared;	/* build's arrays lie in a shared index */
 	EpsGrid		left;			/* two-table: the left side */
 	const EpsGrid *probe;		/* &left, or &build for a self-join */
 	EpsTask    *tasks;
@@ -147,6 +148,31 @@ struct SjEpsJoin
 	int			said_done;		/* next has returned done */
 	SjTimings	timings;
 };
+
+/*
+ * A flattened grid of the right side (sj_eps_cpu_index_write): this header,
+ * then the arrays at their offsets from its start, 8-byte aligned.  The
+ * geometry travels with it: joins that probe it grid their left side alike.
+ */
+#define EPS_INDEX_MAGIC	UINT64_C(0x73696d6a65707331)	/* "simjeps1" */
+
+typedef struct EpsIndexHeader
+{
+	uint64_t	magic;
+	uint64_t	size;			/* bytes, header included */
+	EpsGridSpec spec;
+	double		eps;
+	int32_t		dim;
+	uint32_t	n;				/* rows of the right side */
+	uint32_t	ncell;
+	uint32_t	pad;
+	uint64_t	off_perm;
+	uint64_t	off_pts;
+	uint64_t	off_cellid;
+	uint64_t	off_cellstart;
+} EpsIndexHeader;
+
+#define EPS_ALIGN8(x)	(((x) + 7) & ~(uint64_t) 7)
 
 /* Free one side's grid. */
 static void
@@ -1058,6 +1084,131 @@ eps_slot_task(void *arg, uint64_t slot, int worker)
  * Entry points
  * --------------------------------------------------------------------- */
 
+/*
+ * Probe a shared grid of the right side instead of building one: it must
+ * come from a join of the same eps and dimension over a right side of the
+ * same size.
+ */
+static SjStatus
+eps_attach(SjEpsJoin *j, const EpsIndexHeader *h, const SjVectors *right,
+		   char *errmsg)
+{
+	const char *base = (const char *) h;
+
+	if (right == NULL || h->magic != EPS_INDEX_MAGIC || h->dim != j->dim ||
+		h->n != right->n || memcmp(&h->eps, &j->eps, sizeof(double)) != 0)
+		return sj_error(errmsg, SJ_ERR_INVALID,
+						"eps_join: the shared index does not fit this join");
+	j->spec = h->spec;
+	j->build.n = h->n;
+	j->build.ncell = h->ncell;
+	j->build.perm = (uint32_t *) (base + h->off_perm);
+	j->build.pts = (double *) (base + h->off_pts);
+	j->build.cellid = (uint64_t *) (base + h->off_cellid);
+	j->build.cellstart = (uint32_t *) (base + h->off_cellstart);
+	j->build_shared = 1;
+	return SJ_OK;
+}
+
+/* Lay out the flattened grid of j's right side; its size, 0 if none. */
+static size_t
+eps_index_layout(const SjEpsJoin *j, EpsIndexHeader *h)
+{
+	uint64_t	off;
+
+	memset(h, 0, sizeof(*h));
+	if (j == NULL || j->self || j->build_shared || j->build.perm == NULL)
+		return 0;
+	h->magic = EPS_INDEX_MAGIC;
+	h->spec = j->spec;
+	h->eps = j->eps;
+	h->dim = j->dim;
+	h->n = j->build.n;
+	h->ncell = j->build.ncell;
+	off = EPS_ALIGN8(sizeof(EpsIndexHeader));
+	h->off_perm = off;
+	off = EPS_ALIGN8(off + (uint64_t) h->n * sizeof(uint32_t));
+	h->off_pts = off;
+	off = EPS_ALIGN8(off + (uint64_t) h->n * j->dim * sizeof(double));
+	h->off_cellid = off;
+	off = EPS_ALIGN8(off + (uint64_t) h->ncell * sizeof(uint64_t));
+	h->off_cellstart = off;
+	off = EPS_ALIGN8(off + ((uint64_t) h->ncell + 1) * sizeof(uint32_t));
+	h->size = off;
+	return (size_t) off;
+}
+
+size_t
+sj_eps_cpu_index_size(const SjEpsJoin *j)
+{
+	EpsIndexHeader h;
+
+	return eps_index_layout(j, &h);
+}
+
+void
+sj_eps_cpu_index_write(const SjEpsJoin *j, void *dst)
+{
+	EpsIndexHeader h;
+	char	   *base = (char *) dst;
+
+	if (eps_index_layout(j, &h) == 0)
+		return;
+	memcpy(base, &h, sizeof(h));
+	memcpy(base + h.off_perm, j->build.perm, (size_t) h.n * sizeof(uint32_t));
+	memcpy(base + h.off_pts, j->build.pts, (size_t) h.n * j->dim * sizeof(double));
+	memcpy(base + h.off_cellid, j->build.cellid, (size_t) h.ncell * sizeof(uint64_t));
+	memcpy(base + h.off_cellstart, j->build.cellstart,
+		   ((size_t) h.ncell + 1) * sizeof(uint32_t));
+}
+
+/*
+ * Choose the grid's geometry from both sides' bounds, or, with index_right,
+ * from the right side's widened by eps: a left point outside them falls
+ * into an edge cell, whose neighbours hold every right point within eps of
+ * it, so any left side may probe that grid.
+ */
+static SjStatus
+eps_grid_spec(SjEpsJoin *j, const SjVectors *left, const SjVectors *right,
+			  int index_right, char *errmsg)
+{
+	EpsBounds	eb;
+	SjStatus	st;
+	int			k;
+
+	index_right = index_right && right != NULL;
+	eb.a = index_right ? right : left;
+	eb.b = index_right ? NULL : right;
+	eb.mn = malloc(sizeof(double) * j->dim);
+	eb.mx = malloc(sizeof(double) * j->dim);
+	if (!eb.mn || !eb.mx)
+	{
+		free(eb.mn);
+		free(eb.mx);
+		return sj_error(errmsg, SJ_ERR_NOMEM, "out of memory starting eps_join");
+	}
+	st = sj_parallel_for(j->threads, (uint64_t) j->dim, eps_bounds_task, &eb);
+	if (st == SJ_OK && index_right)
+	{
+		for (k = 0; k < j->dim; k++)
+			if (isfinite(eb.mn[k] - j->eps) && isfinite(eb.mx[k] + j->eps))
+			{
+				eb.mn[k] -= j->eps;
+				eb.mx[k] += j->eps;
+			}
+		/* the probing sides are not known: as many rows as the right */
+		eps_choose_spec(j, eb.mn, eb.mx, (double) right->n, (double) right->n);
+	}
+	else if (st == SJ_OK)
+		eps_choose_spec(j, eb.mn, eb.mx, (double) left->n,
+						(double) (right ? right->n : left->n));
+	free(eb.mn);
+	free(eb.mx);
+	if (st != SJ_OK)
+		return sj_error(errmsg, st, "could not start worker threads");
+	return SJ_OK;
+}
+
 /* Validate the inputs, grid them and plan the probe tasks. */
 SjStatus
 sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
@@ -1065,7 +1216,6 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 {
 	SjEpsJoin  *j;
 	const SjVectors *probe;
-	EpsBounds	eb;
 	double		t0 = sj_now_ms();
 	size_t		i;
 	SjStatus	st;
@@ -1113,31 +1263,19 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 		return SJ_OK;
 	}
 
-	eb.a = left;
-	eb.b = right;
-	eb.mn = malloc(sizeof(double) * j->dim);
-	eb.mx = malloc(sizeof(double) * j->dim);
 	j->slots = calloc(EPS_MAX_WINDOW, sizeof(EpsSlot));
-	if (!eb.mn || !eb.mx || !j->slots)
+	if (!j->slots)
 	{
-		free(eb.mn);
-		free(eb.mx);
 		sj_eps_cpu_end(j);
 		return sj_error(errmsg, SJ_ERR_NOMEM, "out of memory starting eps_join");
 	}
-	st = sj_parallel_for(j->threads, (uint64_t) j->dim, eps_bounds_task, &eb);
-	if (st == SJ_OK)
-		eps_choose_spec(j, eb.mn, eb.mx, (double) probe->n,
-						(double) (right ? right->n : left->n));
-	free(eb.mn);
-	free(eb.mx);
-	if (st != SJ_OK)
-	{
-		sj_eps_cpu_end(j);
-		return sj_error(errmsg, st, "could not start worker threads");
-	}
-
-	st = eps_grid_build(j, right ? right : left, &j->build, errmsg);
+	if (options->shared_index != NULL)
+		st = eps_attach(j, (const EpsIndexHeader *) options->shared_index, right,
+						errmsg);
+	else
+		st = eps_grid_spec(j, left, right, options->index_right, errmsg);
+	if (st == SJ_OK && !j->build_shared)
+		st = eps_grid_build(j, right ? right : left, &j->build, errmsg);
 	if (st == SJ_OK && !j->self)
 		st = eps_grid_build(j, left, &j->left, errmsg);
 	if (st != SJ_OK)
@@ -1336,7 +1474,10 @@ sj_eps_cpu_end(SjEpsJoin *j)
 
 	if (j == NULL)
 		return;
-	eps_grid_free(&j->build);
+	if (j->build_shared)
+		memset(&j->build, 0, sizeof(j->build));
+	else
+		eps_grid_free(&j->build);
 	eps_grid_free(&j->left);
 	if (j->slots)
 	{

@@ -129,6 +129,18 @@ extern SjStatus sj_eps_cpu_next(SjEpsJoin *join, SjPairBatch *batch,
 extern void sj_eps_cpu_timings(const SjEpsJoin *join, SjTimings *timings);
 extern void sj_eps_cpu_end(SjEpsJoin *join);
 
+/*
+ * A two-table CPU join's grid of its right side, flattened for sharing (one
+ * relocatable block, offsets only, the grid's geometry included): a join
+ * begun with options->index_right (which grids the right side's bounds
+ * widened by eps, whatever the left side holds) gives its size (0 when it
+ * has none: an empty side, a self-join) and writes it; joins begun with
+ * options->shared_index pointing at such a block, with the same eps over the
+ * same right side, grid their left side alike and probe it.
+ */
+extern size_t sj_eps_cpu_index_size(const SjEpsJoin *join);
+extern void sj_eps_cpu_index_write(const SjEpsJoin *join, void *dst);
+
 /* Parallel loop of the CPU engine (src/engine/sjthreads.c). */
 typedef void (*SjTaskFn) (void *arg, uint64_t task, int worker);
 extern SjStatus sj_parallel_for(int nthreads, uint64_t ntasks, SjTaskFn fn,

@@ -227,8 +227,9 @@ oracle(const double *L, uint32_t nl, const double *R, uint32_t nr, int self,
  * bounds.  Returns NULL or a message.
  */
 static const char *
-run_engine(const EpsCase *c, const double *L, const double *R,
-		   EpsPairs *out, size_t *count, uint64_t *ncalls, char *strategy)
+run_engine_on(const EpsCase *c, const double *L, const double *R,
+			  EpsPairs *out, size_t *count, uint64_t *ncalls, char *strategy,
+			  const void *shared_index)
 {
 	static char msg[512];
 	SjVectors	lv = {c->nl, c->dim, L};
@@ -244,6 +245,7 @@ run_engine(const EpsCase *c, const double *L, const double *R,
 	opt.count_only = c->count_only;
 	opt.cpu_threads = c->threads;
 	opt.max_batch_pairs = c->max_batch;
+	opt.shared_index = shared_index;
 	*count = 0;
 	*ncalls = 0;
 	if (sj_eps_cpu_begin(&lv, c->self ? NULL : &rv, c->eps, &opt, &join,
@@ -310,6 +312,46 @@ run_engine(const EpsCase *c, const double *L, const double *R,
 	}
 	sj_eps_cpu_end(join);
 	return NULL;
+}
+
+/*
+ * shared_mode: two-table joins probe a grid of the right side that another
+ * join built (with index_right, over the right side as its left, so that
+ * the grid covers the right side's bounds only); shared_used counts them.
+ */
+static int	shared_mode;
+static int	shared_used;
+
+static const char *
+run_engine(const EpsCase *c, const double *L, const double *R,
+		   EpsPairs *out, size_t *count, uint64_t *ncalls, char *strategy)
+{
+	static char msg[512];
+	SjVectors	rv = {c->nr, c->dim, R};
+	SjJoinOptions bo;
+	SjEpsJoin  *b = NULL;
+	void	   *index = NULL;
+	const char *err;
+	size_t		size;
+
+	if (!shared_mode || c->self)
+		return run_engine_on(c, L, R, out, count, ncalls, strategy, NULL);
+	memset(&bo, 0, sizeof(bo));
+	bo.cpu_threads = 3;
+	bo.index_right = 1;
+	if (sj_eps_cpu_begin(&rv, &rv, c->eps, &bo, &b, msg) != SJ_OK)
+		return msg;
+	size = sj_eps_cpu_index_size(b);
+	if (size > 0)
+	{
+		index = malloc(size);
+		sj_eps_cpu_index_write(b, index);
+		shared_used++;
+	}
+	sj_eps_cpu_end(b);
+	err = run_engine_on(c, L, R, out, count, ncalls, strategy, index);
+	free(index);
+	return err;
 }
 
 /* Run one case against the oracle; NULL or a message naming the case. */
@@ -604,6 +646,80 @@ SJ_TEST(eps_shifted_sides)
 	}
 	right_shift = 0.0;
 	SJ_CHECK(err == NULL, "%s", err);
+}
+
+/*
+ * Two-table joins probing a shared grid of the right side: left points
+ * outside its bounds (shifted sides) fall into its edge cells.
+ */
+SJ_TEST(eps_shared_index)
+{
+	static const double shifts[] = {0.0, -30.0, 7.5, 19.0, 1e4, -0.5};
+	static const EpsShape shapes[] = {SHAPE_UNIFORM, SHAPE_CLUSTERS,
+	SHAPE_DUPLICATES, SHAPE_IDENTICAL, SHAPE_INTGRID, SHAPE_UNDERFLOW};
+	const char *err = NULL;
+	int			i;
+
+	shared_mode = 1;
+	shared_used = 0;
+	for (i = 0; i < 36 && err == NULL; i++)
+	{
+		EpsCase		c = {300 + i * 7, 200 + i * 5, 0, 1 + i % 5, shapes[i % 6], 0, 20,
+		i % 6 == 5 ? 3e-170 : 0.8, 1 + i % 2 * 3, i % 4 == 3 ? 5 : 0, i % 9 == 8};
+
+		if (c.shape == SHAPE_UNDERFLOW)
+			c.hi = 40;
+		right_shift = c.shape == SHAPE_UNDERFLOW ? 0.0 : shifts[i % 6];
+		err = check_case(&c, case_seed("eps_shared_index", i));
+	}
+	right_shift = 0.0;
+	if (err == NULL)
+	{
+		EpsCase		c = {60, 41, 0, 300, SHAPE_CLUSTERS, -1, 1, 20.0, 1, 0, 0};
+
+		err = check_variants(c, "eps_shared_index_dim", 0);
+	}
+	shared_mode = 0;
+	SJ_CHECK(err == NULL, "%s", err);
+	SJ_CHECK(shared_used >= 30, "only %d joins probed a shared grid", shared_used);
+}
+
+/* A shared grid fits only the eps, dimension and right side it was built for. */
+SJ_TEST(eps_shared_index_refused)
+{
+	double		l[4] = {0, 1, 2, 3},
+				r[3] = {1.5, 2.5, 9};
+	SjVectors	lv = {4, 1, l},
+				rv = {3, 1, r},
+				rv2 = {2, 1, r};
+	SjJoinOptions o;
+	SjEpsJoin  *b = NULL,
+			   *j = NULL;
+	char		msg[SJ_ERRMSG_LEN];
+	void	   *index;
+	size_t		size;
+
+	memset(&o, 0, sizeof(o));
+	o.cpu_threads = 1;
+	o.index_right = 1;
+	SJ_CHECK(sj_eps_cpu_begin(&lv, &rv, 0.5, &o, &b, msg) == SJ_OK, "%s", msg);
+	size = sj_eps_cpu_index_size(b);
+	SJ_CHECK(size > 0, "no grid of the right side");
+	index = malloc(size);
+	sj_eps_cpu_index_write(b, index);
+	sj_eps_cpu_end(b);
+	o.index_right = 0;
+	o.shared_index = index;
+	SJ_CHECK(sj_eps_cpu_begin(&lv, &rv, 0.25, &o, &j, msg) == SJ_ERR_INVALID,
+			 "a grid for eps 0.5 taken for eps 0.25");
+	SJ_CHECK(sj_eps_cpu_begin(&lv, &rv2, 0.5, &o, &j, msg) == SJ_ERR_INVALID,
+			 "a right side of 2 rows took a grid of 3");
+	SJ_CHECK(sj_eps_cpu_begin(&lv, NULL, 0.5, &o, &j, msg) == SJ_ERR_INVALID,
+			 "a self-join took a shared grid");
+	SJ_CHECK(sj_eps_cpu_begin(&lv, &rv, 0.5, &o, &j, msg) == SJ_OK, "%s", msg);
+	SJ_CHECK(sj_eps_cpu_index_size(j) == 0, "a probing join offers its grid again");
+	sj_eps_cpu_end(j);
+	free(index);
 }
 
 /* Very high dimension, few rows. */

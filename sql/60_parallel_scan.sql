@@ -251,12 +251,13 @@ SELECT ps_compare($$SELECT a.id, d.id FROM pp_a a JOIN pp_d d ON jaccard(a.s, d.
 SELECT ps_compare($$SELECT a.id, d.id FROM pp_a a JOIN pp_d d ON a.t < d.t AND a.k = d.k AND a.id % 7 = d.id % 5$$);
 DROP TABLE pp_d;
 DROP DOMAIN pp_tset, pp_txt;
--- theta joins over columns that are not ranked share the CPU engine's
--- index of the inner: the first process to need it builds it in shared
--- memory, the others wait and probe it.  Text columns (ranked with the
--- outer side's), eps and jaccard, and a range condition that sorts the
--- outer side keep an index in each process.  The leader's role (built or
--- probed) depends on timing: only "shared" is shown.
+-- eps joins and theta joins over columns that are not ranked share the
+-- CPU engine's index of the inner: the first process to need it builds it
+-- in shared memory, the others wait and probe it (the eps results above
+-- came through it too).  Text columns (ranked with the outer side's),
+-- jaccard, an eps argument that is an expression, and a range condition
+-- that sorts the outer side keep an index in each process.  The leader's
+-- role (built or probed) depends on timing: only "shared" is shown.
 CREATE FUNCTION pp_index(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE p text;
 BEGIN
@@ -275,6 +276,8 @@ SELECT pp_index($$SELECT sum(a.id + c.id) FROM pp_a a JOIN pp_c c ON c.k BETWEEN
        pp_index($$SELECT sum(a.id + c.id) FROM pp_a a JOIN pp_c c ON a.k = c.k AND a.id < c.id$$) AS equi,
        pp_index($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.t < b.t AND a.k = b.k$$) AS theta_text,
        pp_index($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5$$) AS eps,
+       pp_index($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.v <-> (b.v)[1:2] <= 1.5$$) AS eps_expr,
+       pp_index($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON jaccard(a.s, b.s) >= 0.5$$) AS jaccard,
        pp_index($$SELECT sum(a.id + c.id) FROM pp_a a JOIN pp_c c ON a.id BETWEEN c.id * 10 AND c.id * 10 + 5$$) AS outer_sorted;
 SELECT ps_compare($$SELECT a.id, c.id FROM pp_a a JOIN pp_c c ON c.k BETWEEN a.k - 1 AND a.k + 1 AND a.id % 7 = c.id % 5$$);
 SELECT ps_compare($$SELECT a.id, c.id FROM pp_a a JOIN pp_c c ON c.f BETWEEN a.k - 0.75::float8 AND a.k + 0.75::float8 AND a.id % 7 = c.id % 5$$);
@@ -282,6 +285,7 @@ SELECT ps_compare($$SELECT a.id, c.id FROM pp_a a JOIN pp_c c ON a.k = c.k AND a
 SELECT ps_compare($$SELECT a.id, c.id FROM pp_a a JOIN pp_c c ON a.id BETWEEN c.id * 10 AND c.id * 10 + 5$$);
 SELECT ps_compare($$SELECT a.id, count(c.id) FROM pp_a a LEFT JOIN pp_c c ON c.k BETWEEN a.k - 1 AND a.k + 1 AND a.id % 11 = c.id % 13 GROUP BY a.id$$);
 SELECT ps_compare($$SELECT a.id FROM pp_a a WHERE EXISTS (SELECT FROM pp_c c WHERE a.k = c.k AND a.id < c.id)$$);
+SELECT ps_compare($$SELECT a.id, b.id, a.v <-> b.v FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 2.5 AND a.id % 5 = b.id % 3$$);
 DROP TABLE pp_c;
 DROP FUNCTION pp_index(text);
 -- no worker launched: the leader reads all of the inner alone

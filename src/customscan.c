@@ -176,10 +176,10 @@ typedef struct SjSharedInner
 } SjSharedInner;
 
 /*
- * The CPU engine's index of the shared inner input (theta joins over
- * columns that are not ranked): the first participant to need it builds it
- * into the DSA area on the threads of all participants, while the others
- * wait; then every participant probes it with its own outer rows.
+ * The CPU engine's index of the shared inner input (eps grids, theta
+ * indexes over columns that are not ranked): the first participant to need
+ * it builds it into the DSA area on the threads of all participants, while
+ * the others wait; then every participant probes it with its own outer rows.
  */
 typedef enum SjIndexState
 {
@@ -1831,32 +1831,70 @@ SjReadInnerShared(SjScanState *state)
 	return true;
 }
 
-/* SjThetaSharedIndexBuild's allocator: a chunk of the query's DSA area. */
-typedef struct SjIndexAlloc
-{
-	dsa_area   *area;
-	dsa_pointer dp;
-} SjIndexAlloc;
-
+/*
+ * Begin the CPU engine over this participant's inputs with index_right, on
+ * threads threads, and write its index of the inner (right) side into a
+ * new chunk of the query's DSA area (*dp).  NULL where the engine keeps
+ * none of that side (a theta nested loop, or a range plan that sorts the
+ * outer side).
+ */
 static void *
-SjIndexAllocate(void *arg, Size size)
+SjSharedIndexBuild(SjScanState *state, int threads, dsa_area *area,
+				   dsa_pointer *dp)
 {
-	SjIndexAlloc *a = (SjIndexAlloc *) arg;
+	SjJoinOptions options;
+	SjRun		run;
+	char		errmsg[SJ_ERRMSG_LEN] = "";
+	SjStatus	st;
+	void	   *volatile dst = NULL;
 
-	a->dp = dsa_allocate_extended(a->area, size, DSA_ALLOC_HUGE);
-	return dsa_get_address(a->area, a->dp);
+	SjJoinOptionsInit(&options, false);
+	options.cpu_threads = Max(threads, 1);
+	options.index_right = 1;
+	memset(&run, 0, sizeof(run));
+	st = state->spec.begin(state->spec.arg, false, &options, &run, errmsg);
+	if (st != SJ_OK)
+	{
+		if (run.handle != NULL)
+			run.end(run.handle);
+		SjReportStatus(st, errmsg, sj_op_names[state->op]);
+	}
+	PG_TRY();
+	{
+		Size		size = 0;
+
+		if (state->op == SJ_OP_THETA)
+			size = sj_theta_cpu_index_size((SjThetaJoin *) run.handle);
+		else if (state->op == SJ_OP_EPS)
+			size = sj_eps_cpu_index_size((SjEpsJoin *) run.handle);
+		if (size > 0)
+		{
+			*dp = dsa_allocate_extended(area, size, DSA_ALLOC_HUGE);
+			dst = dsa_get_address(area, *dp);
+			if (state->op == SJ_OP_THETA)
+				sj_theta_cpu_index_write((SjThetaJoin *) run.handle, dst);
+			else
+				sj_eps_cpu_index_write((SjEpsJoin *) run.handle, dst);
+		}
+	}
+	PG_FINALLY();
+	{
+		run.end(run.handle);
+	}
+	PG_END_TRY();
+	return dst;
 }
 
 /*
  * The CPU engine's index of the shared inner input, for this participant's
  * join to probe: built here by the first participant to ask, on the
  * threads of all participants (the others wait for it, idle), or waited
- * for.  NULL where the join builds its own: on the GPU, for operators and
- * columns whose index depends on the outer rows too (eps and jaccard, text
- * and numeric theta columns, ranked with the outer side's), where the
- * inner's parts were not merged, or where the engine keeps no index of the
- * inner side.  An ERROR while building aborts the query, and with it the
- * participants waiting.
+ * for.  NULL where the join builds its own: on the GPU, for jaccard (its
+ * token dictionary spans both sides) and text and numeric theta columns
+ * (ranked with the outer side's), where the inner's parts were not merged
+ * (eps arguments that are expressions), or where the engine keeps no index
+ * of the inner side.  An ERROR while building aborts the query, and with it
+ * the participants waiting.
  */
 static const void *
 SjSharedIndex(SjScanState *state)
@@ -1868,8 +1906,8 @@ SjSharedIndex(SjScanState *state)
 	int			st;
 
 	if (sh == NULL || area == NULL || state->inner_parts == 0 ||
-		state->op != SJ_OP_THETA || state->cursor.gpu ||
-		!SjThetaSideUnranked(state->tp, 1))
+		state->cursor.gpu || state->op == SJ_OP_JACCARD ||
+		(state->op == SJ_OP_THETA && !SjThetaSideUnranked(state->tp, 1)))
 		return NULL;
 	SpinLockAcquire(&sh->mutex);
 	if (sh->index_state == SJ_INDEX_NONE)
@@ -1880,13 +1918,13 @@ SjSharedIndex(SjScanState *state)
 	SpinLockRelease(&sh->mutex);
 	if (build)
 	{
-		SjIndexAlloc alloc = {area, InvalidDsaPointer};
+		dsa_pointer dp = InvalidDsaPointer;
 		void	   *index;
 
-		index = SjThetaSharedIndexBuild(state->tp, Max(sj_cpu_threads, state->workers + 1),
-										SjIndexAllocate, &alloc);
+		index = SjSharedIndexBuild(state, Max(sj_cpu_threads, state->workers + 1),
+								   area, &dp);
 		SpinLockAcquire(&sh->mutex);
-		sh->index = alloc.dp;
+		sh->index = dp;
 		sh->index_state = index ? SJ_INDEX_READY : SJ_INDEX_UNUSABLE;
 		st = sh->index_state;
 		SpinLockRelease(&sh->mutex);

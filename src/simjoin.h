@@ -398,9 +398,6 @@ extern void *SjThetaPreparedSide(SjThetaPrepared *tp, int side, int *ncols,
 extern void SjThetaSideAddParts(void *side, const SjParts *parts);
 extern int64 *SjThetaSideKeys(void *side, int64 *n);
 extern bool SjThetaSideUnranked(SjThetaPrepared *tp, int side);
-extern void *SjThetaSharedIndexBuild(SjThetaPrepared *tp, int threads,
-									 void *(*alloc) (void *arg, Size size),
-									 void *arg);
 extern void SjThetaPartDescribe(void *side, SjPartSpec *spec);
 extern void *SjThetaPartBegin(const SjPartSpec *spec);
 extern void SjThetaPartRow(void *arg, Datum *values, bool *isnull);

@@ -1996,49 +1996,6 @@ SjThetaSideUnranked(SjThetaPrepared *tp, int side)
 	return true;
 }
 
-/*
- * After SjThetaFinish: build the CPU engine's index of the inner (right)
- * side on threads threads, for the processes of a parallel plan to share.
- * Returns the flattened index, written into alloc(arg, size), or NULL where
- * the plan keeps none of that side (a nested loop, or a range plan that
- * sorts the outer side).  Joins probe it through SjJoinOptions.shared_index.
- */
-void *
-SjThetaSharedIndexBuild(SjThetaPrepared *tp, int threads,
-						void *(*alloc) (void *arg, Size size), void *arg)
-{
-	SjThetaJob *job = &tp->job;
-	SjJoinOptions options;
-	SjThetaJoin *h = NULL;
-	char		errmsg[SJ_ERRMSG_LEN] = "";
-	SjStatus	st;
-	void	   *volatile dst = NULL;
-
-	SjJoinOptionsInit(&options, false);
-	options.cpu_threads = Max(threads, 1);
-	options.index_right = 1;
-	st = sj_theta_cpu_begin(&job->tables[0], &job->tables[1], &job->program,
-							SJ_THETA_AUTO, &options, &h, errmsg);
-	if (st != SJ_OK)
-		SjReportStatus(st, errmsg, "theta_join");
-	PG_TRY();
-	{
-		Size		size = sj_theta_cpu_index_size(h);
-
-		if (size > 0)
-		{
-			dst = alloc(arg, size);
-			sj_theta_cpu_index_write(h, dst);
-		}
-	}
-	PG_FINALLY();
-	{
-		sj_theta_cpu_end(h);
-	}
-	PG_END_TRY();
-	return dst;
-}
-
 /* Both sides are in: fill spec to run the join (emit left to the caller). */
 void
 SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,

@@ -468,50 +468,6 @@ eps_gather_task(void *arg, uint64_t chunk, int worker)
 	}
 }
 
-/*
- * Stable LSD radix sort of (key, idx) by key, 11 bits a pass over the bits
- * that keys can use.  Returns which buffers hold the result (0: key/idx).
- */
-static int
-eps_radix_sort(uint64_t *key, uint32_t *idx, uint64_t *tkey, uint32_t *tidx,
-			   uint32_t n, int bits)
-{
-	static const int digit = 11;
-	size_t		count[1 << 11];
-	int			shift,
-				flip = 0;
-
-	for (shift = 0; shift < bits; shift += digit)
-	{
-		uint64_t   *sk = flip ? tkey : key,
-				   *dk = flip ? key : tkey;
-		uint32_t   *si = flip ? tidx : idx,
-				   *di = flip ? idx : tidx;
-		size_t		sum = 0;
-		uint32_t	i;
-		int			b;
-
-		memset(count, 0, sizeof(count));
-		for (i = 0; i < n; i++)
-			count[(sk[i] >> shift) & ((1 << digit) - 1)]++;
-		for (b = 0; b < (1 << digit); b++)
-		{
-			size_t		c = count[b];
-
-			count[b] = sum;
-			sum += c;
-		}
-		for (i = 0; i < n; i++)
-		{
-			size_t		at = count[(sk[i] >> shift) & ((1 << digit) - 1)]++;
-
-			dk[at] = sk[i];
-			di[at] = si[i];
-		}
-		flip = !flip;
-	}
-	return flip;
-}
 
 /* Grid one side: sort its points by cell and list the non-empty cells. */
 static SjStatus
@@ -521,12 +477,8 @@ eps_grid_build(SjEpsJoin *j, const SjVectors *v, EpsGrid *g, char *errmsg)
 	uint32_t	n = v->n;
 	uint64_t	maxid = 0;
 	uint64_t	nchunk = ((uint64_t) n + EPS_ROW_CHUNK - 1) / EPS_ROW_CHUNK;
-	uint64_t   *key,
-			   *tkey,
-			   *skey;
-	uint32_t   *idx,
-			   *tidx,
-			   *sidx;
+	uint64_t   *key;
+	uint32_t   *idx;
 	uint32_t	i,
 				c;
 	int			bits = 0,
@@ -536,10 +488,8 @@ eps_grid_build(SjEpsJoin *j, const SjVectors *v, EpsGrid *g, char *errmsg)
 	memset(g, 0, sizeof(*g));
 	g->n = n;
 	key = malloc(sizeof(uint64_t) * (size_t) n);
-	tkey = malloc(sizeof(uint64_t) * (size_t) n);
 	idx = malloc(sizeof(uint32_t) * (size_t) n);
-	tidx = malloc(sizeof(uint32_t) * (size_t) n);
-	if (!key || !tkey || !idx || !tidx)
+	if (!key || !idx)
 	{
 		st = sj_error(errmsg, SJ_ERR_NOMEM,
 					   "out of memory sorting %u points into grid cells", n);
@@ -562,30 +512,19 @@ eps_grid_build(SjEpsJoin *j, const SjVectors *v, EpsGrid *g, char *errmsg)
 		maxid += (j->spec.ncells[d] - 1) * j->spec.stride[d];
 	while (bits < 64 && (maxid >> bits) != 0)
 		bits++;
-	if (eps_radix_sort(key, idx, tkey, tidx, n, bits))
+	if (!sj_radix_sort(key, idx, n, bits, j->threads))
 	{
-		skey = tkey;
-		sidx = tidx;
-		free(key);
-		free(idx);
+		st = sj_error(errmsg, SJ_ERR_NOMEM,
+					   "out of memory sorting %u points into grid cells", n);
+		goto fail;
 	}
-	else
-	{
-		skey = key;
-		sidx = idx;
-		free(tkey);
-		free(tidx);
-	}
-	key = skey;
+	g->perm = idx;
 	idx = NULL;
-	tkey = NULL;
-	tidx = NULL;
-	g->perm = sidx;
 
 	/* non-empty cells */
 	g->ncell = 0;
 	for (i = 0; i < n; i++)
-		if (i == 0 || skey[i] != skey[i - 1])
+		if (i == 0 || key[i] != key[i - 1])
 			g->ncell++;
 	g->cellid = malloc(sizeof(uint64_t) * (size_t) g->ncell);
 	g->cellstart = malloc(sizeof(uint32_t) * ((size_t) g->ncell + 1));
@@ -597,9 +536,9 @@ eps_grid_build(SjEpsJoin *j, const SjVectors *v, EpsGrid *g, char *errmsg)
 		goto fail;
 	}
 	for (i = 0, c = 0; i < n; i++)
-		if (i == 0 || skey[i] != skey[i - 1])
+		if (i == 0 || key[i] != key[i - 1])
 		{
-			g->cellid[c] = skey[i];
+			g->cellid[c] = key[i];
 			g->cellstart[c] = i;
 			c++;
 		}
@@ -617,9 +556,7 @@ eps_grid_build(SjEpsJoin *j, const SjVectors *v, EpsGrid *g, char *errmsg)
 
 fail:
 	free(key);
-	free(tkey);
 	free(idx);
-	free(tidx);
 	eps_grid_free(g);
 	return st;
 }

@@ -149,6 +149,10 @@ extern SjStatus sj_parallel_for(int nthreads, uint64_t ntasks, SjTaskFn fn,
 /* Monotonic clock in milliseconds, for SjTimings. */
 extern double sj_now_ms(void);
 
+/* Parallel stable LSD radix sort of keys with values (src/engine/sjthreads.c). */
+extern int	sj_radix_sort(uint64_t *keys, uint32_t *values, size_t n, int bits,
+						  int nthreads);
+
 /* Write a message into errmsg (may be NULL) and return status. */
 extern SjStatus sj_error(char *errmsg, SjStatus status, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));

@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "sjengine.h"
@@ -139,4 +140,139 @@ sj_error(char *errmsg, SjStatus status, const char *fmt,...)
 		va_end(ap);
 	}
 	return status;
+}
+
+/* ---------------------------------------------------------------------
+ * Parallel LSD radix sort of (uint64 key, uint32 value)
+ * --------------------------------------------------------------------- */
+
+#define SJ_SORT_CHUNK	(1u << 18)	/* keys per task */
+#define SJ_RADIX_BITS	11			/* digit */
+#define SJ_RADIX		(1 << SJ_RADIX_BITS)
+
+typedef struct SjSort
+{
+	uint64_t   *k;
+	uint32_t   *v;
+	uint64_t   *tk;
+	uint32_t   *tv;
+	size_t		n;
+	size_t		nchunks;
+	int			shift;
+	uint64_t   *hist;			/* nchunks * SJ_RADIX counts, then offsets */
+} SjSort;
+
+/* Task: the digit counts of one chunk. */
+static void
+sj_sort_hist_task(void *arg, uint64_t c, int worker)
+{
+	SjSort	   *s = (SjSort *) arg;
+	uint64_t   *h = s->hist + c * SJ_RADIX;
+	size_t		i = c * SJ_SORT_CHUNK,
+				e = i + SJ_SORT_CHUNK < s->n ? i + SJ_SORT_CHUNK : s->n;
+
+	memset(h, 0, SJ_RADIX * sizeof(uint64_t));
+	for (; i < e; i++)
+		h[(s->k[i] >> s->shift) & (SJ_RADIX - 1)]++;
+}
+
+/* Task: scatter one chunk to its digits' offsets. */
+static void
+sj_sort_scatter_task(void *arg, uint64_t c, int worker)
+{
+	SjSort	   *s = (SjSort *) arg;
+	uint64_t   *o = s->hist + c * SJ_RADIX;
+	size_t		i = c * SJ_SORT_CHUNK,
+				e = i + SJ_SORT_CHUNK < s->n ? i + SJ_SORT_CHUNK : s->n;
+
+	for (; i < e; i++)
+	{
+		uint64_t	p = o[(s->k[i] >> s->shift) & (SJ_RADIX - 1)]++;
+
+		s->tk[p] = s->k[i];
+		s->tv[p] = s->v[i];
+	}
+}
+
+/*
+ * Sort keys k, carrying values v, on their low bits bits (stable, so the
+ * same order on any number of threads); a digit that every key shares is
+ * skipped.  Returns 0 when out of memory (k and v untouched).
+ */
+int
+sj_radix_sort(uint64_t *k, uint32_t *v, size_t n, int bits, int threads)
+{
+	SjSort		s;
+	int			pass;
+
+	if (n < 2)
+		return 1;
+	s.n = n;
+	s.nchunks = (n + SJ_SORT_CHUNK - 1) / SJ_SORT_CHUNK;
+	s.tk = malloc(n * sizeof(uint64_t));
+	s.tv = malloc(n * sizeof(uint32_t));
+	s.hist = malloc(s.nchunks * SJ_RADIX * sizeof(uint64_t));
+	if (!s.tk || !s.tv || !s.hist)
+	{
+		free(s.tk);
+		free(s.tv);
+		free(s.hist);
+		return 0;
+	}
+	s.k = k;
+	s.v = v;
+	for (pass = 0; pass * SJ_RADIX_BITS < bits && pass * SJ_RADIX_BITS < 64; pass++)
+	{
+		uint64_t	sum = 0;
+		size_t		c;
+		int			d,
+					skip = 0;
+
+		s.shift = pass * SJ_RADIX_BITS;
+		sj_parallel_for(threads, s.nchunks, sj_sort_hist_task, &s);
+		for (d = 0; d < SJ_RADIX && !skip; d++)
+		{
+			uint64_t	tot = 0;
+
+			for (c = 0; c < s.nchunks; c++)
+				tot += s.hist[c * SJ_RADIX + d];
+			if (tot == n)
+				skip = 1;
+		}
+		if (skip)
+			continue;
+		for (d = 0; d < SJ_RADIX; d++)
+			for (c = 0; c < s.nchunks; c++)
+			{
+				uint64_t	h = s.hist[c * SJ_RADIX + d];
+
+				s.hist[c * SJ_RADIX + d] = sum;
+				sum += h;
+			}
+		sj_parallel_for(threads, s.nchunks, sj_sort_scatter_task, &s);
+		/* the sorted data is now in tk/tv: swap */
+		{
+			uint64_t   *tk = s.k;
+			uint32_t   *tv = s.v;
+
+			s.k = s.tk;
+			s.v = s.tv;
+			s.tk = tk;
+			s.tv = tv;
+		}
+	}
+	if (s.k != k)
+	{
+		memcpy(k, s.k, n * sizeof(uint64_t));
+		memcpy(v, s.v, n * sizeof(uint32_t));
+		free(s.k);
+		free(s.v);
+	}
+	else
+	{
+		free(s.tk);
+		free(s.tv);
+	}
+	free(s.hist);
+	return 1;
 }

@@ -52,9 +52,7 @@
 #define TH_TASK_MIN			8192	/* candidates per task at least */
 #define TH_CALL_MS			50.0	/* work one next() aims at */
 #define TH_DEFAULT_BATCH	1048576 /* max_batch_pairs of 0 */
-#define TH_SORT_CHUNK		(1u << 18)	/* rows per radix-sort task */
-#define TH_RADIX_BITS		11		/* digit of the radix sort */
-#define TH_RADIX			(1 << TH_RADIX_BITS)
+#define TH_SORT_CHUNK		(1u << 18)	/* rows per key task */
 
 /* Value states: a value, NULL, or an error (TS_ERR + SjThetaDataError - 1). */
 #define TS_VAL		0
@@ -885,130 +883,6 @@ th_upper_bound(const uint64_t *a, uint32_t n, uint64_t key)
 	return lo;
 }
 
-/* ------------------------------------------------------------------------
- * Parallel LSD radix sort of (uint64 key, uint32 value)
- * ------------------------------------------------------------------------ */
-
-typedef struct ThSort
-{
-	uint64_t   *k;
-	uint32_t   *v;
-	uint64_t   *tk;
-	uint32_t   *tv;
-	size_t		n;
-	size_t		nchunks;
-	int			shift;
-	uint64_t   *hist;			/* nchunks * TH_RADIX counts, then offsets */
-} ThSort;
-
-static void
-th_sort_hist_task(void *arg, uint64_t c, int worker)
-{
-	ThSort	   *s = (ThSort *) arg;
-	uint64_t   *h = s->hist + c * TH_RADIX;
-	size_t		i = c * TH_SORT_CHUNK,
-				e = i + TH_SORT_CHUNK < s->n ? i + TH_SORT_CHUNK : s->n;
-
-	memset(h, 0, TH_RADIX * sizeof(uint64_t));
-	for (; i < e; i++)
-		h[(s->k[i] >> s->shift) & (TH_RADIX - 1)]++;
-}
-
-static void
-th_sort_scatter_task(void *arg, uint64_t c, int worker)
-{
-	ThSort	   *s = (ThSort *) arg;
-	uint64_t   *o = s->hist + c * TH_RADIX;
-	size_t		i = c * TH_SORT_CHUNK,
-				e = i + TH_SORT_CHUNK < s->n ? i + TH_SORT_CHUNK : s->n;
-
-	for (; i < e; i++)
-	{
-		uint64_t	p = o[(s->k[i] >> s->shift) & (TH_RADIX - 1)]++;
-
-		s->tk[p] = s->k[i];
-		s->tv[p] = s->v[i];
-	}
-}
-
-/* Sort keys k with values v (stable); returns 0 when out of memory. */
-static int
-th_radix_sort(uint64_t *k, uint32_t *v, size_t n, int threads)
-{
-	ThSort		s;
-	int			pass;
-
-	if (n < 2)
-		return 1;
-	s.n = n;
-	s.nchunks = (n + TH_SORT_CHUNK - 1) / TH_SORT_CHUNK;
-	s.tk = malloc(n * sizeof(uint64_t));
-	s.tv = malloc(n * sizeof(uint32_t));
-	s.hist = malloc(s.nchunks * TH_RADIX * sizeof(uint64_t));
-	if (!s.tk || !s.tv || !s.hist)
-	{
-		free(s.tk);
-		free(s.tv);
-		free(s.hist);
-		return 0;
-	}
-	s.k = k;
-	s.v = v;
-	for (pass = 0; pass * TH_RADIX_BITS < 64; pass++)
-	{
-		uint64_t	sum = 0;
-		size_t		c;
-		int			d,
-					skip = 0;
-
-		s.shift = pass * TH_RADIX_BITS;
-		sj_parallel_for(threads, s.nchunks, th_sort_hist_task, &s);
-		for (d = 0; d < TH_RADIX && !skip; d++)
-		{
-			uint64_t	tot = 0;
-
-			for (c = 0; c < s.nchunks; c++)
-				tot += s.hist[c * TH_RADIX + d];
-			if (tot == n)
-				skip = 1;
-		}
-		if (skip)
-			continue;
-		for (d = 0; d < TH_RADIX; d++)
-			for (c = 0; c < s.nchunks; c++)
-			{
-				uint64_t	h = s.hist[c * TH_RADIX + d];
-
-				s.hist[c * TH_RADIX + d] = sum;
-				sum += h;
-			}
-		sj_parallel_for(threads, s.nchunks, th_sort_scatter_task, &s);
-		/* swap buffers: the sorted data is now in tk/tv */
-		{
-			uint64_t   *tk = s.k;
-			uint32_t   *tv = s.v;
-
-			s.k = s.tk;
-			s.v = s.tv;
-			s.tk = tk;
-			s.tv = tv;
-		}
-	}
-	if (s.k != k)
-	{
-		memcpy(k, s.k, n * sizeof(uint64_t));
-		memcpy(v, s.v, n * sizeof(uint32_t));
-		free(s.k);
-		free(s.v);
-	}
-	else
-	{
-		free(s.tk);
-		free(s.tv);
-	}
-	free(s.hist);
-	return 1;
-}
 
 /* ------------------------------------------------------------------------
  * Build: index the inner side
@@ -1094,7 +968,7 @@ th_build(SjThetaJoin *j, char *errmsg)
 		j->nperm = n;			/* NULL rows are candidates of fallback rows */
 	}
 	free(valid);
-	if (!th_radix_sort(k, j->perm, nv, j->threads))
+	if (!sj_radix_sort(k, j->perm, nv, 64, j->threads))
 	{
 		free(k);
 		return sj_error(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory sorting the index");

@@ -2,7 +2,8 @@
 -- process: EXPLAIN ANALYZE of a 4 M x 4 M band join and a 2 M x 2 M 4-D
 -- eps-join (all pairs summed) with 8 processes, on the CPU engine and the
 -- GPU, with the inner read once into shared memory (Parallel Custom Scan,
--- its parts merged) and read by each process (the inner table's
+-- its parts merged, and on the CPU engine its index or grid built once and
+-- probed by every process) and read by each process (the inner table's
 -- parallel_workers = 0).  The figures are the leader's.  Not run by
 -- default: bash test/bench/run.sh phases.
 \set ON_ERROR_STOP 1

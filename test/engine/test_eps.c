@@ -684,6 +684,22 @@ SJ_TEST(eps_shared_index)
 	SJ_CHECK(shared_used >= 30, "only %d joins probed a shared grid", shared_used);
 }
 
+/* Grids of more points than one sort task holds, sorted on several threads. */
+SJ_TEST(eps_parallel_sort)
+{
+	EpsCase		a = {300000, 40, 0, 2, SHAPE_UNIFORM, 0, 1000, 4.0, 4, 0, 0},
+				b = {40, 300000, 0, 3, SHAPE_CLUSTERS, 0, 1000, 2.0, 3, 0, 0};
+	const char *err = check_case(&a, case_seed("eps_parallel_sort", 0));
+
+	if (err == NULL)
+		err = check_case(&b, case_seed("eps_parallel_sort", 1));
+	shared_mode = 1;
+	if (err == NULL)
+		err = check_case(&b, case_seed("eps_parallel_sort", 2));
+	shared_mode = 0;
+	SJ_CHECK(err == NULL, "%s", err);
+}
+
 /* A shared grid fits only the eps, dimension and right side it was built for. */
 SJ_TEST(eps_shared_index_refused)
 {

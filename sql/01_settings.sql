@@ -1,6 +1,7 @@
 -- settings: names reserved, values checked (they exist once the library is loaded)
 LOAD 'simjoin';
 SHOW simjoin.enable_customscan;
+SHOW simjoin.enable_shared_index;
 SHOW simjoin.gpu_memory_limit;
 
 SET simjoin.device = 'quantum';

@@ -286,6 +286,12 @@ SELECT ps_compare($$SELECT a.id, c.id FROM pp_a a JOIN pp_c c ON a.id BETWEEN c.
 SELECT ps_compare($$SELECT a.id, count(c.id) FROM pp_a a LEFT JOIN pp_c c ON c.k BETWEEN a.k - 1 AND a.k + 1 AND a.id % 11 = c.id % 13 GROUP BY a.id$$);
 SELECT ps_compare($$SELECT a.id FROM pp_a a WHERE EXISTS (SELECT FROM pp_c c WHERE a.k = c.k AND a.id < c.id)$$);
 SELECT ps_compare($$SELECT a.id, b.id, a.v <-> b.v FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 2.5 AND a.id % 5 = b.id % 3$$);
+-- simjoin.enable_shared_index = off: each process builds its own
+SET simjoin.enable_shared_index = off;
+SELECT pp_index($$SELECT sum(a.id + c.id) FROM pp_a a JOIN pp_c c ON c.k BETWEEN a.k - 1 AND a.k + 1$$) AS band,
+       pp_index($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5$$) AS eps;
+SELECT ps_compare($$SELECT a.id, c.id FROM pp_a a JOIN pp_c c ON c.k BETWEEN a.k - 1 AND a.k + 1 AND a.id % 7 = c.id % 5$$);
+RESET simjoin.enable_shared_index;
 DROP TABLE pp_c;
 DROP FUNCTION pp_index(text);
 -- no worker launched: the leader reads all of the inner alone

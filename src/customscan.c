@@ -1889,7 +1889,8 @@ SjSharedIndexBuild(SjScanState *state, int threads, dsa_area *area,
  * The CPU engine's index of the shared inner input, for this participant's
  * join to probe: built here by the first participant to ask, on the
  * threads of all participants (the others wait for it, idle), or waited
- * for.  NULL where the join builds its own: on the GPU, for jaccard (its
+ * for.  NULL where the join builds its own: with simjoin.enable_shared_index
+ * off, on the GPU, for jaccard (its
  * token dictionary spans both sides) and text and numeric theta columns
  * (ranked with the outer side's), where the inner's parts were not merged
  * (eps arguments that are expressions), or where the engine keeps no index
@@ -1905,8 +1906,8 @@ SjSharedIndex(SjScanState *state)
 	bool		build = false;
 	int			st;
 
-	if (sh == NULL || area == NULL || state->inner_parts == 0 ||
-		state->cursor.gpu || state->op == SJ_OP_JACCARD ||
+	if (!sj_enable_shared_index || sh == NULL || area == NULL ||
+		state->inner_parts == 0 || state->cursor.gpu || state->op == SJ_OP_JACCARD ||
 		(state->op == SJ_OP_THETA && !SjThetaSideUnranked(state->tp, 1)))
 		return NULL;
 	SpinLockAcquire(&sh->mutex);

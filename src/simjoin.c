@@ -30,6 +30,7 @@ int			sj_device = SJ_DEVICE_AUTO;
 int			sj_gpu_memory_limit_mb = 0;
 int			sj_cpu_threads = 1;
 bool		sj_enable_customscan = true;
+bool		sj_enable_shared_index = true;
 
 SjStats		sj_last_stats;
 
@@ -78,6 +79,13 @@ _PG_init(void)
 							 "joins simjoin understands.",
 							 NULL,
 							 &sj_enable_customscan, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("simjoin.enable_shared_index",
+							 "Lets the processes of a parallel SimJoin share "
+							 "the CPU engine's index of the inner input.",
+							 "Off: each process builds its own, in its own "
+							 "memory instead of dynamic shared memory.",
+							 &sj_enable_shared_index, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("simjoin");
 	SjCustomScanInit();

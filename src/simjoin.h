@@ -36,6 +36,7 @@ extern int	sj_device;
 extern int	sj_gpu_memory_limit_mb;
 extern int	sj_cpu_threads;
 extern bool sj_enable_customscan;
+extern bool sj_enable_shared_index;
 
 /* Which operator an SjRun runs. */
 typedef enum SjOperator

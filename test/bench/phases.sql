@@ -1,10 +1,12 @@
 -- phases.sql: where the time of a parallel plain-SQL join goes, process by
 -- process: EXPLAIN ANALYZE of a 4 M x 4 M band join and a 2 M x 2 M 4-D
--- eps-join (all pairs summed) with 8 processes, on the CPU engine and the
--- GPU, with the inner read once into shared memory (Parallel Custom Scan,
--- its parts merged, and on the CPU engine its index or grid built once and
--- probed by every process) and read by each process (the inner table's
--- parallel_workers = 0).  The figures are the leader's.  Not run by
+-- eps-join (all pairs summed) with 8 processes, then three timed runs of
+-- each, in four configurations: the inner read once into shared memory
+-- (Parallel Custom Scan, its parts merged) with the CPU engine's index or
+-- grid built once and probed by every process; the same with each process
+-- building its own (simjoin.enable_shared_index = off); the GPU engine;
+-- and each process reading the inner itself (the inner table's
+-- parallel_workers = 0).  The EXPLAIN figures are the leader's.  Not run by
 -- default: bash test/bench/run.sh phases.
 \set ON_ERROR_STOP 1
 LOAD 'simjoin';
@@ -17,15 +19,41 @@ CREATE TABLE ev_r AS SELECT i AS id, ARRAY[random()*100, random()*100, random()*
 CREATE TABLE ev_s AS SELECT i AS id, ARRAY[random()*100, random()*100, random()*100, random()*100]::float4[] AS v FROM generate_series(1, 2000000) i;
 VACUUM ANALYZE band_r, band_s, ev_r, ev_s;
 ALTER TABLE band_r SET (parallel_workers = 8); ALTER TABLE band_s SET (parallel_workers = 8); ALTER TABLE ev_r SET (parallel_workers = 8); ALTER TABLE ev_s SET (parallel_workers = 8);
+PREPARE band AS SELECT sum(l.id + r.id) FROM band_r l JOIN band_s r ON r.k BETWEEN l.k - 5 AND l.k + 5;
+PREPARE eps AS SELECT sum(l.id + r.id) FROM ev_r l JOIN ev_s r ON l.v <-> r.v <= 1.5;
 
+\echo == shared inner, shared index (CPU)
 SET simjoin.device = cpu;
-EXPLAIN (ANALYZE, COSTS OFF) SELECT sum(l.id + r.id) FROM band_r l JOIN band_s r ON r.k BETWEEN l.k - 5 AND l.k + 5;
-EXPLAIN (ANALYZE, COSTS OFF) SELECT sum(l.id + r.id) FROM ev_r l JOIN ev_s r ON l.v <-> r.v <= 1.5;
+EXPLAIN (ANALYZE, COSTS OFF) EXECUTE band;
+EXPLAIN (ANALYZE, COSTS OFF) EXECUTE eps;
+\timing on
+EXECUTE band; EXECUTE band; EXECUTE band;
+EXECUTE eps; EXECUTE eps; EXECUTE eps;
+\timing off
+\echo == shared inner, an index per process (CPU)
+SET simjoin.enable_shared_index = off;
+EXPLAIN (ANALYZE, COSTS OFF) EXECUTE band;
+EXPLAIN (ANALYZE, COSTS OFF) EXECUTE eps;
+\timing on
+EXECUTE band; EXECUTE band; EXECUTE band;
+EXECUTE eps; EXECUTE eps; EXECUTE eps;
+\timing off
+RESET simjoin.enable_shared_index;
+\echo == shared inner (GPU)
 SET simjoin.device = gpu;
-EXPLAIN (ANALYZE, COSTS OFF) SELECT sum(l.id + r.id) FROM band_r l JOIN band_s r ON r.k BETWEEN l.k - 5 AND l.k + 5;
-EXPLAIN (ANALYZE, COSTS OFF) SELECT sum(l.id + r.id) FROM ev_r l JOIN ev_s r ON l.v <-> r.v <= 1.5;
+EXPLAIN (ANALYZE, COSTS OFF) EXECUTE band;
+EXPLAIN (ANALYZE, COSTS OFF) EXECUTE eps;
+\timing on
+EXECUTE band; EXECUTE band; EXECUTE band;
+EXECUTE eps; EXECUTE eps; EXECUTE eps;
+\timing off
+\echo == each process reads the inner (CPU)
 SET simjoin.device = cpu;
 ALTER TABLE band_s SET (parallel_workers = 0); ALTER TABLE ev_s SET (parallel_workers = 0);
-EXPLAIN (ANALYZE, COSTS OFF) SELECT sum(l.id + r.id) FROM band_r l JOIN band_s r ON r.k BETWEEN l.k - 5 AND l.k + 5;
-EXPLAIN (ANALYZE, COSTS OFF) SELECT sum(l.id + r.id) FROM ev_r l JOIN ev_s r ON l.v <-> r.v <= 1.5;
+EXPLAIN (ANALYZE, COSTS OFF) EXECUTE band;
+EXPLAIN (ANALYZE, COSTS OFF) EXECUTE eps;
+\timing on
+EXECUTE band; EXECUTE band; EXECUTE band;
+EXECUTE eps; EXECUTE eps; EXECUTE eps;
+\timing off
 DROP TABLE band_r, band_s, ev_r, ev_s;

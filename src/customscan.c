@@ -1908,7 +1908,8 @@ SjSharedIndex(SjScanState *state)
 
 	if (!sj_enable_shared_index || sh == NULL || area == NULL ||
 		state->inner_parts == 0 || state->cursor.gpu || state->op == SJ_OP_JACCARD ||
-		(state->op == SJ_OP_THETA && !SjThetaSideUnranked(state->tp, 1)))
+		(state->op == SJ_OP_THETA &&
+		 (!SjThetaSideUnranked(state->tp, 1) || !SjThetaIndexesInner(state->tp))))
 		return NULL;
 	SpinLockAcquire(&sh->mutex);
 	if (sh->index_state == SJ_INDEX_NONE)

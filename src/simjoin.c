@@ -305,6 +305,17 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 				options.shared_index = cur->shared_index;
 			cur->run->gpu = cur->gpu;
 			status = spec->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
+			if (status == SJ_ERR_INVALID && options.shared_index != NULL)
+			{
+				/* a shared index that does not fit: build one of our own */
+				elog(DEBUG1, "simjoin: %s", engmsg);
+				cur->shared_index = NULL;
+				options.shared_index = NULL;
+				memset(cur->run, 0, sizeof(SjRun));
+				cur->run->gpu = cur->gpu;
+				engmsg[0] = '\0';
+				status = spec->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
+			}
 			if (status == SJ_OK)
 				SjRunRegister(cur->run);
 			else

@@ -399,6 +399,7 @@ extern void *SjThetaPreparedSide(SjThetaPrepared *tp, int side, int *ncols,
 extern void SjThetaSideAddParts(void *side, const SjParts *parts);
 extern int64 *SjThetaSideKeys(void *side, int64 *n);
 extern bool SjThetaSideUnranked(SjThetaPrepared *tp, int side);
+extern bool SjThetaIndexesInner(SjThetaPrepared *tp);
 extern void SjThetaPartDescribe(void *side, SjPartSpec *spec);
 extern void *SjThetaPartBegin(const SjPartSpec *spec);
 extern void SjThetaPartRow(void *arg, Datum *values, bool *isnull);

@@ -1996,6 +1996,24 @@ SjThetaSideUnranked(SjThetaPrepared *tp, int side)
 	return true;
 }
 
+/*
+ * After SjThetaFinish: whether the CPU engine, asked to index the inner
+ * (right) side, does (a hash or range plan on that side) rather than sort
+ * the outer side or loop over both.  The same answer in every process.
+ */
+bool
+SjThetaIndexesInner(SjThetaPrepared *tp)
+{
+	SjThetaJob *job = &tp->job;
+	SjThetaPlan plan;
+	char		errmsg[SJ_ERRMSG_LEN];
+
+	if (sj_theta_plan_side(&job->program, &job->tables[0], &job->tables[1],
+						   SJ_THETA_AUTO, 1, &plan, errmsg) != SJ_OK)
+		return false;
+	return plan.strategy != SJ_THETA_NESTED_LOOP && plan.probe_left;
+}
+
 /* Both sides are in: fill spec to run the join (emit left to the caller). */
 void
 SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,

@@ -197,7 +197,8 @@ sj_sort_scatter_task(void *arg, uint64_t c, int worker)
 /*
  * Sort keys k, carrying values v, on their low bits bits (stable, so the
  * same order on any number of threads); a digit that every key shares is
- * skipped.  Returns 0 when out of memory (k and v untouched).
+ * skipped.  Returns 0 when out of memory or threads (k and v then hold
+ * their keys and values in some order).
  */
 int
 sj_radix_sort(uint64_t *k, uint32_t *v, size_t n, int bits, int threads)
@@ -229,7 +230,8 @@ sj_radix_sort(uint64_t *k, uint32_t *v, size_t n, int bits, int threads)
 					skip = 0;
 
 		s.shift = pass * SJ_RADIX_BITS;
-		sj_parallel_for(threads, s.nchunks, sj_sort_hist_task, &s);
+		if (sj_parallel_for(threads, s.nchunks, sj_sort_hist_task, &s) != SJ_OK)
+			goto fail;
 		for (d = 0; d < SJ_RADIX && !skip; d++)
 		{
 			uint64_t	tot = 0;
@@ -249,7 +251,8 @@ sj_radix_sort(uint64_t *k, uint32_t *v, size_t n, int bits, int threads)
 				s.hist[c * SJ_RADIX + d] = sum;
 				sum += h;
 			}
-		sj_parallel_for(threads, s.nchunks, sj_sort_scatter_task, &s);
+		if (sj_parallel_for(threads, s.nchunks, sj_sort_scatter_task, &s) != SJ_OK)
+			goto fail;
 		/* the sorted data is now in tk/tv: swap */
 		{
 			uint64_t   *tk = s.k;
@@ -275,4 +278,19 @@ sj_radix_sort(uint64_t *k, uint32_t *v, size_t n, int bits, int threads)
 	}
 	free(s.hist);
 	return 1;
+
+fail:
+	/* a pass that did not run leaves k and v as they were, or their copy */
+	if (s.k != k)
+	{
+		free(s.k);
+		free(s.v);
+	}
+	else
+	{
+		free(s.tk);
+		free(s.tv);
+	}
+	free(s.hist);
+	return 0;
 }

@@ -948,7 +948,13 @@ th_build(SjThetaJoin *j, char *errmsg)
 	kt.j = j;
 	kt.k = k;
 	kt.valid = valid;
-	sj_parallel_for(j->threads, (n + TH_SORT_CHUNK - 1) / TH_SORT_CHUNK, th_key_task, &kt);
+	if (sj_parallel_for(j->threads, (n + TH_SORT_CHUNK - 1) / TH_SORT_CHUNK,
+						th_key_task, &kt) != SJ_OK)
+	{
+		free(k);
+		free(valid);
+		return sj_error(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory building the index");
+	}
 
 	/* compact valid rows to the front (keys too), invalid rows after */
 	for (r = 0; r < n; r++)

@@ -53,6 +53,7 @@
 #define TH_CALL_MS			50.0	/* work one next() aims at */
 #define TH_DEFAULT_BATCH	1048576 /* max_batch_pairs of 0 */
 #define TH_SORT_CHUNK		(1u << 18)	/* rows per key task */
+#define TH_FENCE			64		/* keys between fences (one 512-byte block) */
 
 /* Value states: a value, NULL, or an error (TS_ERR + SjThetaDataError - 1). */
 #define TS_VAL		0
@@ -146,6 +147,8 @@ struct SjThetaJoin
 	uint32_t	nperm;
 	uint64_t   *keys;			/* range: order keys of perm[0..nkeys) */
 	uint32_t	nkeys;
+	uint64_t   *fence;			/* range: keys[i * TH_FENCE], i < nfence */
+	uint32_t	nfence;
 	ThGroup    *groups;			/* hash: ngroups + 1, hashes ascending */
 	uint32_t	ngroups;
 	uint32_t   *dir;			/* (1 << dir_bits) + 1 group offsets */
@@ -883,6 +886,62 @@ th_upper_bound(const uint64_t *a, uint32_t n, uint64_t key)
 	return lo;
 }
 
+/*
+ * Bounds in the range index's keys: a search of the fences (every
+ * TH_FENCE-th key, a small array that stays in cache) narrows the search of
+ * the keys to one block between two fences, so that a probe row touches a
+ * few cache lines of a large index instead of one per halving.
+ */
+static inline uint32_t
+th_keys_lower(const SjThetaJoin *j, uint64_t key)
+{
+	uint32_t	f,
+				lo,
+				hi;
+
+	if (j->fence == NULL)
+		return th_lower_bound(j->keys, j->nkeys, key);
+	/* fence[f - 1] < key <= fence[f]: the bound is in ((f - 1) F, f F] */
+	f = th_lower_bound(j->fence, j->nfence, key);
+	lo = f == 0 ? 0 : (f - 1) * TH_FENCE + 1;
+	hi = (uint64_t) f * TH_FENCE < j->nkeys ? f * TH_FENCE : j->nkeys;
+	return lo + th_lower_bound(j->keys + lo, hi - lo, key);
+}
+
+static inline uint32_t
+th_keys_upper(const SjThetaJoin *j, uint64_t key)
+{
+	uint32_t	f,
+				lo,
+				hi;
+
+	if (j->fence == NULL)
+		return th_upper_bound(j->keys, j->nkeys, key);
+	/* fence[f - 1] <= key < fence[f]: the bound is in ((f - 1) F, f F] */
+	f = th_upper_bound(j->fence, j->nfence, key);
+	lo = f == 0 ? 0 : (f - 1) * TH_FENCE + 1;
+	hi = (uint64_t) f * TH_FENCE < j->nkeys ? f * TH_FENCE : j->nkeys;
+	return lo + th_upper_bound(j->keys + lo, hi - lo, key);
+}
+
+/* The fences of a range index of more than two blocks (0: none needed). */
+static int
+th_fences(SjThetaJoin *j)
+{
+	uint32_t	i;
+
+	if (j->plan.strategy != SJ_THETA_RANGE || j->keys == NULL ||
+		j->nkeys <= 2 * TH_FENCE)
+		return 1;
+	j->nfence = (j->nkeys + TH_FENCE - 1) / TH_FENCE;
+	j->fence = malloc((size_t) j->nfence * sizeof(uint64_t));
+	if (j->fence == NULL)
+		return 0;
+	for (i = 0; i < j->nfence; i++)
+		j->fence[i] = j->keys[(size_t) i * TH_FENCE];
+	return 1;
+}
+
 
 /* ------------------------------------------------------------------------
  * Build: index the inner side
@@ -1081,7 +1140,6 @@ static int
 th_term_interval(const SjThetaJoin *j, const SjThetaTerm *t, ThVal e, ThVal c,
 				 uint32_t *start, uint32_t *end)
 {
-	const uint64_t *keys = j->keys;
 	uint32_t	n = j->nkeys;
 	uint32_t	lo = 0,
 				hi = n;
@@ -1111,8 +1169,8 @@ th_term_interval(const SjThetaJoin *j, const SjThetaTerm *t, ThVal e, ThVal c,
 			lo = hi = 0;
 		else
 		{
-			lo = th_lower_bound(keys, n, th_okey_i((int64_t) L));
-			hi = th_upper_bound(keys, n, th_okey_i((int64_t) U));
+			lo = th_keys_lower(j, th_okey_i((int64_t) L));
+			hi = th_keys_upper(j, th_okey_i((int64_t) U));
 		}
 	}
 	else if (t->form == SJ_TERM_DIRECT)
@@ -1120,13 +1178,13 @@ th_term_interval(const SjThetaJoin *j, const SjThetaTerm *t, ThVal e, ThVal c,
 		uint64_t	key = th_okey_f(e.f);
 
 		if (t->cmp == SJ_CMP_EQ || t->cmp == SJ_CMP_GE)
-			lo = th_lower_bound(keys, n, key);
+			lo = th_keys_lower(j, key);
 		else if (t->cmp == SJ_CMP_GT)
-			lo = th_upper_bound(keys, n, key);
+			lo = th_keys_upper(j, key);
 		if (t->cmp == SJ_CMP_EQ || t->cmp == SJ_CMP_LE)
-			hi = th_upper_bound(keys, n, key);
+			hi = th_keys_upper(j, key);
 		else if (t->cmp == SJ_CMP_LT)
-			hi = th_lower_bound(keys, n, key);
+			hi = th_keys_lower(j, key);
 	}
 	else
 	{
@@ -1144,9 +1202,9 @@ th_term_interval(const SjThetaJoin *j, const SjThetaTerm *t, ThVal e, ThVal c,
 		if (!isfinite(bl) || !isfinite(bh))
 			return 0;
 		if (t->cmp == SJ_CMP_EQ || t->cmp == SJ_CMP_GE || t->cmp == SJ_CMP_GT)
-			lo = th_lower_bound(keys, n, th_okey_f(bl));
+			lo = th_keys_lower(j, th_okey_f(bl));
 		if (t->cmp == SJ_CMP_EQ || t->cmp == SJ_CMP_LE || t->cmp == SJ_CMP_LT)
-			hi = th_upper_bound(keys, n, th_okey_f(bh));
+			hi = th_keys_upper(j, th_okey_f(bh));
 	}
 	if (lo > *start)
 		*start = lo;
@@ -1752,6 +1810,12 @@ sj_theta_cpu_begin(const SjThetaTable *left, const SjThetaTable *right,
 		*join = NULL;
 		return st;
 	}
+	if (!th_fences(j))
+	{
+		sj_theta_cpu_end(j);
+		*join = NULL;
+		return sj_error(errmsg, SJ_ERR_NOMEM, "theta_join: out of memory");
+	}
 	j->exact = j->plan.exact && !j->collision;
 	j->direct_count = j->exact && j->count_only;
 	j->timings.build_ms = sj_now_ms() - t0;
@@ -1846,6 +1910,7 @@ sj_theta_cpu_end(SjThetaJoin *j)
 	free(j->clen);
 	free(j->ceval);
 	free(j->cum);
+	free(j->fence);
 	if (!j->index_shared)
 	{
 		free(j->perm);

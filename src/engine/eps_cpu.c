@@ -172,8 +172,6 @@ typedef struct EpsIndexHeader
 	uint64_t	off_cellstart;
 } EpsIndexHeader;
 
-#define EPS_ALIGN8(x)	(((x) + 7) & ~(uint64_t) 7)
-
 /* Free one side's grid. */
 static void
 eps_grid_free(EpsGrid *g)
@@ -467,7 +465,6 @@ eps_gather_task(void *arg, uint64_t chunk, int worker)
 			grid->pts[i * dim + d] = x[grid->perm[i]];
 	}
 }
-
 
 /* Grid one side: sort its points by cell and list the non-empty cells. */
 static SjStatus
@@ -1062,17 +1059,13 @@ eps_index_layout(const SjEpsJoin *j, EpsIndexHeader *h)
 	h->dim = j->dim;
 	h->n = j->build.n;
 	h->ncell = j->build.ncell;
-	off = EPS_ALIGN8(sizeof(EpsIndexHeader));
-	h->off_perm = off;
-	off = EPS_ALIGN8(off + (uint64_t) h->n * sizeof(uint32_t));
-	h->off_pts = off;
-	off = EPS_ALIGN8(off + (uint64_t) h->n * j->dim * sizeof(double));
-	h->off_cellid = off;
-	off = EPS_ALIGN8(off + (uint64_t) h->ncell * sizeof(uint64_t));
-	h->off_cellstart = off;
-	off = EPS_ALIGN8(off + ((uint64_t) h->ncell + 1) * sizeof(uint32_t));
-	h->size = off;
-	return (size_t) off;
+	off = sizeof(EpsIndexHeader);
+	h->off_perm = sj_flat_place(&off, (uint64_t) h->n * sizeof(uint32_t));
+	h->off_pts = sj_flat_place(&off, (uint64_t) h->n * j->dim * sizeof(double));
+	h->off_cellid = sj_flat_place(&off, (uint64_t) h->ncell * sizeof(uint64_t));
+	h->off_cellstart = sj_flat_place(&off, ((uint64_t) h->ncell + 1) * sizeof(uint32_t));
+	h->size = sj_flat_place(&off, 0);
+	return (size_t) h->size;
 }
 
 size_t

@@ -149,6 +149,19 @@ extern SjStatus sj_parallel_for(int nthreads, uint64_t ntasks, SjTaskFn fn,
 /* Monotonic clock in milliseconds, for SjTimings. */
 extern double sj_now_ms(void);
 
+/*
+ * Layout of a flattened index (*_index_write): place an array of bytes
+ * bytes at *off, 8-byte aligned, and move *off past it; its offset.
+ */
+static inline uint64_t
+sj_flat_place(uint64_t *off, uint64_t bytes)
+{
+	uint64_t	at = (*off + 7) & ~(uint64_t) 7;
+
+	*off = at + bytes;
+	return at;
+}
+
 /* Parallel stable LSD radix sort of keys with values (src/engine/sjthreads.c). */
 extern int	sj_radix_sort(uint64_t *keys, uint32_t *values, size_t n, int bits,
 						  int nthreads);

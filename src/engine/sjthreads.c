@@ -204,7 +204,8 @@ int
 sj_radix_sort(uint64_t *k, uint32_t *v, size_t n, int bits, int threads)
 {
 	SjSort		s;
-	int			pass;
+	int			pass,
+				ok = 1;
 
 	if (n < 2)
 		return 1;
@@ -231,7 +232,10 @@ sj_radix_sort(uint64_t *k, uint32_t *v, size_t n, int bits, int threads)
 
 		s.shift = pass * SJ_RADIX_BITS;
 		if (sj_parallel_for(threads, s.nchunks, sj_sort_hist_task, &s) != SJ_OK)
-			goto fail;
+		{
+			ok = 0;
+			break;
+		}
 		for (d = 0; d < SJ_RADIX && !skip; d++)
 		{
 			uint64_t	tot = 0;
@@ -252,7 +256,10 @@ sj_radix_sort(uint64_t *k, uint32_t *v, size_t n, int bits, int threads)
 				sum += h;
 			}
 		if (sj_parallel_for(threads, s.nchunks, sj_sort_scatter_task, &s) != SJ_OK)
-			goto fail;
+		{
+			ok = 0;
+			break;
+		}
 		/* the sorted data is now in tk/tv: swap */
 		{
 			uint64_t   *tk = s.k;
@@ -264,10 +271,14 @@ sj_radix_sort(uint64_t *k, uint32_t *v, size_t n, int bits, int threads)
 			s.tv = tv;
 		}
 	}
+	/* keep k and v; on failure they hold an earlier pass's order */
 	if (s.k != k)
 	{
-		memcpy(k, s.k, n * sizeof(uint64_t));
-		memcpy(v, s.v, n * sizeof(uint32_t));
+		if (ok)
+		{
+			memcpy(k, s.k, n * sizeof(uint64_t));
+			memcpy(v, s.v, n * sizeof(uint32_t));
+		}
 		free(s.k);
 		free(s.v);
 	}
@@ -277,20 +288,5 @@ sj_radix_sort(uint64_t *k, uint32_t *v, size_t n, int bits, int threads)
 		free(s.tv);
 	}
 	free(s.hist);
-	return 1;
-
-fail:
-	/* a pass that did not run leaves k and v as they were, or their copy */
-	if (s.k != k)
-	{
-		free(s.k);
-		free(s.v);
-	}
-	else
-	{
-		free(s.tk);
-		free(s.tv);
-	}
-	free(s.hist);
-	return 0;
+	return ok;
 }

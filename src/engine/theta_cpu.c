@@ -122,8 +122,6 @@ typedef struct ThIndexHeader
 	uint64_t	off_dir;		/* 0: none */
 } ThIndexHeader;
 
-#define TH_ALIGN8(x)	(((x) + 7) & ~(uint64_t) 7)
-
 struct SjThetaJoin
 {
 	SjThetaPlan plan;
@@ -893,36 +891,25 @@ th_upper_bound(const uint64_t *a, uint32_t n, uint64_t key)
  * few cache lines of a large index instead of one per halving.
  */
 static inline uint32_t
-th_keys_lower(const SjThetaJoin *j, uint64_t key)
+th_keys_bound(const SjThetaJoin *j, uint64_t key, int upper)
 {
+	uint32_t	(*bound) (const uint64_t *, uint32_t, uint64_t) =
+		upper ? th_upper_bound : th_lower_bound;
 	uint32_t	f,
 				lo,
 				hi;
 
 	if (j->fence == NULL)
-		return th_lower_bound(j->keys, j->nkeys, key);
-	/* fence[f - 1] < key <= fence[f]: the bound is in ((f - 1) F, f F] */
-	f = th_lower_bound(j->fence, j->nfence, key);
+		return bound(j->keys, j->nkeys, key);
+	/* the fences on either side of the bound: it is in ((f - 1) F, f F] */
+	f = bound(j->fence, j->nfence, key);
 	lo = f == 0 ? 0 : (f - 1) * TH_FENCE + 1;
 	hi = (uint64_t) f * TH_FENCE < j->nkeys ? f * TH_FENCE : j->nkeys;
-	return lo + th_lower_bound(j->keys + lo, hi - lo, key);
+	return lo + bound(j->keys + lo, hi - lo, key);
 }
 
-static inline uint32_t
-th_keys_upper(const SjThetaJoin *j, uint64_t key)
-{
-	uint32_t	f,
-				lo,
-				hi;
-
-	if (j->fence == NULL)
-		return th_upper_bound(j->keys, j->nkeys, key);
-	/* fence[f - 1] <= key < fence[f]: the bound is in ((f - 1) F, f F] */
-	f = th_upper_bound(j->fence, j->nfence, key);
-	lo = f == 0 ? 0 : (f - 1) * TH_FENCE + 1;
-	hi = (uint64_t) f * TH_FENCE < j->nkeys ? f * TH_FENCE : j->nkeys;
-	return lo + th_upper_bound(j->keys + lo, hi - lo, key);
-}
+#define th_keys_lower(j, key)	th_keys_bound(j, key, 0)
+#define th_keys_upper(j, key)	th_keys_bound(j, key, 1)
 
 /* The fences of a range index of more than two blocks (0: none needed). */
 static int
@@ -941,7 +928,6 @@ th_fences(SjThetaJoin *j)
 		j->fence[i] = j->keys[(size_t) i * TH_FENCE];
 	return 1;
 }
-
 
 /* ------------------------------------------------------------------------
  * Build: index the inner side
@@ -1680,26 +1666,16 @@ th_index_layout(const SjThetaJoin *j, ThIndexHeader *h)
 	h->ngroups = j->ngroups;
 	h->dir_bits = j->dir_bits;
 	h->collision = j->collision;
-	off = TH_ALIGN8(sizeof(ThIndexHeader));
-	h->off_perm = off;
-	off = TH_ALIGN8(off + (uint64_t) j->nperm * sizeof(uint32_t));
+	off = sizeof(ThIndexHeader);
+	h->off_perm = sj_flat_place(&off, (uint64_t) j->nperm * sizeof(uint32_t));
 	if (j->keys)
-	{
-		h->off_keys = off;
-		off = TH_ALIGN8(off + (uint64_t) j->nkeys * sizeof(uint64_t));
-	}
+		h->off_keys = sj_flat_place(&off, (uint64_t) j->nkeys * sizeof(uint64_t));
 	if (j->groups)
-	{
-		h->off_groups = off;
-		off = TH_ALIGN8(off + ((uint64_t) j->ngroups + 1) * sizeof(ThGroup));
-	}
+		h->off_groups = sj_flat_place(&off, ((uint64_t) j->ngroups + 1) * sizeof(ThGroup));
 	if (j->dir)
-	{
-		h->off_dir = off;
-		off = TH_ALIGN8(off + ((UINT64_C(1) << j->dir_bits) + 1) * sizeof(uint32_t));
-	}
-	h->size = off;
-	return (size_t) off;
+		h->off_dir = sj_flat_place(&off, ((UINT64_C(1) << j->dir_bits) + 1) * sizeof(uint32_t));
+	h->size = sj_flat_place(&off, 0);
+	return (size_t) h->size;
 }
 
 size_t

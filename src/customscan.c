@@ -1835,8 +1835,8 @@ SjReadInnerShared(SjScanState *state)
  * Begin the CPU engine over this participant's inputs with index_right, on
  * threads threads, and write its index of the inner (right) side into a
  * new chunk of the query's DSA area (*dp).  NULL where the engine keeps
- * none of that side (a theta nested loop, or a range plan that sorts the
- * outer side).
+ * none of that side (an engine without index_size, a theta nested loop, or
+ * a range plan that sorts the outer side).
  */
 static void *
 SjSharedIndexBuild(SjScanState *state, int threads, dsa_area *area,
@@ -1861,20 +1861,13 @@ SjSharedIndexBuild(SjScanState *state, int threads, dsa_area *area,
 	}
 	PG_TRY();
 	{
-		Size		size = 0;
+		Size		size = run.index_size ? run.index_size(run.handle) : 0;
 
-		if (state->op == SJ_OP_THETA)
-			size = sj_theta_cpu_index_size((SjThetaJoin *) run.handle);
-		else if (state->op == SJ_OP_EPS)
-			size = sj_eps_cpu_index_size((SjEpsJoin *) run.handle);
 		if (size > 0)
 		{
 			*dp = dsa_allocate_extended(area, size, DSA_ALLOC_HUGE);
 			dst = dsa_get_address(area, *dp);
-			if (state->op == SJ_OP_THETA)
-				sj_theta_cpu_index_write((SjThetaJoin *) run.handle, dst);
-			else
-				sj_eps_cpu_index_write((SjEpsJoin *) run.handle, dst);
+			run.index_write(run.handle, dst);
 		}
 	}
 	PG_FINALLY();

@@ -371,6 +371,16 @@ SjEpsCpuEnd(void *h)
 {
 	sj_eps_cpu_end((SjEpsJoin *) h);
 }
+static size_t
+SjEpsCpuIndexSize(const void *h)
+{
+	return sj_eps_cpu_index_size((const SjEpsJoin *) h);
+}
+static void
+SjEpsCpuIndexWrite(const void *h, void *dst)
+{
+	sj_eps_cpu_index_write((const SjEpsJoin *) h, dst);
+}
 
 /* Engine dispatch: GPU */
 static SjStatus
@@ -420,6 +430,8 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		run->next = SjEpsCpuNext;
 		run->timings = SjEpsCpuTimings;
 		run->end = SjEpsCpuEnd;
+		run->index_size = SjEpsCpuIndexSize;
+		run->index_write = SjEpsCpuIndexWrite;
 		return s;
 	}
 }

@@ -60,6 +60,9 @@ typedef struct SjRun
 						 char *errmsg);
 	void		(*timings) (const void *handle, SjTimings *timings);
 	void		(*end) (void *handle);
+	/* CPU engines begun with index_right: their flattened index, or NULL */
+	size_t		(*index_size) (const void *handle);
+	void		(*index_write) (const void *handle, void *dst);
 	MemoryContextCallback cb;
 } SjRun;
 

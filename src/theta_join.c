@@ -1381,6 +1381,16 @@ SjThetaCpuEnd(void *h)
 {
 	sj_theta_cpu_end((SjThetaJoin *) h);
 }
+static size_t
+SjThetaCpuIndexSize(const void *h)
+{
+	return sj_theta_cpu_index_size((const SjThetaJoin *) h);
+}
+static void
+SjThetaCpuIndexWrite(const void *h, void *dst)
+{
+	sj_theta_cpu_index_write((const SjThetaJoin *) h, dst);
+}
 
 /* Engine dispatch: GPU */
 static SjStatus
@@ -1429,6 +1439,8 @@ SjThetaBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		run->next = SjThetaCpuNext;
 		run->timings = SjThetaCpuTimings;
 		run->end = SjThetaCpuEnd;
+		run->index_size = SjThetaCpuIndexSize;
+		run->index_write = SjThetaCpuIndexWrite;
 		return s;
 	}
 }

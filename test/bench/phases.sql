@@ -24,36 +24,16 @@ PREPARE eps AS SELECT sum(l.id + r.id) FROM ev_r l JOIN ev_s r ON l.v <-> r.v <=
 
 \echo == shared inner, shared index (CPU)
 SET simjoin.device = cpu;
-EXPLAIN (ANALYZE, COSTS OFF) EXECUTE band;
-EXPLAIN (ANALYZE, COSTS OFF) EXECUTE eps;
-\timing on
-EXECUTE band; EXECUTE band; EXECUTE band;
-EXECUTE eps; EXECUTE eps; EXECUTE eps;
-\timing off
+\ir phases_run.sql
 \echo == shared inner, an index per process (CPU)
 SET simjoin.enable_shared_index = off;
-EXPLAIN (ANALYZE, COSTS OFF) EXECUTE band;
-EXPLAIN (ANALYZE, COSTS OFF) EXECUTE eps;
-\timing on
-EXECUTE band; EXECUTE band; EXECUTE band;
-EXECUTE eps; EXECUTE eps; EXECUTE eps;
-\timing off
+\ir phases_run.sql
 RESET simjoin.enable_shared_index;
 \echo == shared inner (GPU)
 SET simjoin.device = gpu;
-EXPLAIN (ANALYZE, COSTS OFF) EXECUTE band;
-EXPLAIN (ANALYZE, COSTS OFF) EXECUTE eps;
-\timing on
-EXECUTE band; EXECUTE band; EXECUTE band;
-EXECUTE eps; EXECUTE eps; EXECUTE eps;
-\timing off
+\ir phases_run.sql
 \echo == each process reads the inner (CPU)
 SET simjoin.device = cpu;
 ALTER TABLE band_s SET (parallel_workers = 0); ALTER TABLE ev_s SET (parallel_workers = 0);
-EXPLAIN (ANALYZE, COSTS OFF) EXECUTE band;
-EXPLAIN (ANALYZE, COSTS OFF) EXECUTE eps;
-\timing on
-EXECUTE band; EXECUTE band; EXECUTE band;
-EXECUTE eps; EXECUTE eps; EXECUTE eps;
-\timing off
+\ir phases_run.sql
 DROP TABLE band_r, band_s, ev_r, ev_s;

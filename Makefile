@@ -80,6 +80,11 @@ cuda/sjgpu_none.o: cuda/sjgpu_none.c cuda/sjgpu.h src/engine/sjengine.h
 
 $(shlib): $(GPU_OBJS)
 
+# The headers every object depends on (PGXS tracks none without
+# --enable-depend): a changed struct must rebuild all who use it.
+$(ENGINE_OBJS): $(wildcard src/engine/*.h)
+$(ADAPTER_SRCS:.c=.o): $(wildcard src/*.h src/engine/*.h) cuda/sjgpu.h
+
 all: build-kind
 .PHONY: build-kind engine-check
 build-kind:

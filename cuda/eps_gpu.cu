@@ -1957,7 +1957,7 @@ sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 		if (!join)
 			throw Error(SJ_ERR_INVALID, "eps_join: join handle pointer is NULL");
 		check_args(left, right, eps, options);
-		sjgpu::use_device(options->gpu_device);
+		double		start_ms = sjgpu::use_device(options->gpu_device);
 
 		j = new SjGpuEpsJoin();
 		j->left = *left;
@@ -1967,6 +1967,7 @@ sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 		j->dim = left->dim;
 		j->count_only = options->count_only != 0;
 		j->device = options->gpu_device;
+		j->timings.start_ms = start_ms;
 		j->grid_capable = j->dim <= kGridMaxDim && std::isfinite(eps);
 		j->budget.set_limit(sjgpu::memory_limit(options->gpu_memory_limit));
 

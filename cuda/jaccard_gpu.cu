@@ -2063,6 +2063,7 @@ struct SjGpuJaccardJoin
 {
 	SjJaccardJoin *host = nullptr;
 	std::unique_ptr<JaccardDevice> dev;
+	double		start_ms = 0;	/* waiting for the device to start */
 
 	~SjGpuJaccardJoin()
 	{
@@ -2127,9 +2128,10 @@ sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
 
 		if (join == nullptr || options == nullptr)
 			throw Error(SJ_ERR_INVALID, "jaccard_join: bad arguments");
+		double		start_ms = sjgpu::use_device(options->gpu_device);
 		double		t0 = sj_now_ms();
 
-		sjgpu::use_device(options->gpu_device);
+		j->start_ms = start_ms;
 		memset(phase_ms, 0, sizeof(phase_ms));
 		sjgpu::alloc_ms = 0;
 		st = sjgpu_jaccard_prepare(left, right, threshold, options, &j->host, msg);
@@ -2164,6 +2166,7 @@ sjgpu_jaccard_timings(const SjGpuJaccardJoin *join, SjTimings *timings)
 	if (join == nullptr)
 		return;
 	sj_jaccard_cpu_timings(join->host, timings);
+	timings->start_ms = join->start_ms;
 	if (join->dev)
 		join->dev->add_timings(timings);
 }

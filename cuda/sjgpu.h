@@ -48,6 +48,16 @@ extern SjStatus sjgpu_device_info(int ordinal, SjGpuDeviceInfo *info,
 								  char *errmsg);
 
 /*
+ * Begin creating the process's context on device `ordinal` on a thread of
+ * its own, so that it overlaps the caller's reading of its inputs; the
+ * first join waits for it.  Returns at once; does nothing after the first
+ * call in a process, or without a device.  sjgpu_start_device_wait waits
+ * for that thread (before the process exits).
+ */
+extern void sjgpu_start_device(int ordinal);
+extern void sjgpu_start_device_wait(void);
+
+/*
  * eps_join on the device: the same contract as sj_eps_cpu_* (sjengine.h),
  * the same pairs and bit-identical distances.  options->gpu_memory_limit
  * bounds the device memory the join holds; work beyond it is batched, and

@@ -124,10 +124,12 @@ guard(char *errmsg, F &&body) noexcept
 
 /*
  * Initialise CUDA lazily (once per process) and make `ordinal` the current
- * device of the calling thread.  Throws SJ_ERR_NO_DEVICE when no device is
- * usable or the ordinal is out of range.
+ * device of the calling thread, after waiting for sjgpu_start_device's
+ * thread.  Throws SJ_ERR_NO_DEVICE when no device is usable or the ordinal
+ * is out of range.  Returns the milliseconds it took: the device's start-up,
+ * or what was left of it, on a process's first join.
  */
-void		use_device(int ordinal);
+double		use_device(int ordinal);
 
 /*
  * Device bytes one join may hold on the current device: options_limit when

@@ -40,6 +40,16 @@ sjgpu_device_info(int ordinal, SjGpuDeviceInfo *info, char *errmsg)
 	return sjgpu_none(errmsg);
 }
 
+void
+sjgpu_start_device(int ordinal)
+{
+}
+
+void
+sjgpu_start_device_wait(void)
+{
+}
+
 SjStatus
 sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 				const SjJoinOptions *options, SjGpuEpsJoin **join, char *errmsg)

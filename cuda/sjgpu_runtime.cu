@@ -13,6 +13,10 @@
 #include <cstring>
 #include <mutex>
 
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
 #include "sjgpu_internal.cuh"
 
 namespace sjgpu
@@ -108,9 +112,59 @@ probe_devices()
 	});
 }
 
-void
+/*
+ * Starting the device in the background.  Creating a process's CUDA context
+ * takes 0.2-0.3 s, more when several processes do it at once (the workers
+ * of a parallel plan are new processes).  sjgpu_start_device() does it on a
+ * thread of its own while the caller reads its inputs; use_device() waits
+ * for that thread before touching the device.  The thread blocks every
+ * signal, calls only the CUDA runtime, and ignores failures: the join's own
+ * calls meet and report them.
+ */
+static std::mutex start_mutex;
+static pthread_t start_thread;
+static bool start_running;		/* start_thread is to be joined */
+static bool start_begun;		/* one was started in this process */
+static int	start_ordinal;
+
+static double
+clock_ms()
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+static void *
+start_main(void *)
+{
+	probe_devices();
+	if (start_ordinal < probe_count && cudaSetDevice(start_ordinal) == cudaSuccess)
+		(void) cudaFree(nullptr);	/* makes sure the context exists */
+	(void) cudaGetLastError();
+	return nullptr;
+}
+
+/* Wait for the start-up thread, if one runs; true if one did. */
+static bool
+wait_start()
+{
+	std::lock_guard<std::mutex> lock(start_mutex);
+
+	if (!start_running)
+		return false;
+	pthread_join(start_thread, nullptr);
+	start_running = false;
+	return true;
+}
+
+double
 use_device(int ordinal)
 {
+	double		t0 = clock_ms();
+
+	wait_start();
 	probe_devices();
 	if (probe_count == 0)
 	{
@@ -123,6 +177,7 @@ use_device(int ordinal)
 		throw Error(SJ_ERR_NO_DEVICE, "GPU device %d does not exist (%d found)",
 					ordinal, probe_count);
 	SJGPU_CHECK(cudaSetDevice(ordinal));
+	return clock_ms() - t0;
 }
 
 size_t
@@ -372,6 +427,32 @@ extern "C" int
 sjgpu_compiled(void)
 {
 	return 1;
+}
+
+/* Begin creating the device's context on a thread of its own. */
+extern "C" void
+sjgpu_start_device(int ordinal)
+{
+	std::lock_guard<std::mutex> lock(sjgpu::start_mutex);
+	sigset_t	all,
+				old;
+
+	if (sjgpu::start_begun || ordinal < 0)
+		return;
+	sjgpu::start_begun = true;
+	sjgpu::start_ordinal = ordinal;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	sjgpu::start_running =
+		pthread_create(&sjgpu::start_thread, nullptr, sjgpu::start_main, nullptr) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+/* Wait for the thread sjgpu_start_device began, if it still runs. */
+extern "C" void
+sjgpu_start_device_wait(void)
+{
+	(void) sjgpu::wait_start();
 }
 
 /* Zero devices (and SJ_OK) when there is no driver or no device. */

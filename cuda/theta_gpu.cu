@@ -2524,7 +2524,7 @@ begin_device(SjGpuThetaJoin *j, const SjJoinOptions *options)
 	unsigned	n_out = j->outer->n,
 				n_in = j->inner->n;
 
-	sjgpu::use_device(options->gpu_device);
+	j->timings.start_ms = sjgpu::use_device(options->gpu_device);
 	j->budget.set_limit(sjgpu::memory_limit(options->gpu_memory_limit));
 	j->sms = sjgpu::multiprocessor_count();
 	j->stream.create();
@@ -2620,7 +2620,7 @@ sjgpu_theta_begin(const SjThetaTable *left, const SjThetaTable *right,
 			j->finished = true;
 		else
 			begin_device(j, options);
-		j->timings.build_ms = now_ms() - t0;
+		j->timings.build_ms = now_ms() - t0 - j->timings.start_ms;
 		j->timings.device_bytes = j->budget.peak();
 	});
 	if (st != SJ_OK)

@@ -2345,6 +2345,8 @@ SjLoad(SjScanState *state)
 	state->t0 = sj_now_ms();
 	state->fetch_ms = 0;
 	state->source = SjChooseSource(state);
+	if (state->source == SJ_SRC_ENGINE)
+		SjStartDevice();
 	/* counting with nothing else to check: the engine's count mode */
 	count_only = state->source == SJ_SRC_ENGINE && state->count &&
 		state->jointype == JOIN_INNER && state->residual == NULL;
@@ -2731,6 +2733,8 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 								state->index_ms, es);
 			}
 			SjExplainMs("Scan and Marshal Time", state->stats.scan_ms, es);
+			if (strcmp(state->stats.device, "gpu") == 0)
+				SjExplainMs("Device Start-up Time", state->stats.start_ms, es);
 			SjExplainMs("Build Time", state->stats.build_ms, es);
 			SjExplainMs("Probe Time", state->stats.probe_ms, es);
 			SjExplainMs("Transfer Time", state->stats.transfer_ms, es);

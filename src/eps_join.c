@@ -465,6 +465,7 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 
 	SjEpsCheck(eps);
 	SjStatsStart(&stats, store ? "eps_join" : "eps_join_count");
+	SjStartDevice();
 	memset(&job, 0, sizeof(job));
 	job.self = !OidIsValid(right_relid);
 	job.eps = eps;

@@ -724,6 +724,7 @@ SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 
 	SjThresholdCheck(threshold);
 	SjStatsStart(&stats, store ? "jaccard_join" : "jaccard_join_count");
+	SjStartDevice();
 	memset(&job, 0, sizeof(job));
 	job.self = !OidIsValid(right_relid);
 	job.threshold = threshold;

@@ -96,6 +96,7 @@ typedef struct SjStats
 	double		build_ms;
 	double		probe_ms;
 	double		transfer_ms;
+	double		start_ms;		/* GPU: waiting for the device to start */
 	double		emit_ms;
 	double		total_ms;
 	int64		device_bytes;
@@ -109,6 +110,7 @@ extern void SjReportStatus(SjStatus status, const char *errmsg,
 						   const char *what);
 extern bool SjGpuUsable(void);
 extern bool SjUseGpu(void);
+extern void SjStartDevice(void);
 extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
 extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);
 

@@ -2059,6 +2059,7 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	SjThetaPlan plan;
 
 	SjStatsStart(&stats, store ? "theta_join" : "theta_join_count");
+	SjStartDevice();
 	for (s = 0; s < 2; s++)
 	{
 		Oid			relid = s == 0 ? left_relid : right_relid;

@@ -82,6 +82,8 @@ typedef struct SjTimings
 	double		build_ms;		/* index construction */
 	double		probe_ms;		/* probing / verification */
 	double		transfer_ms;	/* host <-> device copies (GPU only) */
+	double		start_ms;		/* GPU only: waiting for the device to start
+								 * (its context, on a process's first join) */
 	uint64_t	batches;		/* pair batches produced */
 	uint64_t	reruns;			/* batches re-run after an overflow */
 	uint64_t	device_bytes;	/* peak device memory held (GPU only) */

@@ -11,7 +11,8 @@
 # options to it, e.g. "-v sjc_scale=0.1 -v sjc_reps=1" for a quick check.
 # "startup" (not run by default either) times a GPU join in five fresh
 # backends, first and second: the first pays CUDA's start-up, as every
-# parallel worker does (the cost model's SJ_GPU_PROCESS_START_MS).
+# parallel worker does (the cost model's SJ_GPU_PROCESS_START_MS); then in
+# eight fresh backends at once, as the workers of a parallel plan start.
 # "phases" (not run by default) prints EXPLAIN ANALYZE's time per phase of
 # parallel plain-SQL joins, shared inner against each process reading it.
 set -euo pipefail
@@ -32,13 +33,18 @@ for s in "${suites[@]}"; do
         psql -X -q -d "$db" -v ON_ERROR_STOP=1 ${SJ_CALIBRATE_OPTS:-} -f "$here/calibrate.sql"
     elif [[ $s == startup ]]; then
         psql -X -q -d "$db" -c "CREATE TABLE sjb_startup AS SELECT i AS id, ARRAY[i % 10, i % 7]::float8[] AS v FROM generate_series(1, 1000) i"
-        echo "GPU join of 1,000 points in a fresh backend, first and second (ms):"
-        for _ in 1 2 3 4 5; do
+        startup_pair() {
             psql -X -At -d "$db" -c "SET simjoin.device = gpu" -c '\timing on' \
                 -c "SELECT eps_join_count('sjb_startup', 'id', 'v', 1.0)" \
                 -c "SELECT eps_join_count('sjb_startup', 'id', 'v', 1.0)" |
                 sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | paste -sd' '
-        done
+        }
+        echo "GPU join of 1,000 points in a fresh backend, first and second (ms):"
+        for _ in 1 2 3 4 5; do startup_pair; done
+        # as the workers of a parallel plan do: eight fresh backends at once
+        echo "the same in 8 fresh backends at once (ms):"
+        for _ in 1 2 3 4 5 6 7 8; do startup_pair & done
+        wait
     elif [[ $s == phases ]]; then
         psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/phases.sql" |
             grep -E "^==|Custom Scan|Run Device|Shared Inner|Shared Index|Time:|Execution Time"

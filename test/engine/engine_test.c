@@ -84,6 +84,11 @@ main(int argc, char **argv)
 				i;
 
 	seed = env ? strtoull(env, NULL, 10) : (unsigned long long) time(NULL);
+	if (argc > 3 && strcmp(argv[1], "--child") == 0)
+	{
+		seed = strtoull(argv[3], NULL, 10);
+		return sj_test_child(argv[2]);
+	}
 	qsort(tests, ntests, sizeof(tests[0]), cmp_tests);
 	printf("engine tests: seed %llu, GPU %s\n", seed,
 		   sj_test_gpu_usable() ? "usable" : "not usable");

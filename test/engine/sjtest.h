@@ -21,6 +21,12 @@ extern int	sj_test_gpu_usable(void);
 extern void sj_test_skip(const char *why);
 extern unsigned long long sj_test_seed(void);
 
+/*
+ * engine_test --child MODE SEED runs sj_test_child(MODE) in a process of its
+ * own (a new process has no CUDA state yet) and exits with its result.
+ */
+extern int	sj_test_child(const char *mode);
+
 #define SJ_TEST(name) \
 	static void name(int *sj_failed_); \
 	__attribute__((constructor)) static void name##_register_(void) \

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
 
 #include "sjgpu.h"
 #include "sjtest.h"
@@ -1156,5 +1158,117 @@ SJ_TEST(eps_gpu_bench)
 		bench_one("64D 50k self eps180 count", &A, NULL, 180.0, 1, 0, sj_failed_);
 		bench_one("64D 50k self eps180 pairs", &A, NULL, 180.0, 0, 0, sj_failed_);
 		free(a);
+	}
+}
+
+/*
+ * A process's device start-up: sjgpu_start_device() begins it on a thread
+ * of its own and the first join waits for it (what the extension does while
+ * a join reads its inputs).  Each mode runs in a new process, where CUDA has
+ * not started yet:
+ *   cold:  no early start; the join reports the whole start-up;
+ *   early: started (twice: the second call does nothing), the inputs made
+ *          meanwhile, then the join;
+ *   exit:  started, then the process waits for the thread and exits
+ *          without a join (an error before the join, in the extension).
+ * The joins' pairs and distances are checked against the brute-force
+ * oracle; the start-up times are printed, not checked.
+ */
+int
+sj_test_child(const char *mode)
+{
+	uint32_t	n = 3000;
+	double	   *c;
+	SjVectors	L;
+	SjJoinOptions o;
+	SjGpuEpsJoin *j = NULL;
+	SjTimings	t;
+	GPairs		got = {0},
+				want = {0};
+	char		err[SJ_ERRMSG_LEN],
+				why[512];
+	int			done = 0;
+	double		t0 = now_ms();
+
+	if (strcmp(mode, "exit") == 0)
+	{
+		sjgpu_start_device(0);
+		sjgpu_start_device_wait();
+		return 0;
+	}
+	if (strcmp(mode, "early") == 0)
+	{
+		sjgpu_start_device(0);
+		sjgpu_start_device(0);
+	}
+	else if (strcmp(mode, "cold") != 0)
+		return 2;
+	g_seed(77);
+	c = malloc(sizeof(double) * n * 2);
+	for (uint32_t i = 0; i < n * 2; i++)
+		c[i] = g_unit() * 10.0;
+	L = (SjVectors) {n, 2, c};
+	memset(&o, 0, sizeof(o));
+	if (sjgpu_eps_begin(&L, NULL, 0.3, &o, &j, err) != SJ_OK)
+	{
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	while (!done)
+	{
+		SjPairBatch b;
+
+		if (sjgpu_eps_next(j, &b, &done, err) != SJ_OK)
+		{
+			fprintf(stderr, "%s\n", err);
+			return 1;
+		}
+		for (size_t k = 0; k < b.count; k++)
+			pairs_add(&got, b.left[k], b.right[k], b.value[k]);
+	}
+	sjgpu_eps_timings(j, &t);
+	sjgpu_eps_end(j);
+	sjgpu_start_device_wait();
+	oracle_brute(&L, NULL, 0.3, &want);
+	printf("     %s: device start-up waited %.1f ms, join %.1f ms in all, %zu pairs\n",
+		   mode, t.start_ms, now_ms() - t0, got.n);
+	if (want.n == 0 || !compare_pairs(&want, &got, why))
+	{
+		fprintf(stderr, "%s: %s\n", mode, want.n ? why : "the oracle found no pairs");
+		return 1;
+	}
+	free(got.p);
+	free(want.p);
+	free(c);
+	return 0;
+}
+
+SJ_TEST(gpu_start_device)
+{
+	static const char *modes[] = {"cold", "early", "exit"};
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	for (int m = 0; m < 3; m++)
+	{
+		char		seedarg[32];
+		pid_t		pid;
+		int			status = 0;
+
+		snprintf(seedarg, sizeof(seedarg), "%llu", sj_test_seed());
+		fflush(stdout);
+		pid = fork();
+		SJ_CHECK(pid >= 0, "fork failed");
+		if (pid == 0)
+		{
+			execl("/proc/self/exe", "engine_test", "--child", modes[m], seedarg, (char *) NULL);
+			_exit(127);
+		}
+		SJ_CHECK(waitpid(pid, &status, 0) == pid, "waitpid failed");
+		SJ_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+				 "child %s: status 0x%x", modes[m], status);
 	}
 }

@@ -97,6 +97,8 @@ typedef struct SjJoinPlanInfo
 	List	   *residual;		/* other join clauses (Exprs) */
 	List	   *other_quals;	/* outer joins: filters above the join */
 	int			theta_strategy; /* SjThetaStrategy planned, theta only */
+	bool		cpu;			/* simjoin.device = auto: the CPU engine
+								 * costs less for this path */
 	Relids		relids;			/* the join's relids */
 	Cost		emit_cost;		/* part of the total spent forming pairs */
 } SjJoinPlanInfo;
@@ -114,6 +116,7 @@ enum
 	SJ_PRIV_THETA_STRATEGY,
 	SJ_PRIV_SWAPPED,
 	SJ_PRIV_WORKERS,			/* parallel workers sharing the outer side */
+	SJ_PRIV_CPU,				/* device = auto: run on the CPU engine */
 	SJ_PRIV_N
 };
 
@@ -221,6 +224,7 @@ typedef struct SjScanState
 	bool		swapped;
 	bool		count;
 	int			workers;
+	bool		plan_cpu;		/* planned for the CPU engine (device = auto) */
 	int			nprefix;
 	int			natts[2];
 	int			theta_strategy;
@@ -366,14 +370,17 @@ typedef struct SjCostRates
 #define SJ_SHARE_MS_PER_ROW		0.00005
 /*
  * A parallel worker is a new process: its first GPU join creates a CUDA
- * context (the leader's backend keeps its own from join to join).  Measured
- * on the H100 host, 2026-11-24 (README, "Cost model"): a fresh backend's
- * first GPU join of 1,000 points took 227-304 ms, its second 1-2 ms, in
- * five backends (median difference 242 ms); a later run of test/bench/run.sh
- * startup on a fresh host gave 167-319 ms (four of five at 167-170 ms).
- * Workers start together, so a partial GPU path is charged this once.
+ * context (the leader's backend keeps its own from join to join), and
+ * processes that create theirs at the same time all wait for all of them.
+ * Measured on the H100 host, 2026-11-24 (README, "Cost model"; bash
+ * test/bench/run.sh startup): a fresh backend's first GPU join of 1,000
+ * points took 161-184 ms (the host's very first 342 ms), its second 1-2
+ * ms; eight fresh backends at once took 1,193-1,337 ms each, 149-167 ms a
+ * process.  A partial GPU path is charged this per worker, less the time a
+ * worker reads its inputs meanwhile (the context starts on a thread of its
+ * own, SjStartDevice).
  */
-#define SJ_GPU_PROCESS_START_MS	240.0
+#define SJ_GPU_PROCESS_START_MS	160.0
 /*
  * Emitting a pair (about 0.18 us measured, the consumer above included) is
  * charged as PostgreSQL charges any join's output rows, cpu_tuple_cost a
@@ -455,31 +462,18 @@ SjParallelDivisor(Path *path)
 }
 
 /*
- * Cost of the node over outer_path and inner_path: both inputs in full
- * before the first row (startup), then the engine's probe and the pairs.
+ * The engine's milliseconds on one device (gpu or the CPU engine) for
+ * outer_rows x inner_rows producing pairs: start-up, rows and pairs.
  */
-static void
-SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
-		   Path *inner_path, double outer_rows, double inner_rows,
-		   SjPathMode mode, SpecialJoinInfo *sjinfo, Cost *startup, Cost *total)
+static double
+SjEngineMs(PlannerInfo *root, SjJoinPlanInfo *info, bool gpu, double outer_rows,
+		   double inner_rows, double pairs)
 {
-	bool		gpu = sj_device != SJ_DEVICE_CPU &&
-		(sj_device == SJ_DEVICE_GPU || SjGpuUsable());
 	const SjCostRates *r = &sj_rates[gpu ? 1 : 0][info->op];
 	double		row_ms = r->row_ms,
-				pair_ms = r->pair_ms;
-	double		sel,
-				pairs,
-				engine_ms;
-	QualCost	residual;
-	SpecialJoinInfo inner_sjinfo;
+				pair_ms = r->pair_ms,
+				ms;
 
-	/* pairs as an inner join forms them, whatever the join's type */
-	inner_sjinfo = *sjinfo;
-	inner_sjinfo.jointype = JOIN_INNER;
-	sel = clauselist_selectivity(root, info->engine_clauses, 0, JOIN_INNER,
-								 &inner_sjinfo);
-	pairs = clamp_row_est(sel * outer_rows * inner_rows);
 	if (info->op == SJ_OP_JACCARD)
 	{
 		Node	   *t = estimate_expression_value(root, (Node *) info->threshold);
@@ -495,20 +489,71 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 		row_ms = sj_theta_range_rates[gpu ? 1 : 0][0];
 		pair_ms = sj_theta_range_rates[gpu ? 1 : 0][1];
 	}
-	engine_ms = r->start_ms + row_ms * (outer_rows + inner_rows) + pair_ms * pairs;
+	ms = r->start_ms + row_ms * (outer_rows + inner_rows) + pair_ms * pairs;
 	if (info->op == SJ_OP_THETA && info->theta_strategy == SJ_THETA_NESTED_LOOP)
-		engine_ms += r->eval_ms * outer_rows * inner_rows;
+		ms += r->eval_ms * outer_rows * inner_rows;
+	return ms;
+}
+
+/*
+ * Cost of the node over outer_path and inner_path: both inputs in full
+ * before the first row (startup), then the engine's probe and the pairs.
+ * With simjoin.device = auto and a GPU, the path runs on the device that
+ * costs less (info->cpu): a parallel path's workers each start the GPU.
+ */
+static void
+SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
+		   Path *inner_path, double outer_rows, double inner_rows,
+		   SjPathMode mode, SpecialJoinInfo *sjinfo, Cost *startup, Cost *total)
+{
+	bool		gpu = sj_device != SJ_DEVICE_CPU &&
+		(sj_device == SJ_DEVICE_GPU || SjGpuUsable());
+	double		sel,
+				pairs,
+				read_ms,
+				engine_ms,
+				start_ms = 0;
+	QualCost	residual;
+	SpecialJoinInfo inner_sjinfo;
+
+	/* pairs as an inner join forms them, whatever the join's type */
+	inner_sjinfo = *sjinfo;
+	inner_sjinfo.jointype = JOIN_INNER;
+	sel = clauselist_selectivity(root, info->engine_clauses, 0, JOIN_INNER,
+								 &inner_sjinfo);
+	pairs = clamp_row_est(sel * outer_rows * inner_rows);
+	read_ms = (outer_path->total_cost + inner_path->total_cost) * SJ_MS_PER_COST_UNIT +
+		SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_rows);
+	engine_ms = SjEngineMs(root, info, gpu, outer_rows, inner_rows, pairs);
+
+	/*
+	 * Parallel workers are new processes, each starting the device at once:
+	 * every one waits about SJ_GPU_PROCESS_START_MS for each of them, less
+	 * the time it reads its inputs meanwhile.
+	 */
+	if (gpu && mode != SJ_PATH_SERIAL)
+		start_ms = Max(0.0, SJ_GPU_PROCESS_START_MS * outer_path->parallel_workers -
+					   read_ms);
+	info->cpu = !gpu;
+	if (gpu && sj_device == SJ_DEVICE_AUTO)
+	{
+		double		cpu_ms = SjEngineMs(root, info, false, outer_rows, inner_rows, pairs);
+
+		if (cpu_ms < engine_ms + start_ms)
+		{
+			info->cpu = true;
+			engine_ms = cpu_ms;
+			start_ms = 0;
+		}
+	}
 	cost_qual_eval(&residual, info->residual, root);
 
 	*startup = outer_path->total_cost + inner_path->total_cost +
 		SjMs(SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_rows)) +
-		SjMs(engine_ms * 0.5);
+		SjMs(engine_ms * 0.5) + SjMs(start_ms);
 	/* the shared inner: this participant's share copied to shared memory */
 	if (mode == SJ_PATH_SHARED_INNER)
 		*startup += SjMs(SJ_SHARE_MS_PER_ROW * inner_path->rows);
-	/* parallel workers are new processes: each starts the device */
-	if (mode != SJ_PATH_SERIAL && gpu)
-		*startup += SjMs(SJ_GPU_PROCESS_START_MS);
 	info->emit_cost = cpu_tuple_cost * pairs +
 		(residual.startup + residual.per_tuple * pairs);
 	*total = *startup + SjMs(engine_ms * 0.5) + info->emit_cost;
@@ -1302,6 +1347,7 @@ SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 									makeInteger(info->swapped));
 	cscan->custom_private = lappend(cscan->custom_private,
 									makeInteger(best_path->path.parallel_workers));
+	cscan->custom_private = lappend(cscan->custom_private, makeInteger(info->cpu));
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_relids = bms_copy(info->relids);
 	cscan->methods = &sj_scan_methods;
@@ -1352,6 +1398,7 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->theta_strategy = intVal(list_nth(priv, SJ_PRIV_THETA_STRATEGY));
 	state->swapped = intVal(list_nth(priv, SJ_PRIV_SWAPPED));
 	state->workers = intVal(list_nth(priv, SJ_PRIV_WORKERS));
+	state->plan_cpu = intVal(list_nth(priv, SJ_PRIV_CPU));
 	state->engine_exprs = lsecond(cscan->custom_exprs);
 
 	node->custom_ps = list_make2(ExecInitNode(linitial(cscan->custom_plans), estate, eflags),
@@ -2333,6 +2380,25 @@ SjChooseSource(SjScanState *state)
 }
 
 /* Read both inputs, marshal, and open the engine's cursor. */
+/*
+ * Does the node run on the GPU?  simjoin.device = cpu or gpu decides; auto
+ * takes the device the plan was costed on (the CPU engine where it costs
+ * less, SjCostPath), the GPU only where one is usable.
+ */
+static bool
+SjScanOnGpu(SjScanState *state)
+{
+	switch (sj_device)
+	{
+		case SJ_DEVICE_CPU:
+			return false;
+		case SJ_DEVICE_GPU:
+			return true;
+		default:
+			return !state->plan_cpu && SjGpuUsable();
+	}
+}
+
 static void
 SjLoad(SjScanState *state)
 {
@@ -2345,7 +2411,7 @@ SjLoad(SjScanState *state)
 	state->t0 = sj_now_ms();
 	state->fetch_ms = 0;
 	state->source = SjChooseSource(state);
-	if (state->source == SJ_SRC_ENGINE)
+	if (state->source == SJ_SRC_ENGINE && SjScanOnGpu(state))
 		SjStartDevice();
 	/* counting with nothing else to check: the engine's count mode */
 	count_only = state->source == SJ_SRC_ENGINE && state->count &&
@@ -2379,6 +2445,8 @@ SjLoad(SjScanState *state)
 	if (state->source == SJ_SRC_ENGINE)
 	{
 		SjCursorOpen(&state->cursor, &state->spec, count_only);
+		if (!SjScanOnGpu(state))
+			state->cursor.gpu = false;
 		/* the leader and each worker run a join: share the CPU's threads */
 		if (state->workers > 0)
 			state->cursor.cpu_threads = Max(1, sj_cpu_threads / (state->workers + 1));
@@ -2695,7 +2763,7 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (es->costs)
 	{
 		/* where it would run and how: depends on the machine, like costs */
-		bool		gpu = sj_device != SJ_DEVICE_CPU && SjGpuUsable();
+		bool		gpu = SjScanOnGpu(state) && SjGpuUsable();
 
 		ExplainPropertyText("Device", gpu ? "gpu" : "cpu", es);
 		/* eps and jaccard engines choose from the data (Run Strategy) */

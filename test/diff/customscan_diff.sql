@@ -188,3 +188,48 @@ SELECT sjd_parallel_case('partial theta equi + inequality', $q$
 SELECT sjd_parallel_case('partial eps', $q$
     SELECT a.id % 100 AS g, count(*) AS n, sum(b.id) AS s FROM cs_pa a JOIN cs_pb b
     ON a.v <-> b.v <= 2.5 GROUP BY 1 $q$);
+
+-- simjoin.device = auto with a GPU: each path runs on the device that costs
+-- less.  A parallel plan's eight workers would each start the GPU, all at
+-- once, for a join the CPU engine does in milliseconds, so that node runs
+-- on the CPU engine; the serial plan of the same join runs on the GPU.
+CREATE OR REPLACE FUNCTION sjd_auto_case(label text, q text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE line text; planned text := ''; ran text := ''; serial_dev text := '';
+BEGIN
+    IF NOT sjd_gpu() THEN
+        RETURN NEXT 'SKIP ' || label || ': device auto (no GPU)';
+        RETURN;
+    END IF;
+    PERFORM sjd_parallel('sjd_serial', 'cpu', 0, q);
+    PERFORM set_config('parallel_setup_cost', '0', true);
+    PERFORM set_config('parallel_tuple_cost', '0', true);
+    PERFORM set_config('min_parallel_table_scan_size', '0', true);
+    PERFORM set_config('simjoin.device', 'auto', true);
+    PERFORM sjd_native_joins(false);
+    PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+    FOR line IN EXECUTE 'EXPLAIN ' || q LOOP
+        IF line LIKE '%Device: %' THEN serial_dev := serial_dev || trim(line); END IF;
+    END LOOP;
+    PERFORM set_config('max_parallel_workers_per_gather', '8', true);
+    FOR line IN EXECUTE 'EXPLAIN ' || q LOOP
+        IF line LIKE '%Device: %' THEN planned := planned || trim(line); END IF;
+    END LOOP;
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF) ' || q LOOP
+        IF line LIKE '%Run Device: %' THEN ran := ran || trim(line); END IF;
+    END LOOP;
+    PERFORM sjd_capture('sjd_par', 'auto', q);
+    PERFORM set_config('max_parallel_workers_per_gather', '2', true);
+    PERFORM sjd_native_joins(true);
+    RETURN NEXT sjd_report(label || ': serial plan on gpu',
+                           CASE WHEN serial_dev <> 'Device: gpu' THEN 'planned ' || serial_dev END);
+    RETURN NEXT sjd_report(label || ': 8-worker plan on cpu',
+                           CASE WHEN planned <> 'Device: cpu' OR ran <> 'Run Device: cpu'
+                                THEN 'planned ' || planned || ', ran ' || ran END);
+    RETURN NEXT sjd_report(label || ': 8-worker plan on auto = serial on cpu',
+                           sjd_same('sjd_par', 'sjd_serial'));
+END $$;
+
+SELECT sjd_auto_case('device auto, theta equi', $q$
+    SELECT a.id % 100 AS g, count(*) AS n, sum(b.id) AS s FROM cs_pa a JOIN cs_pb b ON a.k = b.k
+    GROUP BY 1 $q$);

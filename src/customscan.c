@@ -1898,6 +1898,7 @@ SjSharedIndexBuild(SjScanState *state, int threads, dsa_area *area,
 	SjJoinOptionsInit(&options, false);
 	options.cpu_threads = Max(threads, 1);
 	options.index_right = 1;
+	options.index_only = 1;
 	memset(&run, 0, sizeof(run));
 	st = state->spec.begin(state->spec.arg, false, &options, &run, errmsg);
 	if (st != SJ_OK)

@@ -1206,12 +1206,23 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 		st = eps_grid_spec(j, left, right, options->index_right, errmsg);
 	if (st == SJ_OK && !j->build_shared)
 		st = eps_grid_build(j, right ? right : left, &j->build, errmsg);
-	if (st == SJ_OK && !j->self)
+	if (st == SJ_OK && !j->self && !(options->index_only && options->index_right))
 		st = eps_grid_build(j, left, &j->left, errmsg);
 	if (st != SJ_OK)
 	{
 		sj_eps_cpu_end(j);
 		return st;
+	}
+	if (options->index_only && options->index_right && !j->self)
+	{
+		/* the grid of the right side is all that is wanted */
+		j->finished = 1;
+		j->timings.build_ms = sj_now_ms() - t0;
+		snprintf(j->timings.strategy, sizeof(j->timings.strategy),
+				 "grid K=%d cells=%u (index only)", j->spec.gdim[0] < 0 ? 0 : j->spec.k,
+				 j->build.ncell);
+		*join = j;
+		return SJ_OK;
 	}
 
 	j->ntasks = ((size_t) probe->n + EPS_TASK_POINTS - 1) / EPS_TASK_POINTS;

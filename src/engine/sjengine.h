@@ -103,6 +103,8 @@ typedef struct SjJoinOptions
 								 * share the index (*_index_write) */
 	const void *shared_index;	/* CPU engine: probe this shared index of
 								 * the right side instead of building one */
+	int			index_only;		/* CPU engine, with index_right: build that
+								 * index and nothing else; no pairs */
 } SjJoinOptions;
 
 /* ---------------------------------------------------------------------
@@ -138,7 +140,9 @@ extern void sj_eps_cpu_end(SjEpsJoin *join);
  * widened by eps, whatever the left side holds) gives its size (0 when it
  * has none: an empty side, a self-join) and writes it; joins begun with
  * options->shared_index pointing at such a block, with the same eps over the
- * same right side, grid their left side alike and probe it.
+ * same right side, grid their left side alike and probe it.  With
+ * options->index_only as well, the join builds that grid and nothing else
+ * (no grid of its left side) and returns no pairs.
  */
 extern size_t sj_eps_cpu_index_size(const SjEpsJoin *join);
 extern void sj_eps_cpu_index_write(const SjEpsJoin *join, void *dst);

@@ -368,7 +368,8 @@ extern void sj_theta_cpu_end(SjThetaJoin *join);
  * gives its size (0 when it has none: a nested-loop plan, an index on the
  * left side, an empty side) and writes it; joins begun with
  * options->shared_index pointing at such a block, over the same program and
- * the same right table, probe it instead of building their own.
+ * the same right table, probe it instead of building their own.  With
+ * options->index_only as well, the join returns no pairs.
  */
 extern size_t sj_theta_cpu_index_size(const SjThetaJoin *join);
 extern void sj_theta_cpu_index_write(const SjThetaJoin *join, void *dst);

@@ -1795,6 +1795,9 @@ sj_theta_cpu_begin(const SjThetaTable *left, const SjThetaTable *right,
 	j->exact = j->plan.exact && !j->collision;
 	j->direct_count = j->exact && j->count_only;
 	j->timings.build_ms = sj_now_ms() - t0;
+	/* the index of the right side is all that is wanted */
+	if (options->index_only && options->index_right)
+		j->finished = 1;
 	return SJ_OK;
 
 nomem:

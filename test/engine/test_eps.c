@@ -339,9 +339,34 @@ run_engine(const EpsCase *c, const double *L, const double *R,
 	memset(&bo, 0, sizeof(bo));
 	bo.cpu_threads = 3;
 	bo.index_right = 1;
+	bo.index_only = shared_used % 2;	/* as the custom scan builds it */
 	if (sj_eps_cpu_begin(&rv, &rv, c->eps, &bo, &b, msg) != SJ_OK)
 		return msg;
+	if (bo.index_only)
+	{
+		SjPairBatch batch;
+		int			done = 0;
+
+		if (sj_eps_cpu_next(b, &batch, &done, msg) != SJ_OK)
+		{
+			sj_eps_cpu_end(b);
+			return msg;
+		}
+		if (!done || batch.count != 0)
+		{
+			sj_eps_cpu_end(b);
+			snprintf(msg, sizeof(msg), "an index-only join returned %zu pairs", batch.count);
+			return msg;
+		}
+	}
 	size = sj_eps_cpu_index_size(b);
+	if (size == 0 && c->nr > 0)
+	{
+		sj_eps_cpu_end(b);
+		snprintf(msg, sizeof(msg), "no index of %u right rows (index_only %d)", c->nr,
+				 bo.index_only);
+		return msg;
+	}
 	if (size > 0)
 	{
 		index = malloc(size);

@@ -723,6 +723,8 @@ static const Engine gpu_engine = {"gpu", gpu_begin, gpu_next, gpu_timings, gpu_e
  * index_right over a different left side (its first half), flattens its
  * index of the right side into a block; the join under test probes that
  * block instead of building one.  shared_used counts the joins that did.
+ * Every other first join is begun with index_only, as the custom scan
+ * does, and must return no pairs.
  */
 typedef struct SharedJoin
 {
@@ -747,9 +749,27 @@ shared_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram 
 	if (half.n >= 2)
 		half.n /= 2;
 	bo.index_right = 1;
+	bo.index_only = shared_used % 2;
 	bo.cpu_threads = 3;
 	if ((st = sj_theta_cpu_begin(&half, r, p, s, &bo, &b, e)) != SJ_OK)
 		return st;
+	if (bo.index_only)
+	{
+		SjPairBatch batch;
+		int			done = 0;
+
+		if ((st = sj_theta_cpu_next(b, &batch, &done, e)) != SJ_OK)
+		{
+			sj_theta_cpu_end(b);
+			return st;
+		}
+		if (!done || batch.count != 0)
+		{
+			sj_theta_cpu_end(b);
+			snprintf(e, SJ_ERRMSG_LEN, "an index-only join returned %zu pairs", batch.count);
+			return SJ_ERR_INTERNAL;
+		}
+	}
 	size = sj_theta_cpu_index_size(b);
 	if (size > 0)
 	{

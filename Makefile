@@ -82,8 +82,8 @@ $(shlib): $(GPU_OBJS)
 
 # The headers every object depends on (PGXS tracks none without
 # --enable-depend): a changed struct must rebuild all who use it.
-$(ENGINE_OBJS): $(wildcard src/engine/*.h)
-$(ADAPTER_SRCS:.c=.o): $(wildcard src/*.h src/engine/*.h) cuda/sjgpu.h
+$(ENGINE_OBJS) $(ENGINE_SRCS:.c=.bc): $(wildcard src/engine/*.h)
+$(ADAPTER_SRCS:.c=.o) $(ADAPTER_SRCS:.c=.bc): $(wildcard src/*.h src/engine/*.h) cuda/sjgpu.h
 
 all: build-kind
 .PHONY: build-kind engine-check
@@ -92,7 +92,7 @@ build-kind:
 
 # Engine tests: the engines without a server (GPU too, where one is usable).
 ENGINE_TEST_SRCS = $(sort $(wildcard test/engine/*.c))
-test/engine/engine_test: $(ENGINE_TEST_SRCS) $(ENGINE_OBJS) $(GPU_OBJS)
+test/engine/engine_test: $(ENGINE_TEST_SRCS) $(wildcard test/engine/*.h) $(ENGINE_OBJS) $(GPU_OBJS)
 	$(CC) -O2 -std=gnu11 -ffp-contract=off -pthread -Wall -Isrc/engine -Icuda \
 		-o $@ $(ENGINE_TEST_SRCS) $(ENGINE_OBJS) $(GPU_OBJS) $(GPU_LIBS) -lpthread -lm
 

@@ -279,6 +279,27 @@ SELECT pp_index($$SELECT sum(a.id + c.id) FROM pp_a a JOIN pp_c c ON c.k BETWEEN
        pp_index($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.v <-> (b.v)[1:2] <= 1.5$$) AS eps_expr,
        pp_index($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON jaccard(a.s, b.s) >= 0.5$$) AS jaccard,
        pp_index($$SELECT sum(a.id + c.id) FROM pp_a a JOIN pp_c c ON a.id BETWEEN c.id * 10 AND c.id * 10 + 5$$) AS outer_sorted;
+-- EXPLAIN ANALYZE with timing adds a line for each worker: its pairs and
+-- the leader's add up to the join's (as many workers as were launched)
+CREATE FUNCTION pp_workers(q text, total bigint) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE p text; n bigint := 0; lines int := 0; launched int := 0;
+BEGIN
+    FOR p IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) ' || q LOOP
+        IF p ~ '^\s*Pairs: ' OR p ~ '^\s*Worker \d+:  Pairs: ' THEN
+            n := n + substring(p, 'Pairs: (\d+)')::bigint;
+            lines := lines + (p ~ 'Worker')::int;
+        ELSIF p ~ 'Workers Launched: ' THEN
+            launched := substring(p, '(\d+)$')::int;
+        END IF;
+    END LOOP;
+    RETURN CASE WHEN n = total AND lines = launched THEN 'pairs add up, a line a worker'
+                ELSE format('%s pairs in %s lines for %s workers, want %s', n, lines, launched, total) END;
+END $$;
+SELECT pp_workers($$SELECT sum(a.id + c.id) FROM pp_a a JOIN pp_c c ON c.k BETWEEN a.k - 1 AND a.k + 1$$,
+                  (SELECT count(*) FROM pp_a a, pp_c c WHERE c.k BETWEEN a.k - 1 AND a.k + 1)) AS band,
+       pp_workers($$SELECT sum(a.id + b.id) FROM pp_a a JOIN pp_b b ON a.v <-> b.v <= 1.5$$,
+                  (SELECT count(*) FROM pp_a a, pp_b b WHERE a.v <-> b.v <= 1.5)) AS eps;
+DROP FUNCTION pp_workers(text, bigint);
 SELECT ps_compare($$SELECT a.id, c.id FROM pp_a a JOIN pp_c c ON c.k BETWEEN a.k - 1 AND a.k + 1 AND a.id % 7 = c.id % 5$$);
 SELECT ps_compare($$SELECT a.id, c.id FROM pp_a a JOIN pp_c c ON c.f BETWEEN a.k - 0.75::float8 AND a.k + 0.75::float8 AND a.id % 7 = c.id % 5$$);
 SELECT ps_compare($$SELECT a.id, c.id FROM pp_a a JOIN pp_c c ON a.k = c.k AND a.id % 7 = c.id % 5$$);

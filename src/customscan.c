@@ -97,8 +97,8 @@ typedef struct SjJoinPlanInfo
 	List	   *residual;		/* other join clauses (Exprs) */
 	List	   *other_quals;	/* outer joins: filters above the join */
 	int			theta_strategy; /* SjThetaStrategy planned, theta only */
-	bool		cpu;			/* simjoin.device = auto: the CPU engine
-								 * costs less for this path */
+	bool		cpu;			/* simjoin.device = auto with a GPU: the CPU
+								 * engine costs less for this path */
 	Relids		relids;			/* the join's relids */
 	Cost		emit_cost;		/* part of the total spent forming pairs */
 } SjJoinPlanInfo;
@@ -176,7 +176,28 @@ typedef struct SjSharedInner
 	dsa_pointer index;			/* the engine's index, once READY */
 	ConditionVariable index_cv; /* index_state left BUILDING */
 	SjInnerShare share[FLEXIBLE_ARRAY_MEMBER];
+	/* then, MAXALIGNed, an SjWorkerReport per planned worker */
 } SjSharedInner;
+
+/*
+ * What a worker did, for the leader's EXPLAIN ANALYZE: written by the
+ * worker when it shuts its node down, copied by the leader when it shuts
+ * its own down (the workers have finished by then, their tuple queues
+ * being drained), before the shared memory goes.
+ */
+typedef struct SjWorkerReport
+{
+	bool		filled;			/* written, after the fields below */
+	int			index_role;
+	double		index_ms;
+	int64		inner_read;
+	SjStats		stats;
+} SjWorkerReport;
+
+#define SjWorkerReports(sh) \
+	((SjWorkerReport *) ((char *) (sh) + \
+						 MAXALIGN(offsetof(SjSharedInner, share) + \
+								  (sh)->maxshares * sizeof(SjInnerShare))))
 
 /*
  * The CPU engine's index of the shared inner input (eps grids, theta
@@ -268,6 +289,8 @@ typedef struct SjScanState
 	int			inner_parts;	/* their parts merged (0: marshalled here) */
 	int			index_role;		/* SJ_INDEX_ROLE_* */
 	double		index_ms;		/* building or waiting for the shared index */
+	SjWorkerReport *reports;	/* leader: the workers', copied at shutdown */
+	int			nreports;
 	SjStats		stats;
 	double		t0;
 	double		fetch_ms;
@@ -294,6 +317,7 @@ static void SjReInitializeDSM(CustomScanState *node, ParallelContext *pcxt,
 							  void *coordinate);
 static void SjInitializeWorker(CustomScanState *node, shm_toc *toc,
 							   void *coordinate);
+static void SjShutdownScan(CustomScanState *node);
 
 static const CustomPathMethods sj_path_methods = {
 	.CustomName = "SimJoin",
@@ -316,6 +340,7 @@ static const CustomExecMethods sj_exec_methods = {
 	.InitializeDSMCustomScan = SjInitializeDSM,
 	.ReInitializeDSMCustomScan = SjReInitializeDSM,
 	.InitializeWorkerCustomScan = SjInitializeWorker,
+	.ShutdownCustomScan = SjShutdownScan,
 };
 
 static const char *const sj_op_names[] = {"eps_join", "jaccard_join", "theta_join"};
@@ -462,6 +487,20 @@ SjParallelDivisor(Path *path)
 }
 
 /*
+ * How much longer the CPU engine takes in one participant of a parallel
+ * path than with all its threads: SjLoad gives each participant
+ * cpu_threads / participants of them.
+ */
+static double
+SjCpuShareFactor(Path *outer_path)
+{
+	int			participants = outer_path->parallel_workers + 1;
+	int			threads = Max(1, sj_cpu_threads);
+
+	return (double) threads / Max(1, threads / participants);
+}
+
+/*
  * The engine's milliseconds on one device (gpu or the CPU engine) for
  * outer_rows x inner_rows producing pairs: start-up, rows and pairs.
  */
@@ -522,8 +561,9 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	sel = clauselist_selectivity(root, info->engine_clauses, 0, JOIN_INNER,
 								 &inner_sjinfo);
 	pairs = clamp_row_est(sel * outer_rows * inner_rows);
+	/* what this participant reads: its shares of a shared inner's rows */
 	read_ms = (outer_path->total_cost + inner_path->total_cost) * SJ_MS_PER_COST_UNIT +
-		SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_rows);
+		SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_path->rows);
 	engine_ms = SjEngineMs(root, info, gpu, outer_rows, inner_rows, pairs);
 
 	/*
@@ -534,11 +574,19 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	if (gpu && mode != SJ_PATH_SERIAL)
 		start_ms = Max(0.0, SJ_GPU_PROCESS_START_MS * outer_path->parallel_workers -
 					   read_ms);
-	info->cpu = !gpu;
+	/*
+	 * The CPU engine's rates are for all its threads; a parallel path's
+	 * participants share them (SjLoad), each running its own join.
+	 */
+	if (!gpu && mode != SJ_PATH_SERIAL)
+		engine_ms *= SjCpuShareFactor(outer_path);
+	info->cpu = false;
 	if (gpu && sj_device == SJ_DEVICE_AUTO)
 	{
 		double		cpu_ms = SjEngineMs(root, info, false, outer_rows, inner_rows, pairs);
 
+		if (mode != SJ_PATH_SERIAL)
+			cpu_ms *= SjCpuShareFactor(outer_path);
 		if (cpu_ms < engine_ms + start_ms)
 		{
 			info->cpu = true;
@@ -2021,6 +2069,7 @@ SjInnerReset(SjSharedInner *sh, dsa_area *area)
 	if (area != NULL && DsaPointerIsValid(sh->index))
 		dsa_free(area, sh->index);
 	sh->index = InvalidDsaPointer;
+	memset(SjWorkerReports(sh), 0, (sh->maxshares - 1) * sizeof(SjWorkerReport));
 	sh->index_state = SJ_INDEX_NONE;
 	ConditionVariableInit(&sh->index_cv);
 	BarrierInit(&sh->barrier, 0);
@@ -2032,8 +2081,9 @@ SjInnerReset(SjSharedInner *sh, dsa_area *area)
 static Size
 SjSharedInnerSize(int nworkers)
 {
-	return add_size(offsetof(SjSharedInner, share),
-					mul_size(nworkers + 1, sizeof(SjInnerShare)));
+	return add_size(MAXALIGN(add_size(offsetof(SjSharedInner, share),
+									  mul_size(nworkers + 1, sizeof(SjInnerShare)))),
+					mul_size(nworkers, sizeof(SjWorkerReport)));
 }
 
 static Size
@@ -2067,6 +2117,47 @@ static void
 SjInitializeWorker(CustomScanState *node, shm_toc *toc, void *coordinate)
 {
 	((SjScanState *) node)->shared = coordinate;
+}
+
+/*
+ * Before the parallel query's shared memory goes: a worker leaves its
+ * report there, the leader copies the workers' (SjWorkerReport).
+ */
+static void
+SjShutdownScan(CustomScanState *node)
+{
+	SjScanState *state = (SjScanState *) node;
+	SjSharedInner *sh = state->shared;
+	SjWorkerReport *reports;
+	int			nworkers;
+
+	if (sh == NULL)
+		return;
+	reports = SjWorkerReports(sh);
+	nworkers = sh->maxshares - 1;
+	if (IsParallelWorker())
+	{
+		SjWorkerReport *r;
+
+		if (!state->loaded || ParallelWorkerNumber < 0 || ParallelWorkerNumber >= nworkers)
+			return;
+		r = &reports[ParallelWorkerNumber];
+		r->index_role = state->index_role;
+		r->index_ms = state->index_ms;
+		r->inner_read = state->inner_read;
+		r->stats = state->stats;
+		pg_write_barrier();
+		r->filled = true;
+	}
+	else
+	{
+		if (state->reports == NULL)
+			state->reports = MemoryContextAllocZero(node->ss.ps.state->es_query_cxt,
+													Max(nworkers, 1) * sizeof(SjWorkerReport));
+		pg_read_barrier();
+		memcpy(state->reports, reports, nworkers * sizeof(SjWorkerReport));
+		state->nreports = nworkers;
+	}
 }
 
 /* Fill the scan slot from an outer and an inner row's values (NULL: NULLs). */
@@ -2380,7 +2471,6 @@ SjChooseSource(SjScanState *state)
 	return SJ_SRC_ENGINE;
 }
 
-/* Read both inputs, marshal, and open the engine's cursor. */
 /*
  * Does the node run on the GPU?  simjoin.device = cpu or gpu decides; auto
  * takes the device the plan was costed on (the CPU engine where it costs
@@ -2400,6 +2490,7 @@ SjScanOnGpu(SjScanState *state)
 	}
 }
 
+/* Read both inputs, marshal, and open the engine's cursor. */
 static void
 SjLoad(SjScanState *state)
 {
@@ -2412,7 +2503,9 @@ SjLoad(SjScanState *state)
 	state->t0 = sj_now_ms();
 	state->fetch_ms = 0;
 	state->source = SjChooseSource(state);
-	if (state->source == SJ_SRC_ENGINE && SjScanOnGpu(state))
+	/* before SjScanOnGpu: under auto, the thread probes for the GPU too */
+	if (state->source == SJ_SRC_ENGINE && sj_device != SJ_DEVICE_CPU &&
+		!(sj_device == SJ_DEVICE_AUTO && state->plan_cpu))
 		SjStartDevice();
 	/* counting with nothing else to check: the engine's count mode */
 	count_only = state->source == SJ_SRC_ENGINE && state->count &&
@@ -2724,6 +2817,64 @@ SjExplainMs(const char *label, double ms, ExplainState *es)
 	ExplainPropertyFloat(label, "ms", ms, 3, es);
 }
 
+/*
+ * EXPLAIN ANALYZE, with timing: what each worker of a parallel-aware node
+ * did.  Text format gives a line a worker, as Sort does; the others a
+ * "SimJoin Workers" list (PostgreSQL's "Workers" is the node's own).
+ */
+static void
+SjExplainWorkers(SjScanState *state, ExplainState *es)
+{
+	static const char *const roles[] = {"none", "built", "probed"};
+	int			n;
+	bool		any = false;
+
+	for (n = 0; n < state->nreports; n++)
+		any = any || state->reports[n].filled;
+	if (!any)
+		return;
+	if (es->format != EXPLAIN_FORMAT_TEXT)
+		ExplainOpenGroup("SimJoin Workers", "SimJoin Workers", false, es);
+	for (n = 0; n < state->nreports; n++)
+	{
+		SjWorkerReport *r = &state->reports[n];
+		bool		gpu = strcmp(r->stats.device, "gpu") == 0;
+
+		if (!r->filled)
+			continue;
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Worker %d:  Pairs: " INT64_FORMAT "  Run Device: %s"
+							 "  Shared Inner Rows Read: " INT64_FORMAT
+							 "  Shared Inner Index: %s  Scan and Marshal Time: %.3f ms",
+							 n, r->stats.pairs, r->stats.device, r->inner_read,
+							 roles[r->index_role], r->stats.scan_ms);
+			if (gpu)
+				appendStringInfo(es->str, "  Device Start-up Time: %.3f ms", r->stats.start_ms);
+			appendStringInfo(es->str, "  Build Time: %.3f ms  Probe Time: %.3f ms"
+							 "  Emit Time: %.3f ms\n",
+							 r->stats.build_ms, r->stats.probe_ms, r->stats.emit_ms);
+			continue;
+		}
+		ExplainOpenGroup("Worker", NULL, true, es);
+		ExplainPropertyInteger("Worker Number", NULL, n, es);
+		ExplainPropertyInteger("Pairs", NULL, r->stats.pairs, es);
+		ExplainPropertyText("Run Device", r->stats.device, es);
+		ExplainPropertyInteger("Shared Inner Rows Read", NULL, r->inner_read, es);
+		ExplainPropertyText("Shared Inner Index", roles[r->index_role], es);
+		SjExplainMs("Scan and Marshal Time", r->stats.scan_ms, es);
+		if (gpu)
+			SjExplainMs("Device Start-up Time", r->stats.start_ms, es);
+		SjExplainMs("Build Time", r->stats.build_ms, es);
+		SjExplainMs("Probe Time", r->stats.probe_ms, es);
+		SjExplainMs("Emit Time", r->stats.emit_ms, es);
+		ExplainCloseGroup("Worker", NULL, true, es);
+	}
+	if (es->format != EXPLAIN_FORMAT_TEXT)
+		ExplainCloseGroup("SimJoin Workers", "SimJoin Workers", false, es);
+}
+
 static void
 SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -2810,6 +2961,7 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 			SjExplainMs("Emit Time", state->stats.emit_ms, es);
 			ExplainPropertyInteger("Device Memory", "kB",
 								   state->stats.device_bytes / 1024, es);
+			SjExplainWorkers(state, es);
 		}
 	}
 }

@@ -32,6 +32,10 @@ RESET simjoin.enable_shared_index;
 \echo == shared inner (GPU)
 SET simjoin.device = gpu;
 \ir phases_run.sql
+\echo == the device simjoin.device = auto plans each on (shared inner)
+SET simjoin.device = auto;
+EXPLAIN SELECT sum(l.id + r.id) FROM band_r l JOIN band_s r ON r.k BETWEEN l.k - 5 AND l.k + 5;
+EXPLAIN SELECT sum(l.id + r.id) FROM ev_r l JOIN ev_s r ON l.v <-> r.v <= 1.5;
 \echo == each process reads the inner (CPU)
 SET simjoin.device = cpu;
 ALTER TABLE band_s SET (parallel_workers = 0); ALTER TABLE ev_s SET (parallel_workers = 0);

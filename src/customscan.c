@@ -487,20 +487,6 @@ SjParallelDivisor(Path *path)
 }
 
 /*
- * How much longer the CPU engine takes in one participant of a parallel
- * path than with all its threads: SjLoad gives each participant
- * cpu_threads / participants of them.
- */
-static double
-SjCpuShareFactor(Path *outer_path)
-{
-	int			participants = outer_path->parallel_workers + 1;
-	int			threads = Max(1, sj_cpu_threads);
-
-	return (double) threads / Max(1, threads / participants);
-}
-
-/*
  * The engine's milliseconds on one device (gpu or the CPU engine) for
  * outer_rows x inner_rows producing pairs: start-up, rows and pairs.
  */
@@ -575,18 +561,21 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 		start_ms = Max(0.0, SJ_GPU_PROCESS_START_MS * outer_path->parallel_workers -
 					   read_ms);
 	/*
-	 * The CPU engine's rates are for all its threads; a parallel path's
-	 * participants share them (SjLoad), each running its own join.
+	 * The CPU engine's rates are for all its threads.  A parallel path's
+	 * participants share them (SjLoad), each joining its share of the outer
+	 * side at once: together about as long as one join of the whole outer
+	 * side on all threads, which each of them waits for.
 	 */
 	if (!gpu && mode != SJ_PATH_SERIAL)
-		engine_ms *= SjCpuShareFactor(outer_path);
+		engine_ms = SjEngineMs(root, info, false, outer_rows * SjParallelDivisor(outer_path),
+							   inner_rows, pairs * SjParallelDivisor(outer_path));
 	info->cpu = false;
 	if (gpu && sj_device == SJ_DEVICE_AUTO)
 	{
-		double		cpu_ms = SjEngineMs(root, info, false, outer_rows, inner_rows, pairs);
+		double		d = mode != SJ_PATH_SERIAL ? SjParallelDivisor(outer_path) : 1.0;
+		double		cpu_ms = SjEngineMs(root, info, false, outer_rows * d, inner_rows,
+										pairs * d);
 
-		if (mode != SJ_PATH_SERIAL)
-			cpu_ms *= SjCpuShareFactor(outer_path);
 		if (cpu_ms < engine_ms + start_ms)
 		{
 			info->cpu = true;

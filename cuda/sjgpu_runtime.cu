@@ -114,8 +114,8 @@ probe_devices()
 
 /*
  * Starting the device in the background.  Creating a process's CUDA context
- * takes 0.2-0.3 s, more when several processes do it at once (the workers
- * of a parallel plan are new processes).  sjgpu_start_device() does it on a
+ * takes 0.15-0.3 s, and each of several processes doing it at once waits
+ * for all of them (the workers of a parallel plan are new processes).  sjgpu_start_device() does it on a
  * thread of its own while the caller reads its inputs; use_device() waits
  * for that thread before touching the device.  The thread blocks every
  * signal, calls only the CUDA runtime, and ignores failures: the join's own

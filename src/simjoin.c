@@ -187,10 +187,10 @@ SjStartDeviceWait(int code, Datum arg)
 
 /*
  * A join that may run on the GPU is about to read its inputs: start the
- * device (its CUDA context, 0.15-0.3 s in a new process, more when
- * several start at once) on a thread of its
- * own meanwhile.  The engine waits for it when the join begins; a process
- * does this once, and not with simjoin.device = cpu or no GPU found.
+ * device (its CUDA context, 0.15-0.3 s in a new process, more when several
+ * start at once) on a thread of its own meanwhile.  The engine waits for it
+ * when the join begins; a process does this once, and not with
+ * simjoin.device = cpu or no GPU found.
  */
 void
 SjStartDevice(void)

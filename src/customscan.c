@@ -218,6 +218,9 @@ typedef enum SjIndexState
 #define SJ_INDEX_ROLE_BUILT		1
 #define SJ_INDEX_ROLE_PROBED	2
 
+/* ... as EXPLAIN names it */
+static const char *const sj_index_role_names[] = {"none", "built", "probed"};
+
 typedef struct SjInnerChunk
 {
 	dsa_pointer next;
@@ -2461,22 +2464,14 @@ SjChooseSource(SjScanState *state)
 }
 
 /*
- * Does the node run on the GPU?  simjoin.device = cpu or gpu decides; auto
- * takes the device the plan was costed on (the CPU engine where it costs
- * less, SjCostPath), the GPU only where one is usable.
+ * Is the node kept on the CPU engine by its plan?  Under simjoin.device =
+ * auto it runs on the device the plan was costed on (SjCostPath); cpu and
+ * gpu decide for themselves, as SjUseGpu does for every join.
  */
 static bool
-SjScanOnGpu(SjScanState *state)
+SjPlanKeepsCpu(SjScanState *state)
 {
-	switch (sj_device)
-	{
-		case SJ_DEVICE_CPU:
-			return false;
-		case SJ_DEVICE_GPU:
-			return true;
-		default:
-			return !state->plan_cpu && SjGpuUsable();
-	}
+	return sj_device == SJ_DEVICE_AUTO && state->plan_cpu;
 }
 
 /* Read both inputs, marshal, and open the engine's cursor. */
@@ -2492,9 +2487,8 @@ SjLoad(SjScanState *state)
 	state->t0 = sj_now_ms();
 	state->fetch_ms = 0;
 	state->source = SjChooseSource(state);
-	/* before SjScanOnGpu: under auto, the thread probes for the GPU too */
-	if (state->source == SJ_SRC_ENGINE && sj_device != SJ_DEVICE_CPU &&
-		!(sj_device == SJ_DEVICE_AUTO && state->plan_cpu))
+	/* before SjCursorOpen: under auto, the thread probes for the GPU too */
+	if (state->source == SJ_SRC_ENGINE && !SjPlanKeepsCpu(state))
 		SjStartDevice();
 	/* counting with nothing else to check: the engine's count mode */
 	count_only = state->source == SJ_SRC_ENGINE && state->count &&
@@ -2528,7 +2522,7 @@ SjLoad(SjScanState *state)
 	if (state->source == SJ_SRC_ENGINE)
 	{
 		SjCursorOpen(&state->cursor, &state->spec, count_only);
-		if (!SjScanOnGpu(state))
+		if (SjPlanKeepsCpu(state))
 			state->cursor.gpu = false;
 		/* the leader and each worker run a join: share the CPU's threads */
 		if (state->workers > 0)
@@ -2814,7 +2808,6 @@ SjExplainMs(const char *label, double ms, ExplainState *es)
 static void
 SjExplainWorkers(SjScanState *state, ExplainState *es)
 {
-	static const char *const roles[] = {"none", "built", "probed"};
 	int			n;
 	bool		any = false;
 
@@ -2838,7 +2831,7 @@ SjExplainWorkers(SjScanState *state, ExplainState *es)
 							 "  Shared Inner Rows Read: " INT64_FORMAT
 							 "  Shared Inner Index: %s  Scan and Marshal Time: %.3f ms",
 							 n, r->stats.pairs, r->stats.device, r->inner_read,
-							 roles[r->index_role], r->stats.scan_ms);
+							 sj_index_role_names[r->index_role], r->stats.scan_ms);
 			if (gpu)
 				appendStringInfo(es->str, "  Device Start-up Time: %.3f ms", r->stats.start_ms);
 			appendStringInfo(es->str, "  Build Time: %.3f ms  Probe Time: %.3f ms"
@@ -2851,7 +2844,7 @@ SjExplainWorkers(SjScanState *state, ExplainState *es)
 		ExplainPropertyInteger("Pairs", NULL, r->stats.pairs, es);
 		ExplainPropertyText("Run Device", r->stats.device, es);
 		ExplainPropertyInteger("Shared Inner Rows Read", NULL, r->inner_read, es);
-		ExplainPropertyText("Shared Inner Index", roles[r->index_role], es);
+		ExplainPropertyText("Shared Inner Index", sj_index_role_names[r->index_role], es);
 		SjExplainMs("Scan and Marshal Time", r->stats.scan_ms, es);
 		if (gpu)
 			SjExplainMs("Device Start-up Time", r->stats.start_ms, es);
@@ -2904,7 +2897,8 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (es->costs)
 	{
 		/* where it would run and how: depends on the machine, like costs */
-		bool		gpu = SjScanOnGpu(state) && SjGpuUsable();
+		bool		gpu = sj_device != SJ_DEVICE_CPU && !SjPlanKeepsCpu(state) &&
+			SjGpuUsable();
 
 		ExplainPropertyText("Device", gpu ? "gpu" : "cpu", es);
 		/* eps and jaccard engines choose from the data (Run Strategy) */
@@ -2933,9 +2927,7 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 				ExplainPropertyInteger("Shared Inner Readers", NULL, state->inner_readers, es);
 				ExplainPropertyInteger("Shared Inner Parts Merged", NULL, state->inner_parts, es);
 				ExplainPropertyText("Shared Inner Index",
-									state->index_role == SJ_INDEX_ROLE_BUILT ? "built" :
-									state->index_role == SJ_INDEX_ROLE_PROBED ? "probed" :
-									"none", es);
+									sj_index_role_names[state->index_role], es);
 				if (state->index_role != SJ_INDEX_ROLE_NONE)
 					SjExplainMs(state->index_role == SJ_INDEX_ROLE_BUILT ?
 								"Shared Index Build Time" : "Shared Index Wait Time",

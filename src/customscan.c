@@ -99,11 +99,14 @@ typedef struct SjJoinPlanInfo
 	int			theta_strategy; /* SjThetaStrategy planned, theta only */
 	bool		cpu;			/* simjoin.device = auto with a GPU: the CPU
 								 * engine costs less for this path */
+	double		pair_sel;		/* theta: the engine's pairs over the cross
+								 * product (selectivity.c); -1: PostgreSQL's */
+	double		pairs;			/* the pairs the engine is costed for */
 	Relids		relids;			/* the join's relids */
 	Cost		emit_cost;		/* part of the total spent forming pairs */
 } SjJoinPlanInfo;
 
-/* Indexes of CustomScan.custom_private (a list of Integers). */
+/* Indexes of CustomScan.custom_private (Integers, the pairs a Float). */
 enum
 {
 	SJ_PRIV_OP,
@@ -117,6 +120,7 @@ enum
 	SJ_PRIV_SWAPPED,
 	SJ_PRIV_WORKERS,			/* parallel workers sharing the outer side */
 	SJ_PRIV_CPU,				/* device = auto: run on the CPU engine */
+	SJ_PRIV_PAIRS,				/* the pairs planned (EXPLAIN) */
 	SJ_PRIV_N
 };
 
@@ -538,6 +542,7 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 		(sj_device == SJ_DEVICE_GPU || SjGpuUsable());
 	double		sel,
 				pairs,
+				engine_pairs,
 				read_ms,
 				engine_ms,
 				start_ms = 0;
@@ -550,10 +555,21 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	sel = clauselist_selectivity(root, info->engine_clauses, 0, JOIN_INNER,
 								 &inner_sjinfo);
 	pairs = clamp_row_est(sel * outer_rows * inner_rows);
+
+	/*
+	 * The engine is costed for the pairs it forms (theta: bands and
+	 * inequalities from the columns' statistics, selectivity.c).  Emitting
+	 * them is charged on PostgreSQL's estimate, the join relation's rows,
+	 * which the nodes above and PostgreSQL's own paths of the join are
+	 * charged for.
+	 */
+	engine_pairs = info->pair_sel >= 0 ?
+		clamp_row_est(info->pair_sel * outer_rows * inner_rows) : pairs;
+	info->pairs = engine_pairs;
 	/* what this participant reads: its shares of a shared inner's rows */
 	read_ms = (outer_path->total_cost + inner_path->total_cost) * SJ_MS_PER_COST_UNIT +
 		SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_path->rows);
-	engine_ms = SjEngineMs(root, info, gpu, outer_rows, inner_rows, pairs);
+	engine_ms = SjEngineMs(root, info, gpu, outer_rows, inner_rows, engine_pairs);
 
 	/*
 	 * Parallel workers are new processes, each starting the device at once:
@@ -571,13 +587,13 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	 */
 	if (!gpu && mode != SJ_PATH_SERIAL)
 		engine_ms = SjEngineMs(root, info, false, outer_rows * SjParallelDivisor(outer_path),
-							   inner_rows, pairs * SjParallelDivisor(outer_path));
+							   inner_rows, engine_pairs * SjParallelDivisor(outer_path));
 	info->cpu = false;
 	if (gpu && sj_device == SJ_DEVICE_AUTO)
 	{
 		double		d = mode != SJ_PATH_SERIAL ? SjParallelDivisor(outer_path) : 1.0;
 		double		cpu_ms = SjEngineMs(root, info, false, outer_rows * d, inner_rows,
-										pairs * d);
+										engine_pairs * d);
 
 		if (cpu_ms < engine_ms + start_ms)
 		{
@@ -1069,6 +1085,7 @@ SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 			   JoinPathExtraData *extra)
 {
 	SjJoinPlanInfo info;
+	SpecialJoinInfo inner_sjinfo;
 	Path	   *outer_path = outerrel->cheapest_total_path;
 	Path	   *inner_path = innerrel->cheapest_total_path;
 	List	   *joinclauses = NIL;
@@ -1093,6 +1110,7 @@ SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	info.jointype = jointype;
 	info.relids = joinrel->relids;
 	info.theta_strategy = -1;
+	info.pair_sel = -1;
 	foreach(lc, extra->restrictlist)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
@@ -1141,6 +1159,10 @@ SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 												innerrel->relids);
 		if (info.theta_strategy < 0)
 			return;
+		inner_sjinfo = *extra->sjinfo;
+		inner_sjinfo.jointype = JOIN_INNER;
+		info.pair_sel = SjThetaPairSelectivity(root, theta, outerrel->relids,
+											   innerrel->relids, &inner_sjinfo);
 	}
 
 	path = SjMakePath(root, joinrel, &info, outer_path, inner_path, extra,
@@ -1388,6 +1410,8 @@ SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_private = lappend(cscan->custom_private,
 									makeInteger(best_path->path.parallel_workers));
 	cscan->custom_private = lappend(cscan->custom_private, makeInteger(info->cpu));
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeFloat(psprintf("%.0f", info->pairs)));
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_relids = bms_copy(info->relids);
 	cscan->methods = &sj_scan_methods;
@@ -2908,6 +2932,10 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 							(gpu ? "prefix filter, brute-force overlap, bitmap or co-processing, chosen when run" :
 							 "prefix filter") :
 							theta_strategies[Max(0, Min(3, state->theta_strategy))], es);
+		/* the pairs the engine was costed for (Pairs: the pairs formed) */
+		ExplainPropertyFloat("Planned Pairs", NULL,
+							 floatVal(list_nth(cscan->custom_private, SJ_PRIV_PAIRS)),
+							 0, es);
 	}
 	if (es->analyze && state->loaded)
 	{

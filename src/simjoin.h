@@ -17,6 +17,7 @@
 #include "access/attnum.h"
 #include "access/tupdesc.h"
 #include "fmgr.h"
+#include "nodes/bitmapset.h"
 #include "nodes/nodes.h"
 #include "utils/array.h"
 #include "utils/palloc.h"
@@ -389,6 +390,13 @@ extern Size SjSetPartSize(void *side);
 extern void SjSetPartWrite(void *side, char *dst);
 extern SjStatus SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options,
 							   SjRun *run, char *errmsg);
+
+/* selectivity.c: the theta engine's pairs over the cross product */
+struct PlannerInfo;
+struct SpecialJoinInfo;
+extern double SjThetaPairSelectivity(struct PlannerInfo *root, List *clauses,
+									 Bitmapset *outer, Bitmapset *inner,
+									 struct SpecialJoinInfo *sjinfo);
 
 /* theta_join.c: a condition compiled for the custom scan */
 typedef struct SjThetaPrepared SjThetaPrepared;

@@ -235,3 +235,8 @@ END $$;
 SELECT sjd_auto_case('device auto, theta equi', $q$
     SELECT a.id % 100 AS g, count(*) AS n, sum(b.id) AS s FROM cs_pa a JOIN cs_pb b ON a.k = b.k
     GROUP BY 1 $q$);
+-- the band's pairs estimated from the columns' statistics (200 k, where
+-- PostgreSQL's ninth of the cross product is 1.1 G)
+SELECT sjd_auto_case('device auto, theta band', $q$
+    SELECT a.id % 100 AS g, count(*) AS n, sum(b.id) AS s FROM cs_pa a JOIN cs_pb b
+    ON b.f BETWEEN a.f - 0.01 AND a.f + 0.01 GROUP BY 1 $q$);

@@ -47,7 +47,7 @@ for s in "${suites[@]}"; do
         wait
     elif [[ $s == phases ]]; then
         psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/phases.sql" |
-            grep -E "^==|Custom Scan|Device|Shared Inner|Shared Index|Worker|Time:|Execution Time"
+            grep -E "^==|Custom Scan|Device|Planned Pairs|Shared Inner|Shared Index|Worker|Time:|Execution Time"
     else
         psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/${s}_bench.sql"
         benched=1

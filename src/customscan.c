@@ -557,11 +557,12 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	pairs = clamp_row_est(sel * outer_rows * inner_rows);
 
 	/*
-	 * The engine is costed for the pairs it forms (theta: bands and
-	 * inequalities from the columns' statistics, selectivity.c).  Emitting
-	 * them is charged on PostgreSQL's estimate, the join relation's rows,
-	 * which the nodes above and PostgreSQL's own paths of the join are
-	 * charged for.
+	 * The engine, and the residual filter that runs on every pair it
+	 * forms, are costed for those pairs (theta: bands and inequalities
+	 * from the columns' statistics, selectivity.c).  Emitting them is
+	 * charged on PostgreSQL's estimate of the same conditions, as
+	 * PostgreSQL's own paths of the join charge their output rows, so that
+	 * the estimate does not tilt the choice between them.
 	 */
 	engine_pairs = info->pair_sel >= 0 ?
 		clamp_row_est(info->pair_sel * outer_rows * inner_rows) : pairs;
@@ -611,7 +612,7 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	if (mode == SJ_PATH_SHARED_INNER)
 		*startup += SjMs(SJ_SHARE_MS_PER_ROW * inner_path->rows);
 	info->emit_cost = cpu_tuple_cost * pairs +
-		(residual.startup + residual.per_tuple * pairs);
+		(residual.startup + residual.per_tuple * engine_pairs);
 	*total = *startup + SjMs(engine_ms * 0.5) + info->emit_cost;
 }
 
@@ -2923,6 +2924,7 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 		/* where it would run and how: depends on the machine, like costs */
 		bool		gpu = sj_device != SJ_DEVICE_CPU && !SjPlanKeepsCpu(state) &&
 			SjGpuUsable();
+		Node	   *planned = list_nth(cscan->custom_private, SJ_PRIV_PAIRS);
 
 		ExplainPropertyText("Device", gpu ? "gpu" : "cpu", es);
 		/* eps and jaccard engines choose from the data (Run Strategy) */
@@ -2932,9 +2934,14 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 							(gpu ? "prefix filter, brute-force overlap, bitmap or co-processing, chosen when run" :
 							 "prefix filter") :
 							theta_strategies[Max(0, Min(3, state->theta_strategy))], es);
-		/* the pairs the engine was costed for (Pairs: the pairs formed) */
+
+		/*
+		 * The pairs the engine was costed for (Pairs: the pairs formed), a
+		 * participant's in a parallel plan.  A plan read back from text
+		 * holds a whole number that fits as an Integer.
+		 */
 		ExplainPropertyFloat("Planned Pairs", NULL,
-							 floatVal(list_nth(cscan->custom_private, SJ_PRIV_PAIRS)),
+							 IsA(planned, Integer) ? intVal(planned) : floatVal(planned),
 							 0, es);
 	}
 	if (es->analyze && state->loaded)

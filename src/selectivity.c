@@ -402,18 +402,21 @@ SjDistLoad(PlannerInfo *root, Node *expr, SjDist *dist)
 					last = sslot.nvalues - 1;
 		double		v;
 
-		/* infinities (and NaN) sort to the ends: drop their buckets */
+		/*
+		 * Infinities (and NaN) sort to the ends: the values of their buckets
+		 * are taken to lie at the nearest finite bound, beyond all others.
+		 */
 		while (first <= last && !SjValueToDouble(vardata.atttype, sslot.values[first], &v))
 			first++;
 		while (last >= first && !SjValueToDouble(vardata.atttype, sslot.values[last], &v))
 			last--;
-		if (last - first >= 1)
+		if (sslot.nvalues >= 2 && last >= first)
 		{
-			dist->histfrac *= (double) (last - first) / (sslot.nvalues - 1);
-			dist->nhist = last - first + 1;
+			dist->nhist = sslot.nvalues;
 			dist->hist = palloc(sizeof(double) * dist->nhist);
 			for (i = 0; i < dist->nhist; i++)
-				(void) SjValueToDouble(vardata.atttype, sslot.values[first + i],
+				(void) SjValueToDouble(vardata.atttype,
+									   sslot.values[Max(first, Min(last, i))],
 									   &dist->hist[i]);
 		}
 		free_attstatsslot(&sslot);
@@ -434,15 +437,27 @@ SjDistLoad(PlannerInfo *root, Node *expr, SjDist *dist)
 	return ok;
 }
 
-/* The fraction of rows whose value is <= v (< v when strict). */
-static double
-SjDistCdf(const SjDist *d, double v, bool strict)
+/* Free what SjDistLoad allocated. */
+static void
+SjDistFree(SjDist *dist)
 {
-	double		p;
+	if (dist->mcv)
+		pfree(dist->mcv);
+	if (dist->mcvcum)
+		pfree(dist->mcvcum);
+	if (dist->hist)
+		pfree(dist->hist);
+	memset(dist, 0, sizeof(SjDist));
+}
+
+/* The fraction of rows among the most common values <= v (< v if strict). */
+static double
+SjMcvCdf(const SjDist *d, double v, bool strict)
+{
 	int			lo = 0,
 				hi = d->nmcv;
 
-	/* most common values: the first index past v */
+	/* the first index past v */
 	while (lo < hi)
 	{
 		int			mid = (lo + hi) / 2;
@@ -452,15 +467,21 @@ SjDistCdf(const SjDist *d, double v, bool strict)
 		else
 			hi = mid;
 	}
-	p = d->nmcv > 0 ? d->mcvcum[lo] : 0;
-	if (d->nhist == 0 || v < d->hist[0])
-		return p;
-	if (v >= d->hist[d->nhist - 1])
-		return p + d->histfrac;
+	return d->nmcv > 0 ? d->mcvcum[lo] : 0;
+}
 
-	/* the bucket [hist[i], hist[i + 1]) holding v */
-	lo = 0;
-	hi = d->nhist - 1;
+/* The fraction of rows in the histogram's spread below v. */
+static double
+SjHistCdf(const SjDist *d, double v)
+{
+	int			lo = 0,
+				hi = d->nhist - 1;
+
+	if (d->nhist == 0 || v < d->hist[0])
+		return 0;
+	if (v >= d->hist[d->nhist - 1])
+		return d->histfrac;
+	/* the bucket [hist[lo], hist[lo + 1]) holding v, never empty */
 	while (hi - lo > 1)
 	{
 		int			mid = (lo + hi) / 2;
@@ -470,16 +491,27 @@ SjDistCdf(const SjDist *d, double v, bool strict)
 		else
 			hi = mid;
 	}
-	return p + d->histfrac *
+	return d->histfrac *
 		(lo + (v - d->hist[lo]) / (d->hist[lo + 1] - d->hist[lo])) / (d->nhist - 1);
 }
 
 /*
- * The fraction of pairs with lo <= X - Y <= hi (ends strict as flagged):
- * Y within [x - hi, x - lo] over X's values x.  With both sides stepping
- * alike, a strict end is the next value in, and each end reaches half a
- * step out, a value being the middle of its step in the histogram's
- * continuous spread.
+ * The fraction of pairs with lo <= X - Y <= hi (ends strict as flagged),
+ * in three parts:
+ *
+ * - each most common value x of X: the fraction of Y (most common values
+ *   and histogram) within [x - hi, x - lo];
+ * - each most common value y of Y: the fraction of X's histogram within
+ *   [y + lo, y + hi] (so that a narrow window between common values is
+ *   measured on the histogram's spread, not on points of it);
+ * - X's histogram against Y's: points spread evenly through each bucket of
+ *   X, the fraction of Y's histogram within [x - hi, x - lo].
+ *
+ * With both sides stepping alike, a strict end is the next value in, and a
+ * window on a histogram reaches half a step out at each end, a value being
+ * the middle of its step in the histogram's continuous spread; the window
+ * on most common values is open at the top, so that it holds (hi - lo) /
+ * step + 1 values wherever it falls.
  */
 static double
 SjBandFraction(const SjDist *x, const SjDist *y, const SjBand *band)
@@ -488,6 +520,7 @@ SjBandFraction(const SjDist *x, const SjDist *y, const SjBand *band)
 	double		lo = band->lo,
 				hi = band->hi,
 				step = x->step == y->step ? x->step : 0,
+				half,
 				sum = 0;
 	bool		lo_strict = band->lo_strict,
 				hi_strict = band->hi_strict;
@@ -506,27 +539,35 @@ SjBandFraction(const SjDist *x, const SjDist *y, const SjBand *band)
 	}
 	else if (lo > hi || (lo == hi && (lo_strict || hi_strict)))
 		return 0;
-
-	/* weight * fraction of Y within [v - hi, v - lo] */
-#define SJ_BAND_AT(v, weight) \
-	do { \
-		double	ymax = (v) - lo + step / 2, \
-				ymin = (v) - hi - step / 2; \
-		sum += (weight) * (SjDistCdf(y, ymax, lo_strict) - \
-						   SjDistCdf(y, ymin, !hi_strict)); \
-	} while (0)
+	half = step / 2;
 
 	for (i = 0; i < x->nmcv; i++)
-		SJ_BAND_AT(x->mcv[i], x->mcvcum[i + 1] - x->mcvcum[i]);
+	{
+		double		v = x->mcv[i],
+					w = x->mcvcum[i + 1] - x->mcvcum[i];
+
+		sum += w * (SjMcvCdf(y, v - lo + half, lo_strict || step > 0) -
+					SjMcvCdf(y, v - hi - half, !hi_strict) +
+					SjHistCdf(y, v - lo + half) - SjHistCdf(y, v - hi - half));
+	}
+	for (i = 0; i < y->nmcv; i++)
+	{
+		double		v = y->mcv[i],
+					w = y->mcvcum[i + 1] - y->mcvcum[i];
+
+		sum += w * (SjHistCdf(x, v + hi + half) - SjHistCdf(x, v + lo - half));
+	}
 	for (i = 0; i + 1 < x->nhist; i++)
 	{
 		double		w = x->histfrac / (x->nhist - 1) / subpoints;
 
 		for (k = 0; k < subpoints; k++)
-			SJ_BAND_AT(x->hist[i] + (x->hist[i + 1] - x->hist[i]) * (k + 0.5) / subpoints,
-					   w);
+		{
+			double		v = x->hist[i] + (x->hist[i + 1] - x->hist[i]) * (k + 0.5) / subpoints;
+
+			sum += w * (SjHistCdf(y, v - lo + half) - SjHistCdf(y, v - hi - half));
+		}
 	}
-#undef SJ_BAND_AT
 	return Max(0.0, Min(1.0, sum));
 }
 
@@ -554,13 +595,15 @@ SjThetaPairSelectivity(PlannerInfo *root, List *clauses, Relids outer,
 	foreach(lc, bands)
 	{
 		SjBand	   *band = lfirst(lc);
-		SjDist		x,
-					y;
+		SjDist		x = {0},
+					y = {0};
 
 		if (SjDistLoad(root, band->x, &x) && SjDistLoad(root, band->y, &y))
 			sel *= SjBandFraction(&x, &y, band);
 		else
 			rest = list_concat(rest, band->clauses);
+		SjDistFree(&x);
+		SjDistFree(&y);
 	}
 	return sel * clauselist_selectivity(root, rest, 0, JOIN_INNER, sjinfo);
 }

@@ -99,8 +99,9 @@ typedef struct SjJoinPlanInfo
 	int			theta_strategy; /* SjThetaStrategy planned, theta only */
 	bool		cpu;			/* simjoin.device = auto with a GPU: the CPU
 								 * engine costs less for this path */
-	double		pair_sel;		/* theta: the engine's pairs over the cross
-								 * product (selectivity.c); -1: PostgreSQL's */
+	double		clause_sel;		/* PostgreSQL's estimate of engine_clauses
+								 * over the cross product, as an inner join */
+	double		pair_sel;		/* the engine's (theta: selectivity.c) */
 	double		pairs;			/* the pairs the engine is costed for */
 	Relids		relids;			/* the join's relids */
 	Cost		emit_cost;		/* part of the total spent forming pairs */
@@ -536,25 +537,20 @@ SjEngineMs(PlannerInfo *root, SjJoinPlanInfo *info, bool gpu, double outer_rows,
 static void
 SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 		   Path *inner_path, double outer_rows, double inner_rows,
-		   SjPathMode mode, SpecialJoinInfo *sjinfo, Cost *startup, Cost *total)
+		   SjPathMode mode, Cost *startup, Cost *total)
 {
 	bool		gpu = sj_device != SJ_DEVICE_CPU &&
 		(sj_device == SJ_DEVICE_GPU || SjGpuUsable());
-	double		sel,
-				pairs,
+	double		pairs,
 				engine_pairs,
 				read_ms,
+				divisor,
+				cpu_ms,
 				engine_ms,
 				start_ms = 0;
 	QualCost	residual;
-	SpecialJoinInfo inner_sjinfo;
 
-	/* pairs as an inner join forms them, whatever the join's type */
-	inner_sjinfo = *sjinfo;
-	inner_sjinfo.jointype = JOIN_INNER;
-	sel = clauselist_selectivity(root, info->engine_clauses, 0, JOIN_INNER,
-								 &inner_sjinfo);
-	pairs = clamp_row_est(sel * outer_rows * inner_rows);
+	pairs = clamp_row_est(info->clause_sel * outer_rows * inner_rows);
 
 	/*
 	 * The engine, and the residual filter that runs on every pair it
@@ -564,13 +560,23 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	 * PostgreSQL's own paths of the join charge their output rows, so that
 	 * the estimate does not tilt the choice between them.
 	 */
-	engine_pairs = info->pair_sel >= 0 ?
-		clamp_row_est(info->pair_sel * outer_rows * inner_rows) : pairs;
+	engine_pairs = clamp_row_est(info->pair_sel * outer_rows * inner_rows);
 	info->pairs = engine_pairs;
 	/* what this participant reads: its shares of a shared inner's rows */
 	read_ms = (outer_path->total_cost + inner_path->total_cost) * SJ_MS_PER_COST_UNIT +
 		SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_path->rows);
-	engine_ms = SjEngineMs(root, info, gpu, outer_rows, inner_rows, engine_pairs);
+
+	/*
+	 * The CPU engine's rates are for all its threads.  A parallel path's
+	 * participants share them (SjLoad), each joining its share of the outer
+	 * side at once: together about as long as one join of the whole outer
+	 * side on all threads, which each of them waits for.
+	 */
+	divisor = mode != SJ_PATH_SERIAL ? SjParallelDivisor(outer_path) : 1.0;
+	cpu_ms = SjEngineMs(root, info, false, outer_rows * divisor, inner_rows,
+						engine_pairs * divisor);
+	engine_ms = gpu ? SjEngineMs(root, info, true, outer_rows, inner_rows, engine_pairs) :
+		cpu_ms;
 
 	/*
 	 * Parallel workers are new processes, each starting the device at once:
@@ -580,28 +586,12 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	if (gpu && mode != SJ_PATH_SERIAL)
 		start_ms = Max(0.0, SJ_GPU_PROCESS_START_MS * outer_path->parallel_workers -
 					   read_ms);
-	/*
-	 * The CPU engine's rates are for all its threads.  A parallel path's
-	 * participants share them (SjLoad), each joining its share of the outer
-	 * side at once: together about as long as one join of the whole outer
-	 * side on all threads, which each of them waits for.
-	 */
-	if (!gpu && mode != SJ_PATH_SERIAL)
-		engine_ms = SjEngineMs(root, info, false, outer_rows * SjParallelDivisor(outer_path),
-							   inner_rows, engine_pairs * SjParallelDivisor(outer_path));
 	info->cpu = false;
-	if (gpu && sj_device == SJ_DEVICE_AUTO)
+	if (gpu && sj_device == SJ_DEVICE_AUTO && cpu_ms < engine_ms + start_ms)
 	{
-		double		d = mode != SJ_PATH_SERIAL ? SjParallelDivisor(outer_path) : 1.0;
-		double		cpu_ms = SjEngineMs(root, info, false, outer_rows * d, inner_rows,
-										engine_pairs * d);
-
-		if (cpu_ms < engine_ms + start_ms)
-		{
-			info->cpu = true;
-			engine_ms = cpu_ms;
-			start_ms = 0;
-		}
+		info->cpu = true;
+		engine_ms = cpu_ms;
+		start_ms = 0;
 	}
 	cost_qual_eval(&residual, info->residual, root);
 
@@ -909,7 +899,7 @@ SjMakePath(PlannerInfo *root, RelOptInfo *joinrel, SjJoinPlanInfo *proto,
 	cpath->path.pathkeys = NIL;
 	SjCostPath(root, info, outer_path, inner_path, outer_rows,
 			   mode == SJ_PATH_SHARED_INNER ? inner_path->parent->rows : inner_path->rows,
-			   mode, extra->sjinfo, &startup, &total);
+			   mode, &startup, &total);
 	cpath->path.startup_cost = startup;
 	cpath->path.total_cost = total;
 	cpath->flags = 0;
@@ -1111,7 +1101,6 @@ SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	info.jointype = jointype;
 	info.relids = joinrel->relids;
 	info.theta_strategy = -1;
-	info.pair_sel = -1;
 	foreach(lc, extra->restrictlist)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
@@ -1160,11 +1149,17 @@ SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 												innerrel->relids);
 		if (info.theta_strategy < 0)
 			return;
-		inner_sjinfo = *extra->sjinfo;
-		inner_sjinfo.jointype = JOIN_INNER;
-		info.pair_sel = SjThetaPairSelectivity(root, theta, outerrel->relids,
-											   innerrel->relids, &inner_sjinfo);
 	}
+
+	/* pairs as an inner join forms them, whatever the join's type */
+	inner_sjinfo = *extra->sjinfo;
+	inner_sjinfo.jointype = JOIN_INNER;
+	info.clause_sel = clauselist_selectivity(root, info.engine_clauses, 0,
+											 JOIN_INNER, &inner_sjinfo);
+	info.pair_sel = info.op == SJ_OP_THETA ?
+		SjThetaPairSelectivity(root, info.engine_clauses, outerrel->relids,
+							   innerrel->relids, &inner_sjinfo) :
+		info.clause_sel;
 
 	path = SjMakePath(root, joinrel, &info, outer_path, inner_path, extra,
 					  SJ_PATH_SERIAL);

@@ -58,10 +58,17 @@ typedef enum SjValueKind
 	SJ_VAL_TIME					/* microseconds */
 } SjValueKind;
 
-/* An expression's kind and step: the distance of adjacent values, or 0. */
+/*
+ * An expression's kind and, unless step is NULL, its step: the distance of
+ * adjacent values, or 0.
+ */
 static SjValueKind
 SjKindOf(Oid type, double *step)
 {
+	double		unused;
+
+	if (step == NULL)
+		step = &unused;
 	*step = 0;
 	switch (type)
 	{
@@ -134,8 +141,6 @@ SjValueToDouble(Oid type, Datum d, double *out)
 static bool
 SjOffsetToDouble(Const *c, SjValueKind kind, Oid base_type, double *out)
 {
-	double		step;
-
 	if (c->constisnull)
 		return false;
 	if (c->consttype == INTERVALOID)
@@ -160,7 +165,7 @@ SjOffsetToDouble(Const *c, SjValueKind kind, Oid base_type, double *out)
 		*out *= USECS_PER_DAY;
 		return true;
 	}
-	return SjKindOf(c->consttype, &step) == SJ_VAL_NUMBER;
+	return SjKindOf(c->consttype, NULL) == SJ_VAL_NUMBER;
 }
 
 /*
@@ -170,16 +175,17 @@ SjOffsetToDouble(Const *c, SjValueKind kind, Oid base_type, double *out)
 static bool
 SjSplitOffset(PlannerInfo *root, Node *expr, Node **base, double *offset)
 {
-	double		step;
-
 	*offset = 0;
 	for (;;)
 	{
 		OpExpr	   *op;
 		Node	   *l,
-				   *r;
+				   *r,
+				   *term;
+		Const	   *cst;
 		char	   *name;
-		double		c;
+		double		c,
+					sign;
 		SjValueKind kind;
 
 		while (IsA(expr, RelabelType))
@@ -192,29 +198,30 @@ SjSplitOffset(PlannerInfo *root, Node *expr, Node **base, double *offset)
 			break;
 		l = estimate_expression_value(root, linitial(op->args));
 		r = estimate_expression_value(root, lsecond(op->args));
+		/* term + c, term - c, c + term (c - term does not grow with term) */
 		if (IsA(r, Const) && !IsA(l, Const))
 		{
-			kind = SjKindOf(exprType(l), &step);
-			if (kind == SJ_VAL_NONE ||
-				!SjOffsetToDouble((Const *) r, kind, exprType(l), &c))
-				return false;
-			*offset += name[0] == '+' ? c : -c;
-			expr = l;
+			term = l;
+			cst = (Const *) r;
+			sign = name[0] == '+' ? 1 : -1;
 		}
 		else if (IsA(l, Const) && !IsA(r, Const) && name[0] == '+')
 		{
-			kind = SjKindOf(exprType(r), &step);
-			if (kind == SJ_VAL_NONE ||
-				!SjOffsetToDouble((Const *) l, kind, exprType(r), &c))
-				return false;
-			*offset += c;
-			expr = r;
+			term = r;
+			cst = (Const *) l;
+			sign = 1;
 		}
 		else
 			break;
+		kind = SjKindOf(exprType(term), NULL);
+		if (kind == SJ_VAL_NONE ||
+			!SjOffsetToDouble(cst, kind, exprType(term), &c))
+			return false;
+		*offset += sign * c;
+		expr = term;
 	}
 	*base = expr;
-	return SjKindOf(exprType(expr), &step) != SJ_VAL_NONE;
+	return SjKindOf(exprType(expr), NULL) != SJ_VAL_NONE;
 }
 
 /* Bounds on X - Y for one pair of expressions. */
@@ -243,8 +250,7 @@ SjAddBound(PlannerInfo *root, Expr *clause, Relids outer, Relids inner,
 			   *b;
 	double		offa,
 				offb,
-				bound,
-				step;
+				bound;
 	bool		lt,
 				strict;
 	Relids		va,
@@ -265,7 +271,7 @@ SjAddBound(PlannerInfo *root, Expr *clause, Relids outer, Relids inner,
 	strict = rest == F_SCALARLTSEL || rest == F_SCALARGTSEL;
 	if (!SjSplitOffset(root, linitial(op->args), &a, &offa) ||
 		!SjSplitOffset(root, lsecond(op->args), &b, &offb) ||
-		SjKindOf(exprType(a), &step) != SjKindOf(exprType(b), &step))
+		SjKindOf(exprType(a), NULL) != SjKindOf(exprType(b), NULL))
 		return false;
 	va = pull_varnos(root, a);
 	vb = pull_varnos(root, b);

@@ -105,6 +105,8 @@ typedef struct SjJoinOptions
 								 * the right side instead of building one */
 	int			index_only;		/* CPU engine, with index_right: build that
 								 * index and nothing else; no pairs */
+	int			metric;			/* eps_join: an SjMetric (sjdist.h); 0 is
+								 * SJ_METRIC_L2 */
 } SjJoinOptions;
 
 /* ---------------------------------------------------------------------

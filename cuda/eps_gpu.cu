@@ -56,6 +56,8 @@
 #include <cstring>
 #include <vector>
 
+#include "eps_tc.cuh"
+#include "sjdist.h"
 #include "sjgpu_internal.cuh"
 
 namespace
@@ -72,7 +74,6 @@ using sjgpu::Stream;
 using sjgpu::div_up;
 
 constexpr int kMaxIndexed = 6;			/* indexed dimensions at most */
-constexpr int kGridMaxDim = 32;			/* above this: brute force */
 constexpr int kBlock = 256;				/* threads of the grid kernels */
 constexpr int kBfThreads = 128;			/* brute force: probes per block */
 constexpr int kBfTile = 32;				/* brute force: build points a tile */
@@ -91,6 +92,16 @@ constexpr double kRowCost = 64.0;		/* work units of one binary search */
  */
 constexpr double kSegmentWorkGrid = 1.0e11;
 constexpr double kSegmentWorkBf = 2.0e11;
+
+/*
+ * The tensor-core filter (eps_tc.cu): used for brute force from this many
+ * dimensions on (below, double brute force is as fast), and always for
+ * cosine.  Pairs filtered a segment.
+ * The cost model counts a filtered pair as 1/kTcSpeedup of a double one.
+ */
+constexpr int kTcMinDim = 16;
+constexpr double kTcSegmentPairs = 4.0e9;
+constexpr double kTcSpeedup = 16.0;
 
 /* Test hooks: strategy (0 automatic, 1 grid wherever possible, 2 brute
  * force) and a segment size (work units; 0 = the defaults above). */
@@ -142,6 +153,12 @@ struct JoinArgs
 	int			dim;
 	double		eps;
 	double		thr;			/* prefilter: sum > thr cannot join */
+	int			metric;			/* SjMetric */
+	const double *bnorm;		/* cosine: squared norms, build positions */
+	const double *pnorm;		/* cosine: squared norms, probe positions */
+	const unsigned long long *cand;	/* tensor path: sorted candidate keys */
+	const uint32_t *cand_start; /* first candidate of each segment offset */
+	uint32_t	cand_p0;		/* the segment's first probe position */
 };
 
 /* What one pass over probe positions reads and writes. */
@@ -170,6 +187,7 @@ struct DeviceScalars
 	uint32_t	num_runs;
 	uint32_t	max_cell;
 	unsigned long long seg_total;
+	unsigned long long candidates;	/* tensor filter: kept pairs */
 };
 
 /* ------------------------------------------------------------------------
@@ -448,6 +466,118 @@ grid_probe_kernel(JoinArgs a, PassArgs pa)
 				if (MODE == kModeWrite && !stopped && n != pa.per_point[pos])
 					atomicOr(pa.error_flag, 1);
 			}
+		}
+		if (MODE == kModeTotal)
+			warp_add_total(n, pa.total);
+		if (MODE != kModeWrite)
+			break;
+	}
+}
+
+/*
+ * The canonical value of pair (pos, j) under the join's metric (sjdist.h),
+ * or NaN where the partial L2 sum already exceeds thr.
+ */
+__device__ __forceinline__ double
+canonical_value(const JoinArgs &a, uint32_t pos, uint32_t j)
+{
+	if (a.metric == SJ_METRIC_COSINE)
+	{
+		double		dot = 0.0;
+
+		for (int k = 0; k < a.dim; k++)
+			dot = sj_dot_step(dot, a.pcoords[(size_t) k * a.np + pos],
+							  __ldg(a.bcoords + (size_t) k * a.nb + j));
+		return sj_cosine_finish(dot, a.pnorm[pos], __ldg(a.bnorm + j));
+	}
+
+	double		sum = 0.0;
+
+	for (int k = 0; k < a.dim; k++)
+	{
+		sum = sj_l2_step(sum, a.pcoords[(size_t) k * a.np + pos],
+						 __ldg(a.bcoords + (size_t) k * a.nb + j));
+		if ((k & 7) == 7 && sum > a.thr)
+			return NAN;
+	}
+	return sum <= a.thr ? sj_l2_finish(sum) : NAN;
+}
+
+/*
+ * Verification of the tensor filter's candidates, one thread per probe
+ * position of the segment, in the modes of grid_probe_kernel: the
+ * candidates of a position are its build positions in ascending order,
+ * and each is decided by the canonical value alone.
+ */
+template <bool SELF, int MODE>
+__global__ void __launch_bounds__(kBlock)
+verify_kernel(JoinArgs a, PassArgs pa)
+{
+	uint32_t	lo = pa.p0,
+				hi = pa.p1;
+
+	if (MODE == kModeWrite)
+	{
+		lo = pa.bounds[0];
+		hi = pa.bounds[1];
+	}
+
+	const uint64_t step = (MODE == kModeWrite) ? (uint64_t) gridDim.x * blockDim.x : 0;
+	uint64_t	start = (uint64_t) lo + (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	for (uint64_t p = start;; p += step)
+	{
+		const bool	active = p < hi;
+		const uint32_t pos = (uint32_t) p;
+		unsigned long long n = 0;
+
+		if (MODE == kModeWrite && !active)
+			break;
+		if (active)
+		{
+			unsigned long long first = 0;
+			uint32_t	c0 = a.cand_start[pos - a.cand_p0],
+						c1 = a.cand_start[pos - a.cand_p0 + 1];
+
+			if (MODE == kModeWrite)
+				first = pa.incl[pos] - pa.per_point[pos];
+			for (uint32_t c = c0; c < c1; c++)
+			{
+				uint32_t	j = (uint32_t) a.cand[c];
+				double		v = canonical_value(a, pos, j);
+
+				if (!(v <= a.eps))
+					continue;
+				if (MODE == kModeWrite)
+				{
+					unsigned long long g = first + n;
+
+					if (g >= pa.e)
+						break;
+					if (g >= pa.s)
+					{
+						uint32_t	l = a.porig[pos],
+									r = a.borig[j];
+						size_t		o = (size_t) (g - pa.s);
+
+						if (SELF && l > r)
+						{
+							uint32_t	t = l;
+
+							l = r;
+							r = t;
+						}
+						pa.out_left[o] = l;
+						pa.out_right[o] = r;
+						pa.out_value[o] = v;
+					}
+				}
+				n++;
+			}
+			if (MODE == kModeCount)
+				pa.per_point[pos] = n;
+			if (MODE == kModeWrite && first + n < pa.e && n != pa.per_point[pos])
+				atomicOr(pa.error_flag, 1);
 		}
 		if (MODE == kModeTotal)
 			warp_add_total(n, pa.total);
@@ -779,6 +909,14 @@ blocks_for(uint64_t n)
 	return (unsigned int) std::max<uint64_t>(1, div_up<uint64_t>(n, kBlock));
 }
 
+/* Blocks a dimension of minmax_kernel over n points. */
+inline unsigned int
+minmax_blocks(uint64_t n)
+{
+	return (unsigned int) std::max<uint64_t>(1, std::min<uint64_t>(kMinmaxBlocks,
+																 div_up<uint64_t>(n, kBlock * 8)));
+}
+
 /* Significant bits of keys < limit. */
 inline int
 key_bits(unsigned long long limit)
@@ -849,6 +987,8 @@ struct SjGpuEpsJoin
 	uint32_t	nprobe_chunks = 0;
 	uint64_t	cap = 0;		/* pairs per batch */
 	bool		grid_capable = false;
+	bool		tc_capable = false; /* the tensor filter may be used */
+	int			metric = SJ_METRIC_L2;
 	bool		separate_probe = false;
 	size_t		temp_bytes = 0;
 
@@ -868,9 +1008,31 @@ struct SjGpuEpsJoin
 	DeviceBuffer<unsigned char> temp;	/* CUB temporary storage */
 	DeviceBuffer<double> partials;
 	DeviceBuffer<DeviceScalars> scalars;
+
+	/* the tensor filter (eps_tc.cu): FP16 rows, norms, candidates */
+	DeviceBuffer<__half> bhalf;
+	DeviceBuffer<__half> phalf;
+	DeviceBuffer<float2> bpn;
+	DeviceBuffer<float2> ppn;
+	DeviceBuffer<double> bnorm;
+	DeviceBuffer<double> pnorm;
+	DeviceBuffer<double> tcmean;	/* dim means, then the largest |x| */
+	DeviceBuffer<unsigned long long> ckeys;
+	DeviceBuffer<unsigned long long> ckeys2;
+	DeviceBuffer<uint32_t> cstart;
+	DeviceBuffer<unsigned char> ctemp;
+	unsigned long long ccap = 0;
+	size_t		ctemp_bytes = 0;
+	bool		use_tc = false; /* the current task filters on tensor cores */
+	sjgpu::TcParams tcp;
+	sjgpu::TcSide tcb;
+	sjgpu::TcSide tcpr;
+	const unsigned long long *cand = nullptr;	/* the segment's sorted keys */
+
 	PinnedBuffer<unsigned long long> host_scalars;
 	PinnedBuffer<SlotHost> slot_host;
 	EventTimer	timer;
+	EventTimer	filter_timer;
 	Slot		slots[2];
 	int			cur_slot = 0;
 
@@ -961,6 +1123,27 @@ cub_temp_bytes(uint32_t c, bool grid)
 	return need + 256;
 }
 
+/*
+ * Capacity of the candidate buffer for chunks of c rows: twice what one
+ * tile row of probes can keep, so that a segment always fits once cut.
+ */
+unsigned long long
+tc_candidates(size_t c)
+{
+	return (unsigned long long) std::max<size_t>(c, 1) * sjgpu::kTcTile * 2;
+}
+
+/* CUB temporary bytes to sort n candidate keys. */
+size_t
+tc_temp_bytes(unsigned long long n)
+{
+	cub::DoubleBuffer<unsigned long long> keys(nullptr, nullptr);
+	size_t		bytes = 0;
+
+	SJGPU_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, keys, (int) std::min<unsigned long long>(n, INT32_MAX), 0, 64));
+	return bytes;
+}
+
 /* Device bytes a chunk size needs, results excluded. */
 size_t
 chunk_bytes(const SjGpuEpsJoin *j, uint32_t c, bool separate, size_t *temp)
@@ -977,10 +1160,17 @@ chunk_bytes(const SjGpuEpsJoin *j, uint32_t c, bool separate, size_t *temp)
 	{
 		need += cc * 8 + (cc + 1) * 4;	/* cell ids, cell starts */
 		need += (cc + 1) * 4;	/* v1 */
-		need += (size_t) kGridMaxDim * kMinmaxBlocks * 2 * sizeof(double);
+		need += (size_t) j->dim * minmax_blocks(c) * 2 * sizeof(double);
 	}
 	if (separate)
 		need += coords + cc * 4;
+	if (j->tc_capable)
+	{
+		size_t		rows = cc * sjgpu::tc_padded_dim(j->dim) * sizeof(__half) + cc * 16;
+
+		need += (separate ? 2 : 1) * rows + (size_t) j->dim * 8 + 64;
+		need += tc_candidates(cc) * 16 + (cc + 1) * 4 + tc_temp_bytes(tc_candidates(cc));
+	}
 	need += sizeof(DeviceScalars) + *temp;
 	return need;
 }
@@ -1054,8 +1244,29 @@ allocate_buffers(SjGpuEpsJoin *j)
 		j->cell_ids = DeviceBuffer<unsigned long long>(bu, c, "cell ids");
 		j->cell_start = DeviceBuffer<uint32_t>(bu, c + 1, "cell starts");
 		j->v1 = DeviceBuffer<uint32_t>(bu, c + 1, "sort values");
-		j->partials = DeviceBuffer<double>(bu, (size_t) kGridMaxDim * kMinmaxBlocks * 2,
+		j->partials = DeviceBuffer<double>(bu, (size_t) j->dim * minmax_blocks(c) * 2,
 										   "bounds");
+	}
+	if (j->tc_capable)
+	{
+		size_t		rows = c * sjgpu::tc_padded_dim(j->dim);
+
+		j->bhalf = DeviceBuffer<__half>(bu, rows, "FP16 build rows");
+		j->bpn = DeviceBuffer<float2>(bu, c, "build bounds");
+		j->bnorm = DeviceBuffer<double>(bu, c, "build norms");
+		if (j->separate_probe)
+		{
+			j->phalf = DeviceBuffer<__half>(bu, rows, "FP16 probe rows");
+			j->ppn = DeviceBuffer<float2>(bu, c, "probe bounds");
+			j->pnorm = DeviceBuffer<double>(bu, c, "probe norms");
+		}
+		j->tcmean = DeviceBuffer<double>(bu, (size_t) j->dim + 1, "means");
+		j->ccap = tc_candidates(c);
+		j->ckeys = DeviceBuffer<unsigned long long>(bu, j->ccap, "candidates");
+		j->ckeys2 = DeviceBuffer<unsigned long long>(bu, j->ccap, "sorted candidates");
+		j->cstart = DeviceBuffer<uint32_t>(bu, c + 1, "candidate starts");
+		j->ctemp_bytes = tc_temp_bytes(j->ccap);
+		j->ctemp = DeviceBuffer<unsigned char>(bu, j->ctemp_bytes, "candidate sort storage");
 	}
 	if (j->separate_probe)
 	{
@@ -1134,17 +1345,19 @@ choose_grid(const SjGpuEpsJoin *j, const std::vector<double> &lo,
 	const double eps = j->eps;
 	const double half = j->self ? 0.5 : 1.0;
 	double		best = (double) nb * (dim + 1) * 0.25 * half;	/* brute force */
-	int			order[kGridMaxDim];
+	std::vector<int> order(dim);
 
+	if (j->tc_capable)
+		best /= kTcSpeedup;
 	memset(g, 0, sizeof(*g));
-	if (forced_strategy == 2 || dim > kGridMaxDim || !std::isfinite(eps))
+	if (forced_strategy == 2 || !j->grid_capable)
 		return;
 	if (forced_strategy == 1)
 		best = INFINITY;
 
 	/* dimensions by how many eps-cells their extent spans, most first */
 	std::vector<double> span(dim);
-	double		wbase[kGridMaxDim];
+	std::vector<double> wbase(dim);
 
 	for (int k = 0; k < dim; k++)
 	{
@@ -1156,7 +1369,7 @@ choose_grid(const SjGpuEpsJoin *j, const std::vector<double> &lo,
 			? extent / wbase[k] : 0.0;
 		order[k] = k;
 	}
-	std::stable_sort(order, order + dim, [&](int x, int y) { return span[x] > span[y]; });
+	std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return span[x] > span[y]; });
 
 	for (int kk = 1; kk <= std::min(kMaxIndexed, dim); kk++)
 	{
@@ -1228,8 +1441,7 @@ void
 chunk_bounds(SjGpuEpsJoin *j, uint32_t nb, std::vector<double> *lo,
 			 std::vector<double> *hi)
 {
-	unsigned int bx = (unsigned int) std::min<uint64_t>(kMinmaxBlocks,
-														div_up<uint64_t>(nb, kBlock * 8));
+	unsigned int bx = minmax_blocks(nb);
 	std::vector<double> part((size_t) j->dim * bx * 2);
 
 	minmax_kernel<<<dim3(bx, j->dim), kBlock, 0, j->compute.get()>>>(j->bcoords.get(), nb,
@@ -1427,6 +1639,12 @@ join_args(const SjGpuEpsJoin *j, bool self)
 	a.dim = j->dim;
 	a.eps = j->eps;
 	a.thr = prefilter_bound(j->eps);
+	a.metric = j->metric;
+	a.bnorm = j->bnorm.get();
+	a.pnorm = self ? j->bnorm.get() : j->pnorm.get();
+	a.cand = j->cand;
+	a.cand_start = j->cstart.get();
+	a.cand_p0 = j->cuts.empty() ? 0 : j->cuts[std::min(j->seg, j->cuts.size() - 1)];
 	return a;
 }
 
@@ -1452,6 +1670,19 @@ launch_pass(const SjGpuEpsJoin *j, const JoinArgs &a, const PassArgs &pa, bool s
 	uint64_t	npos = pa.p1 - pa.p0;
 
 	static_assert(MODE != kModeWork, "use launch_work_pass");
+	if (j->use_tc)
+	{
+		unsigned int blocks = blocks_for(npos);
+
+		if (MODE == kModeWrite)
+			blocks = std::min<unsigned int>(blocks, sjgpu::multiprocessor_count() * 8);
+		if (self)
+			verify_kernel<true, MODE><<<blocks, kBlock, 0, st>>>(a, pa);
+		else
+			verify_kernel<false, MODE><<<blocks, kBlock, 0, st>>>(a, pa);
+		SJGPU_CHECK_LAUNCH("verify_kernel");
+		return;
+	}
 	if (a.grid.k == 0)
 	{
 		unsigned int blocks = (unsigned int) std::max<uint64_t>(1, div_up<uint64_t>(npos, kBfThreads));
@@ -1544,7 +1775,16 @@ plan_segments(SjGpuEpsJoin *j, bool self)
 
 	j->cuts.clear();
 	j->cuts.push_back(0);
-	if (j->grid.k == 0)
+	if (j->use_tc)
+	{
+		double		per = std::max(1.0, (double) j->nb * (self ? 0.5 : 1.0));
+		uint64_t	step = (uint64_t) std::max(1.0, std::floor(kTcSegmentPairs / per));
+
+		step = div_up<uint64_t>(step, sjgpu::kTcTile) * sjgpu::kTcTile;
+		for (uint64_t p = step; p < np; p += step)
+			j->cuts.push_back((uint32_t) p);
+	}
+	else if (j->grid.k == 0)
 	{
 		double		per = (double) j->nb * dimw;
 		uint64_t	step = (uint64_t) std::max(1.0, std::floor(segment_work(false) / per));
@@ -1600,6 +1840,105 @@ plan_segments(SjGpuEpsJoin *j, bool self)
 	j->seg_pos = 0;
 }
 
+/*
+ * The tensor filter's inputs for the loaded chunks: canonical norms (for
+ * cosine), the build chunk's mean, a scale from the largest centred
+ * coordinate of both chunks, and the FP16 rows (eps_tc.cuh).
+ */
+void
+tc_prepare(SjGpuEpsJoin *j, bool self)
+{
+	cudaStream_t st = j->compute.get();
+	const bool	cosine = j->metric == SJ_METRIC_COSINE;
+	const double *pc = self ? j->bcoords.get() : j->pcoords.get();
+	uint32_t	np = self ? j->nb : j->np;
+	const double *bn = cosine ? j->bnorm.get() : nullptr;
+	const double *pn = cosine ? (self ? j->bnorm.get() : j->pnorm.get()) : nullptr;
+	double	   *mean = j->tcmean.get();
+	unsigned long long bits;
+	double		maxabs;
+
+	j->timer.start(st);
+	if (cosine)
+	{
+		sjgpu::tc_norms(j->bcoords.get(), j->nb, j->dim, j->bnorm.get(), st);
+		if (!self)
+			sjgpu::tc_norms(pc, np, j->dim, j->pnorm.get(), st);
+	}
+	sjgpu::tc_mean(j->bcoords.get(), j->nb, j->dim, bn, mean, st);
+	SJGPU_CHECK(cudaMemsetAsync(mean + j->dim, 0, sizeof(double), st));
+	sjgpu::tc_maxabs(j->bcoords.get(), j->nb, j->dim, bn, mean, mean + j->dim, st);
+	if (!self)
+		sjgpu::tc_maxabs(pc, np, j->dim, pn, mean, mean + j->dim, st);
+	bits = read_u64(j, (const unsigned long long *) (mean + j->dim));
+	memcpy(&maxabs, &bits, sizeof(maxabs));
+	sjgpu::tc_params(j->dim, j->metric, j->eps, maxabs, &j->tcp);
+	j->tcb.rows = j->bhalf.get();
+	j->tcb.pn = j->bpn.get();
+	sjgpu::tc_convert(j->bcoords.get(), j->nb, bn, mean, j->tcp, &j->tcb, st);
+	if (self)
+		j->tcpr = j->tcb;
+	else
+	{
+		j->tcpr.rows = j->phalf.get();
+		j->tcpr.pn = j->ppn.get();
+		sjgpu::tc_convert(pc, np, pn, mean, j->tcp, &j->tcpr, st);
+	}
+	j->timer.stop(st);
+	j->timings.build_ms += j->timer.elapsed_ms();
+}
+
+/*
+ * Candidates of the current segment on tensor cores, sorted, with the
+ * first candidate of each probe position.  A segment whose candidates
+ * overflow the buffer is cut in two (at a tile boundary) and retried.
+ */
+void
+filter_segment(SjGpuEpsJoin *j)
+{
+	const bool	self = j->tasks[j->task].self;
+	cudaStream_t st = j->compute.get();
+	DeviceScalars *sc = j->scalars.get();
+	uint32_t	p0 = j->cuts[j->seg];
+	unsigned long long n;
+
+	j->timer.start(st);
+	for (;;)
+	{
+		uint32_t	p1 = j->cuts[j->seg + 1];
+
+		j->filter_timer.start(st);
+		sjgpu::tc_filter(j->tcpr, j->tcb, j->tcp, self, p0, p1, j->ckeys.get(), j->ccap,
+						 &sc->candidates, st);
+		j->filter_timer.stop(st);
+		n = read_u64(j, &sc->candidates);
+		j->timings.filter_ms += j->filter_timer.elapsed_ms();
+		j->timings.filter_pairs += (double) (p1 - p0) * j->nb * (self ? 0.5 : 1.0);
+		if (n <= j->ccap)
+			break;
+
+		uint32_t	mid = p0 + (uint32_t) std::max<uint64_t>(sjgpu::kTcTile,
+															 (p1 - p0) / 2 / sjgpu::kTcTile * sjgpu::kTcTile);
+
+		if (mid >= p1)
+			throw Error(SJ_ERR_INTERNAL, "eps_join: %llu candidates overflow a buffer of %llu",
+						n, j->ccap);
+		j->cuts.insert(j->cuts.begin() + j->seg + 1, mid);
+	}
+
+	uint32_t	np = j->cuts[j->seg + 1] - p0;
+	cub::DoubleBuffer<unsigned long long> keys(j->ckeys.get(), j->ckeys2.get());
+	size_t		bytes = j->ctemp_bytes;
+
+	if (n > 0)
+		SJGPU_CHECK(cub::DeviceRadixSort::SortKeys(j->ctemp.get(), bytes, keys, (int) n, 0,
+												   32 + key_bits((unsigned long long) np + 1), st));
+	j->cand = keys.Current();
+	sjgpu::tc_starts(j->cand, n, np, j->cstart.get(), st);
+	j->timer.stop(st);
+	j->timings.probe_ms += j->timer.elapsed_ms();
+}
+
 /* Load the chunks of the current task and plan its segments. */
 void
 start_task(SjGpuEpsJoin *j)
@@ -1610,6 +1949,9 @@ start_task(SjGpuEpsJoin *j)
 		load_build(j, t.build);
 	if (!t.self && j->loaded_probe != (long long) t.probe)
 		load_probe(j, t.probe);
+	j->use_tc = j->tc_capable && j->grid.k == 0;
+	if (j->use_tc)
+		tc_prepare(j, t.self);
 	plan_segments(j, t.self);
 }
 
@@ -1662,6 +2004,9 @@ void
 count_segment(SjGpuEpsJoin *j)
 {
 	const bool	self = j->tasks[j->task].self;
+	if (j->use_tc)
+		filter_segment(j);
+
 	uint32_t	p0 = j->cuts[j->seg],
 				p1 = j->cuts[j->seg + 1];
 	JoinArgs	a = join_args(j, self);
@@ -1786,6 +2131,8 @@ enqueue_batch(SjGpuEpsJoin *j, int slot)
 			s->final = true;
 			return;
 		}
+		if (more && j->use_tc)
+			filter_segment(j);
 		SJGPU_CHECK(cudaMemsetAsync(&sc->total[slot], 0, sizeof(unsigned long long), st));
 		s->probe_start.record(st);
 		if (more)
@@ -1863,6 +2210,8 @@ check_args(const SjVectors *left, const SjVectors *right, double eps,
 	}
 	if (!(eps >= 0.0))
 		throw Error(SJ_ERR_INVALID, "eps_join: eps must be a non-negative number");
+	if (options->metric != SJ_METRIC_L2 && options->metric != SJ_METRIC_COSINE)
+		throw Error(SJ_ERR_INVALID, "eps_join: unknown metric %d", options->metric);
 	if ((uint64_t) left->dim * std::max<uint64_t>(left->n, right ? right->n : 0) >
 		((uint64_t) 1 << 62))
 		throw Error(SJ_ERR_TOO_LARGE, "eps_join: input too large");
@@ -1882,6 +2231,10 @@ describe(SjGpuEpsJoin *j)
 	else if (j->grid.k > 0)
 		snprintf(j->timings.strategy, sizeof(j->timings.strategy), "gpu grid K=%d%s%s",
 				 j->grid.k, j->self ? " unicomp" : "", chunks);
+	else if (j->use_tc)
+		snprintf(j->timings.strategy, sizeof(j->timings.strategy),
+				 "gpu tensor-core filter%s%s",
+				 j->metric == SJ_METRIC_COSINE ? " cosine" : "", chunks);
 	else
 		snprintf(j->timings.strategy, sizeof(j->timings.strategy),
 				 "gpu brute-force tiled%s", chunks);
@@ -1968,12 +2321,19 @@ sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 		j->count_only = options->count_only != 0;
 		j->device = options->gpu_device;
 		j->timings.start_ms = start_ms;
-		j->grid_capable = j->dim <= kGridMaxDim && std::isfinite(eps);
+		j->metric = options->metric;
+		j->grid_capable = std::isfinite(eps) && j->metric == SJ_METRIC_L2;
+		j->tc_capable = sjgpu::tensor_cores_usable(j->device) &&
+			(j->metric == SJ_METRIC_COSINE || (j->dim >= kTcMinDim && forced_strategy != 2));
+		if (j->metric == SJ_METRIC_COSINE && !j->tc_capable)
+			throw Error(SJ_ERR_NO_DEVICE,
+						"eps_join: the cosine metric needs a GPU of compute capability 8.0 or later");
 		j->budget.set_limit(sjgpu::memory_limit(options->gpu_memory_limit));
 
 		j->compute.create();
 		j->copy.create();
 		j->timer.create();
+		j->filter_timer.create();
 		for (Slot &s : j->slots)
 		{
 			s.done.create(false);

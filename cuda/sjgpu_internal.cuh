@@ -140,6 +140,9 @@ size_t		memory_limit(size_t options_limit);
 /* Multiprocessor count of the current device (cached per ordinal). */
 int			multiprocessor_count();
 
+/* Whether the device has FP16 mma.sync m16n8k16 (compute capability 8.0+). */
+bool		tensor_cores_usable(int ordinal);
+
 /* ------------------------------------------------------------------------
  * Device memory budget and owning buffers
  * ------------------------------------------------------------------------ */

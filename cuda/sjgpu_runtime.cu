@@ -211,6 +211,15 @@ multiprocessor_count()
 	}
 }
 
+bool
+tensor_cores_usable(int ordinal)
+{
+	int			major = 0;
+
+	SJGPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal));
+	return major >= 8;
+}
+
 /* ------------------------------------------------------------------------
  * Budget and owning wrappers
  * ------------------------------------------------------------------------ */

@@ -87,6 +87,9 @@ typedef struct SjTimings
 	uint64_t	batches;		/* pair batches produced */
 	uint64_t	reruns;			/* batches re-run after an overflow */
 	uint64_t	device_bytes;	/* peak device memory held (GPU only) */
+	double		filter_ms;		/* GPU only: tensor-core filter kernels
+								 * (part of probe_ms) */
+	double		filter_pairs;	/* GPU only: pairs those kernels tested */
 	char		strategy[64];	/* what the engine chose, for DEBUG/EXPLAIN */
 } SjTimings;
 

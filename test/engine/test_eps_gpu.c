@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include "sjdist.h"
 #include "sjgpu.h"
 #include "sjtest.h"
 
@@ -1270,5 +1271,339 @@ SJ_TEST(gpu_start_device)
 		SJ_CHECK(waitpid(pid, &status, 0) == pid, "waitpid failed");
 		SJ_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 				 "child %s: status 0x%x", modes[m], status);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * The tensor-core filter (cuda/eps_tc.cu): exact results at every
+ * dimensionality and for both metrics, with adversarial data.
+ * --------------------------------------------------------------------- */
+
+/* The canonical value of a pair under a metric (sjdist.h), as the SQL does. */
+static double
+t_value(int metric, const SjVectors *L, uint32_t i, const SjVectors *R, uint32_t j)
+{
+	double		s = 0.0,
+				na = 0.0,
+				nb = 0.0;
+	int			k;
+
+	if (metric == SJ_METRIC_L2)
+	{
+		for (k = 0; k < L->dim; k++)
+			s = sj_l2_step(s, L->coords[(size_t) k * L->n + i],
+						   R->coords[(size_t) k * R->n + j]);
+		return sj_l2_finish(s);
+	}
+	for (k = 0; k < L->dim; k++)
+	{
+		double		a = L->coords[(size_t) k * L->n + i],
+					b = R->coords[(size_t) k * R->n + j];
+
+		s = sj_dot_step(s, a, b);
+		na = sj_dot_step(na, a, a);
+		nb = sj_dot_step(nb, b, b);
+	}
+	return sj_cosine_finish(s, na, nb);
+}
+
+/* Ascending doubles. */
+static int
+t_dbl_cmp(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Brute-force oracle under a metric. */
+static void
+t_oracle(int metric, const SjVectors *L, const SjVectors *R, double eps, GPairs *out)
+{
+	const SjVectors *B = R ? R : L;
+
+	for (uint32_t i = 0; i < L->n; i++)
+		for (uint32_t j = R ? 0 : i + 1; j < B->n; j++)
+		{
+			double		v = t_value(metric, L, i, B, j);
+
+			if (v <= eps)
+				pairs_add(out, i, j, v);
+		}
+}
+
+/*
+ * Data of one adversarial kind (0 clusters, 1 far from the origin, 2
+ * nearly equal rows, 3 mixed magnitudes, 4 zero rows among others).
+ */
+static double *
+t_data(int kind, uint32_t n, int dim)
+{
+	double	   *c = malloc(sizeof(double) * n * dim);
+	int			nc = 1 + n / 8;
+
+	for (uint32_t i = 0; i < n; i++)
+	{
+		int			cl = (int) (g_next() % nc);
+		double		mag = kind == 3 ? pow(10.0, (double) (g_next() % 7) - 3.0) : 1.0;
+
+		for (int k = 0; k < dim; k++)
+		{
+			double		centre = (double) ((cl * 7919 + k * 104729) % 1000) / 1000.0;
+			double		jitter = kind == 2 ? 1e-12 * g_unit() : 0.02 * (g_unit() - 0.5);
+			double		x = (centre + jitter) * mag;
+
+			if (kind == 1)
+				x += 1.0e6;
+			if (kind == 4 && i % 5 == 0)
+				x = 0.0;
+			c[(size_t) k * n + i] = x;
+		}
+	}
+	return c;
+}
+
+/* One case: oracle against the GPU, L self-join and L x R. */
+static int
+t_case(int metric, int kind, uint32_t n, int dim, char *why)
+{
+	double	   *lc = t_data(kind, n, dim),
+			   *rc = t_data(kind, n / 2 + 1, dim);
+	SjVectors	L = {n, dim, lc},
+				R = {n / 2 + 1, dim, rc};
+	SjJoinOptions o;
+	int			ok = 1;
+
+	memset(&o, 0, sizeof(o));
+	o.metric = metric;
+	o.max_batch_pairs = 777;
+	for (int two = 0; two < 2 && ok; two++)
+	{
+		GPairs		all = {0},
+					exp = {0},
+					got = {0};
+		uint64_t	count;
+		double		eps;
+
+		/* eps: a pair's own value, so that pairs lie exactly at eps */
+		t_oracle(metric, &L, two ? &R : NULL, INFINITY, &all);
+		if (all.n == 0)
+		{
+			free(all.p);
+			continue;
+		}
+		qsort(all.p, all.n, sizeof(GPair), pair_cmp);
+		{
+			double	   *v = malloc(sizeof(double) * all.n);
+			size_t		m = 0;
+
+			for (size_t i = 0; i < all.n; i++)
+				if (!isnan(all.p[i].d))
+					v[m++] = all.p[i].d;
+			qsort(v, m, sizeof(double), t_dbl_cmp);
+			eps = m ? v[m / 50] : 0.0;
+			free(v);
+		}
+		t_oracle(metric, &L, two ? &R : NULL, eps, &exp);
+		ok = run_gpu(&L, two ? &R : NULL, eps, &o, &got, &count, NULL, why) &&
+			compare_pairs(&exp, &got, why);
+		if (!ok)
+			snprintf(why + strlen(why), 512 - strlen(why) - 1, " (eps %.17g, %s)",
+					 eps, two ? "two tables" : "self");
+		free(all.p);
+		free(exp.p);
+		free(got.p);
+	}
+	free(lc);
+	free(rc);
+	return ok;
+}
+
+SJ_TEST(eps_gpu_tensor_filter)
+{
+	static const int dims[] = {7, 33, 64, 128, 384, 1536};
+	char		why[512];
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	g_seed(4242);
+	for (int metric = 0; metric < 2; metric++)
+		for (int d = 0; d < 6; d++)
+			for (int kind = 0; kind < 5; kind++)
+			{
+				int			dim = dims[d];
+				uint32_t	n = dim >= 384 ? 300 : 900;
+
+				if (metric == SJ_METRIC_L2 && dim < 16 && kind > 0)
+					continue;	/* double brute force there */
+				why[0] = 0;
+				SJ_CHECK(t_case(metric, kind, n, dim, why), "metric %d dim %d kind %d: %s",
+						 metric, dim, kind, why);
+			}
+}
+
+/* Count-only joins and a small memory limit (chunks, cut segments). */
+SJ_TEST(eps_gpu_tensor_chunks)
+{
+	char		why[512];
+	uint32_t	n = 3000;
+	int			dim = 96;
+	double	   *c;
+	SjVectors	L;
+	SjJoinOptions o;
+	GPairs		exp = {0},
+				got = {0};
+	uint64_t	count,
+				total;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	g_seed(777);
+	c = t_data(0, n, dim);
+	L.n = n;
+	L.dim = dim;
+	L.coords = c;
+	for (int metric = 0; metric < 2; metric++)
+	{
+		double		eps = metric ? 0.0005 : 0.12;
+
+		memset(&o, 0, sizeof(o));
+		o.metric = metric;
+		o.gpu_memory_limit = 12 << 20;
+		o.max_batch_pairs = 1000;
+		exp.n = got.n = 0;
+		t_oracle(metric, &L, NULL, eps, &exp);
+		SJ_CHECK(exp.n > 1000, "metric %d: only %zu pairs", metric, exp.n);
+		SJ_CHECK(run_gpu(&L, NULL, eps, &o, &got, &count, NULL, why), "metric %d: %s", metric, why);
+		SJ_CHECK(compare_pairs(&exp, &got, why), "metric %d: %s", metric, why);
+		o.count_only = 1;
+		SJ_CHECK(run_gpu(&L, NULL, eps, &o, NULL, &total, NULL, why), "count: %s", why);
+		SJ_CHECK(total == exp.n, "metric %d: count %llu, expected %zu", metric,
+				 (unsigned long long) total, exp.n);
+	}
+	free(exp.p);
+	free(got.p);
+	free(c);
+}
+
+/* Clustered rows: ncentres uniform centres in [0,1]^dim, copies jittered by +-jit. */
+static double *
+t_clusters(uint32_t n, int dim, uint32_t ncentres, double jit)
+{
+	double	   *c = malloc(sizeof(double) * n * dim);
+	double	   *ctr = malloc(sizeof(double) * ncentres * dim);
+
+	for (size_t i = 0; i < (size_t) ncentres * dim; i++)
+		ctr[i] = g_unit();
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	cl = i % ncentres;
+
+		for (int k = 0; k < dim; k++)
+			c[(size_t) k * n + i] = ctr[(size_t) cl * dim + k] + jit * (2.0 * g_unit() - 1.0);
+	}
+	free(ctr);
+	return c;
+}
+
+/* GPU count of a self-join under a metric: ms of build and probe, pairs. */
+static void
+t_bench(const char *name, const SjVectors *L, double eps, int metric, int cpu_too,
+		int *sj_failed_)
+{
+	SjJoinOptions o;
+	SjTimings	tm;
+	uint64_t	gpu = 0;
+	char		why[512];
+	double		flops,
+				best = INFINITY;
+
+	memset(&o, 0, sizeof(o));
+	o.count_only = 1;
+	o.metric = metric;
+	for (int rep = 0; rep < 3; rep++)
+	{
+		double		t0 = now_ms();
+
+		SJ_CHECK(run_gpu(L, NULL, eps, &o, NULL, &gpu, &tm, why), "%s: %s", name, why);
+		t0 = now_ms() - t0;
+		if (rep > 0 && tm.build_ms + tm.probe_ms < best)
+			best = tm.build_ms + tm.probe_ms;
+		printf("BENCH gpu %s: %llu pairs, wall %.1f ms, build %.1f probe %.1f (filter %.1f ms, %.0f TFLOP/s) transfer %.1f ms [%s]\n",
+			   name, (unsigned long long) gpu, t0, tm.build_ms, tm.probe_ms, tm.filter_ms,
+			   tm.filter_ms > 0 ? tm.filter_pairs * 2.0 * ((L->dim + 31) / 32 * 32) / tm.filter_ms / 1e9 : 0.0,
+			   tm.transfer_ms, tm.strategy);
+	}
+	flops = (double) L->n * L->n * ((L->dim + 31) / 32 * 32);
+	printf("BENCH gpu %s: best engine %.1f ms; all-pairs filter equivalent %.1f TFLOP/s\n",
+		   name, best, flops / best / 1e9);
+	if (cpu_too && sj_eps_cpu_begin)
+	{
+		SjEpsJoin  *cj = NULL;
+		char		err[SJ_ERRMSG_LEN];
+		int			done = 0;
+		uint64_t	cpu = 0;
+		double		t0 = now_ms();
+
+		o.cpu_threads = 16;
+		SJ_CHECK(sj_eps_cpu_begin(L, NULL, eps, &o, &cj, err) == SJ_OK, "%s", err);
+		while (!done)
+		{
+			SjPairBatch b;
+
+			SJ_CHECK(sj_eps_cpu_next(cj, &b, &done, err) == SJ_OK, "%s", err);
+			cpu += b.count;
+		}
+		sj_eps_cpu_timings(cj, &tm);
+		sj_eps_cpu_end(cj);
+		printf("BENCH cpu %s: %llu pairs, %.1f ms (16 threads) [%s]\n", name,
+			   (unsigned long long) cpu, now_ms() - t0, tm.strategy);
+		SJ_CHECK(cpu == gpu, "%s: cpu %llu gpu %llu", name, (unsigned long long) cpu,
+				 (unsigned long long) gpu);
+	}
+}
+
+/* High-dimensional joins (issue suite a-d, generated here), SJ_EPS_BENCH=1. */
+SJ_TEST(eps_gpu_hd_bench)
+{
+	const char *env = getenv("SJ_EPS_BENCH");
+	static const struct
+	{
+		const char *name;
+		uint32_t	n;
+		int			dim;
+		uint32_t	centres;
+		double		jit;
+		double		eps;
+		int			metric;
+		int			cpu;
+	}			cases[] = {
+		{"(b) 1M x 96-D clustered L2 eps0.09", 1000000, 96, 100000, 0.01, 0.09, 0, 1},
+		{"(a) 1M x 128-D clustered L2 eps0.1", 1000000, 128, 100000, 0.01, 0.1, 0, 1},
+		{"(c') 200K x 384-D clustered cosine eps0.001", 200000, 384, 1000, 0.05, 0.001, 1, 1},
+		{"(d) 200K x 1536-D clustered cosine eps0.0003", 200000, 1536, 20000, 0.01, 0.0003, 1, 1},
+		{"200K x 128-D uniform L2 brute eps1.2", 200000, 128, 200000, 0.0, 1.2, 0, 1},
+	};
+
+	if (!env || !*env || !sj_test_gpu_usable())
+	{
+		sj_test_skip("set SJ_EPS_BENCH=1 on a GPU machine");
+		return;
+	}
+	g_seed(1536);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+	{
+		double	   *x = t_clusters(cases[c].n, cases[c].dim, cases[c].centres, cases[c].jit);
+		SjVectors	L = {cases[c].n, cases[c].dim, x};
+
+		t_bench(cases[c].name, &L, cases[c].eps, cases[c].metric, cases[c].cpu, sj_failed_);
+		free(x);
 	}
 }

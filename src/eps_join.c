@@ -436,6 +436,30 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 	}
 }
 
+/*
+ * SjRunSpec.prefer_cpu: the engines' milliseconds from the rows and the
+ * dimension (test/bench/BENCHMARKS.md, "device choice"): per row, 68 ns on
+ * the CPU engine (all cores) and 2.1 ns on the GPU at up to 10 dimensions,
+ * both growing with the dimension beyond; the GPU adds its start-up and the
+ * upload of the coordinates (about 9 GB/s).  Brute force, where no grid
+ * prunes, costs both per pair; the GPU's tensor-core filter is so much
+ * faster there that the per-row terms already choose it.
+ */
+static bool
+SjEpsPreferCpu(void *arg)
+{
+	SjEpsJob   *job = (SjEpsJob *) arg;
+	double		rows = (double) job->left.vectors.n +
+		(job->self ? 0.0 : (double) job->right.vectors.n);
+	double		dim = Max(1, job->left.vectors.dim);
+	double		grow = Max(1.0, dim / 10.0);
+	double		cpu_ms = 0.15 + 0.000068 * grow * rows;
+	double		gpu_ms = SjGpuStartMs() + 0.0000021 * grow * rows +
+		rows * dim * sizeof(double) / 9.0e6;
+
+	return cpu_ms < gpu_ms;
+}
+
 /* SjRunSpec.emit: one tuple per pair, keys in place of row indices. */
 static void
 SjEpsEmit(void *arg, const SjPairBatch *batch)
@@ -492,6 +516,7 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	spec.begin = SjEpsBegin;
 	spec.emit = SjEpsEmit;
 	spec.store = store;
+	spec.prefer_cpu = SjEpsPreferCpu;
 	return SjJoinAndReport(&spec,
 						   job.left.vectors.n == 0 ||
 						   (!job.self && job.right.vectors.n == 0),

@@ -763,6 +763,7 @@ SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 	spec.begin = SjJaccardBegin;
 	spec.emit = SjJaccardEmit;
 	spec.store = store;
+	spec.prefer_cpu = NULL;
 	return SjJoinAndReport(&spec, job.left.n == 0 || (!job.self && job.right.n == 0),
 						   &stats, t0);
 }

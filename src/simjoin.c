@@ -38,6 +38,10 @@ SjStats		sj_last_stats;
 /* -1 unknown, 0 no usable GPU, 1 usable */
 static int	sj_gpu_state = -1;
 
+/* When this process first asked for the GPU, and whether a join used it. */
+static double sj_gpu_start_at = 0;
+static bool sj_gpu_joined = false;
+
 static const struct config_enum_entry sj_device_options[] = {
 	{"auto", SJ_DEVICE_AUTO, false},
 	{"gpu", SJ_DEVICE_GPU, false},
@@ -199,12 +203,27 @@ SjStartDevice(void)
 
 	if (sj_device == SJ_DEVICE_CPU || sj_gpu_state == 0 || !sjgpu_compiled())
 		return;
+	if (sj_gpu_start_at == 0)
+		sj_gpu_start_at = sj_now_ms();
 	if (!registered)
 	{
 		on_proc_exit(SjStartDeviceWait, (Datum) 0);
 		registered = true;
 	}
 	sjgpu_start_device(0);
+}
+
+/*
+ * What starting the GPU still costs this process: a context takes about
+ * 160 ms to create (test/bench/BENCHMARKS.md, "start-up"), started by
+ * SjStartDevice while the inputs are read; nothing once a join has used it.
+ */
+double
+SjGpuStartMs(void)
+{
+	if (sj_gpu_joined)
+		return SJ_GPU_JOIN_START_MS;
+	return Max(SJ_GPU_JOIN_START_MS, SJ_GPU_CONTEXT_MS - (sj_now_ms() - sj_gpu_start_at));
 }
 
 /* Should this join run on the GPU?  Errors for device = gpu without one. */
@@ -282,6 +301,8 @@ SjRunCollect(SjRun *run, SjStats *stats)
 	stats->device_bytes = Max(stats->device_bytes, (int64) t.device_bytes);
 	strlcpy(stats->strategy, t.strategy, sizeof(stats->strategy));
 	strlcpy(stats->device, run->gpu ? "gpu" : "cpu", sizeof(stats->device));
+	if (run->gpu)
+		sj_gpu_joined = true;
 }
 
 /*
@@ -295,6 +316,9 @@ SjCursorOpen(SjCursor *cur, const SjRunSpec *spec, bool count_only)
 	cur->spec = spec;
 	cur->count_only = count_only;
 	cur->gpu = SjUseGpu();
+	if (cur->gpu && sj_device == SJ_DEVICE_AUTO && spec->prefer_cpu &&
+		spec->prefer_cpu(spec->arg))
+		cur->gpu = false;
 }
 
 /*

@@ -81,6 +81,8 @@ typedef struct SjRunSpec
 						  SjRun *run, char *errmsg);
 	void		(*emit) (void *arg, const SjPairBatch *batch);
 	struct Tuplestorestate *store;
+	/* simjoin.device = auto: is the CPU engine cheaper? (NULL: no) */
+	bool		(*prefer_cpu) (void *arg);
 } SjRunSpec;
 
 /* Statistics of the last join run in this backend (simjoin_last_stats()). */
@@ -110,7 +112,15 @@ extern SjStats sj_last_stats;
 extern void SjReportStatus(SjStatus status, const char *errmsg,
 						   const char *what);
 extern bool SjGpuUsable(void);
+/*
+ * GPU start-up: creating a process's CUDA context, and starting one join on
+ * a device already started (milliseconds; measured on the H100/H200 hosts).
+ */
+#define SJ_GPU_CONTEXT_MS		160.0
+#define SJ_GPU_JOIN_START_MS	0.4
+
 extern bool SjUseGpu(void);
+extern double SjGpuStartMs(void);
 extern void SjStartDevice(void);
 extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
 extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);

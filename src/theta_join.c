@@ -2099,6 +2099,7 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	spec.begin = SjThetaBegin;
 	spec.emit = SjThetaEmit;
 	spec.store = store;
+	spec.prefer_cpu = NULL;
 	return SjJoinAndReport(&spec, sides[0]->n == 0 || sides[1]->n == 0,
 						   &stats, t0);
 }

@@ -148,11 +148,15 @@ convert_kernel(const double *coords, uint32_t n, const double *norms,
 		pn[i] = make_float2(bad ? INFINITY : __double2float_rd(pv), __double2float_ru(nv));
 }
 
-/* mma.sync m16n8k16, FP16 inputs, FP32 accumulators. */
+/*
+ * mma.sync m16n8k16, FP16 inputs, FP32 accumulators.  Not volatile: it
+ * reads and writes registers only, so the compiler may interleave it with
+ * the (volatile) shared-memory loads.
+ */
 __device__ __forceinline__ void
 mma16816(float *c, const uint32_t *a, const uint32_t *b)
 {
-	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
 				 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
 				 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
 				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -184,6 +188,7 @@ __device__ __forceinline__ void
 load_tile(__half (*dst)[kRowPad], const __half *rows, uint32_t row0, uint32_t nrows,
 		  int pdim, int k0)
 {
+#pragma unroll
 	for (int c = threadIdx.x; c < kTcTile * (kTcK / 8); c += kThreads)
 	{
 		int			r = c / (kTcK / 8),
@@ -194,21 +199,26 @@ load_tile(__half (*dst)[kRowPad], const __half *rows, uint32_t row0, uint32_t nr
 
 		cp_async16(&dst[r][part * 8], src, valid);
 	}
-	asm volatile("cp.async.commit_group;\n"::);
 }
+
+/* Shared memory of filter_kernel: kStages stages of the two tiles. */
+constexpr int kStages = 3;
+constexpr size_t kFilterSmem = (size_t) kStages * 2 * kTcTile * kRowPad * sizeof(__half);
 
 /*
  * One 128 x 128 tile of (probe, build) pairs: blockIdx.y the probe tile
- * within [p0, p1), blockIdx.x the build tile.
+ * within [p0, p1), blockIdx.x the build tile.  A three-stage cp.async
+ * pipeline (one barrier a K step); two blocks a multiprocessor.
  */
 template <bool SELF>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
 filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 			  unsigned long long *keys, unsigned long long cap,
 			  unsigned long long *count)
 {
-	__shared__ __align__(16) __half sa[2][kTcTile][kRowPad];
-	__shared__ __align__(16) __half sb[2][kTcTile][kRowPad];
+	extern __shared__ __align__(16) unsigned char smem[];
+	__half		(*sa)[kTcTile][kRowPad] = reinterpret_cast<__half (*)[kTcTile][kRowPad]>(smem);
+	__half		(*sb)[kTcTile][kRowPad] = sa + kStages;
 	const uint32_t pt = p0 + blockIdx.y * kTcTile;
 	const uint32_t jt = blockIdx.x * kTcTile;
 	const int	warp = threadIdx.x / 32,
@@ -230,21 +240,31 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 
 	const int	nk = p.pdim / kTcK;
 
-	load_tile(sa[0], probe.rows, pt, p1, p.pdim, 0);
-	load_tile(sb[0], build.rows, jt, build.n, p.pdim, 0);
+	/* the first kStages - 1 stages in flight, one commit group each */
+#pragma unroll
+	for (int st = 0; st < kStages - 1; st++)
+	{
+		if (st < nk)
+		{
+			load_tile(sa[st], probe.rows, pt, p1, p.pdim, st * kTcK);
+			load_tile(sb[st], build.rows, jt, build.n, p.pdim, st * kTcK);
+		}
+		asm volatile("cp.async.commit_group;\n"::);
+	}
 	for (int kt = 0; kt < nk; kt++)
 	{
-		const int	s = kt & 1;
+		const int	s = kt % kStages;
+		const int	kn = kt + kStages - 1;
 
-		if (kt + 1 < nk)
-		{
-			load_tile(sa[s ^ 1], probe.rows, pt, p1, p.pdim, (kt + 1) * kTcK);
-			load_tile(sb[s ^ 1], build.rows, jt, build.n, p.pdim, (kt + 1) * kTcK);
-			asm volatile("cp.async.wait_group 2;\n"::);
-		}
-		else
-			asm volatile("cp.async.wait_group 0;\n"::);
+		asm volatile("cp.async.wait_group %0;\n"::"n"(kStages - 2));
 		__syncthreads();
+		/* refill the stage the previous step read (all are past it now) */
+		if (kn < nk)
+		{
+			load_tile(sa[kn % kStages], probe.rows, pt, p1, p.pdim, kn * kTcK);
+			load_tile(sb[kn % kStages], build.rows, jt, build.n, p.pdim, kn * kTcK);
+		}
+		asm volatile("cp.async.commit_group;\n"::);
 #pragma unroll
 		for (int kk = 0; kk < kTcK; kk += 16)
 		{
@@ -272,8 +292,8 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 				for (int ni = 0; ni < 4; ni++)
 					mma16816(acc[mi][ni], af[mi], bf[ni]);
 		}
-		__syncthreads();
 	}
+	asm volatile("cp.async.wait_group 0;\n"::);
 
 	/* epilogue: keep the pairs the bound cannot rule out */
 	float2		rp[4][2],
@@ -298,6 +318,9 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 			rb[ni][h] = col < build.n ? build.pn[col] : make_float2(INFINITY, 0.0f);
 		}
 
+	/* which of the thread's 64 pairs to keep: a bit each */
+	unsigned long long kept = 0;
+
 #pragma unroll
 	for (int mi = 0; mi < 4; mi++)
 #pragma unroll
@@ -307,16 +330,46 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 			{
 				const float2 a = rp[mi][e >> 1],
 							b = rb[ni][e & 1];
-				const uint32_t row = pt + wm + mi * 16 + lane / 4 + (e >> 1) * 8;
-				const uint32_t col = jt + wn + ni * 8 + (lane % 4) * 2 + (e & 1);
 				float		rhs = __fsub_rd(__fadd_rd(a.x, b.x),
 											__fmul_ru(__fmul_ru(p.alpha, a.y), b.y));
-				bool		keep = acc[mi][ni][e] >= rhs && (!SELF || col > row);
+
+				if (acc[mi][ni][e] >= rhs)
+					kept |= 1ull << ((mi * 4 + ni) * 4 + e);
+			}
+	if (SELF)
+	{
+#pragma unroll
+		for (int mi = 0; mi < 4; mi++)
+#pragma unroll
+			for (int ni = 0; ni < 4; ni++)
+#pragma unroll
+				for (int e = 0; e < 4; e++)
+				{
+					const uint32_t row = pt + wm + mi * 16 + lane / 4 + (e >> 1) * 8;
+					const uint32_t col = jt + wn + ni * 8 + (lane % 4) * 2 + (e & 1);
+
+					if (col <= row)
+						kept &= ~(1ull << ((mi * 4 + ni) * 4 + e));
+				}
+	}
+	/* most tiles keep nothing: one vote, then the appends */
+	if (!__any_sync(0xffffffffu, kept != 0))
+		return;
+#pragma unroll
+	for (int mi = 0; mi < 4; mi++)
+#pragma unroll
+		for (int ni = 0; ni < 4; ni++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+			{
+				const bool	keep = (kept >> ((mi * 4 + ni) * 4 + e)) & 1;
 				unsigned	mask = __ballot_sync(0xffffffffu, keep);
 
 				if (mask == 0)
 					continue;
 
+				const uint32_t row = pt + wm + mi * 16 + lane / 4 + (e >> 1) * 8;
+				const uint32_t col = jt + wn + ni * 8 + (lane % 4) * 2 + (e & 1);
 				unsigned long long base = 0;
 				int			leader = __ffs(mask) - 1;
 
@@ -454,14 +507,25 @@ tc_filter(const TcSide &probe, const TcSide &build, const TcParams &p, bool self
 		  unsigned long long *count, cudaStream_t st)
 {
 	dim3		grid((build.n + kTcTile - 1) / kTcTile, (p1 - p0 + kTcTile - 1) / kTcTile);
+	static bool sized[2];
 
 	SJGPU_CHECK(cudaMemsetAsync(count, 0, sizeof(*count), st));
 	if (p1 <= p0 || build.n == 0)
 		return;
+	if (!sized[self])
+	{
+		/* more than 48 KB of dynamic shared memory must be asked for */
+		SJGPU_CHECK(cudaFuncSetAttribute(self ? filter_kernel<true> : filter_kernel<false>,
+										 cudaFuncAttributeMaxDynamicSharedMemorySize,
+										 (int) kFilterSmem));
+		sized[self] = true;
+	}
 	if (self)
-		filter_kernel<true><<<grid, kThreads, 0, st>>>(probe, build, p, p0, p1, keys, cap, count);
+		filter_kernel<true><<<grid, kThreads, kFilterSmem, st>>>(probe, build, p, p0, p1, keys,
+																 cap, count);
 	else
-		filter_kernel<false><<<grid, kThreads, 0, st>>>(probe, build, p, p0, p1, keys, cap, count);
+		filter_kernel<false><<<grid, kThreads, kFilterSmem, st>>>(probe, build, p, p0, p1, keys,
+																  cap, count);
 	SJGPU_CHECK_LAUNCH("filter_kernel");
 }
 

@@ -3,8 +3,9 @@
 #     sj_cluster_start        # sets PGHOST, PGPORT, PGUSER, PGDATABASE
 #     sj_cluster_stop         # stops it and removes its directory
 # The cluster lives in a fresh temporary directory, listens only on a Unix
-# socket there, and runs as the invoking user (as "postgres" when invoked by
-# root, since the server refuses to run as root).
+# socket there, runs as the invoking user (as "postgres" when invoked by
+# root, since the server refuses to run as root), and preloads simjoin
+# (install it first).
 SJ_PGBIN=${SJ_PGBIN:-$(pg_config --bindir)}
 
 sj_as_server_user() {
@@ -29,6 +30,8 @@ sj_cluster_start() {
         echo "port = $port"
         echo "fsync = off"
         echo "max_parallel_workers_per_gather = ${SJ_PARALLEL_WORKERS:-2}"
+        # plain SQL joins planned as Custom Scan (SimJoin) from a session's first query
+        echo "shared_preload_libraries = 'simjoin'"
         echo "${SJ_PG_CONF:-}" | tr ';' '\n'
     } >>"$SJ_CLUSTER_DIR/data/postgresql.conf"
     sj_as_server_user "$SJ_PGBIN/pg_ctl" -D "$SJ_CLUSTER_DIR/data" \

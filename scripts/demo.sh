@@ -5,7 +5,8 @@
 #
 # Installs what is missing, builds and installs simjoin, starts a cluster
 # of its own in a temporary directory (never yours), loads sample data and
-# runs every operator, printing results, time and the device used (the GPU
+# runs every operator, as functions and as plain SQL joins (the cluster
+# preloads simjoin), printing results, time and the device used (the GPU
 # when one is usable, else the CPU engine).  The cluster is removed at exit.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

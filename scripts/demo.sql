@@ -1,4 +1,4 @@
--- demo.sql: every simjoin operator on sample data
+-- demo.sql: every simjoin operator on sample data, as functions and as plain SQL joins
 \pset footer off
 CREATE EXTENSION simjoin;
 \echo '== devices (none listed: the CPU engine runs every join)'
@@ -56,4 +56,15 @@ SELECT * FROM theta_join('trades', 'id', 'quotes', 'id',
 ORDER BY 1, 2 LIMIT 5;
 SELECT theta_join_count('trades', 'id', 'quotes', 'id', 'l.price > r.bid') AS price_above_bid;
 SELECT operator, device, strategy, pairs, round(total_ms) AS total_ms FROM simjoin_last_stats();
+
+\echo '== plain SQL: the band join as a join, planned as Custom Scan (SimJoin) (the server preloads simjoin)'
+SELECT count(*) AS quotes_within_2s FROM trades t JOIN quotes q
+    ON q.at BETWEEN t.at - interval '2 seconds' AND t.at + interval '2 seconds';
+\echo 'its plan: the node, the device it ran on and the time of each phase'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF)
+SELECT count(*) FROM trades t JOIN quotes q
+    ON q.at BETWEEN t.at - interval '2 seconds' AND t.at + interval '2 seconds';
+\echo '== plain SQL: shops and the places within 0.05 of each'
+EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF)
+SELECT s.id, p.id FROM shops s JOIN places p ON s.pos::float8[] <-> p.pos <= 0.05;
 \timing off

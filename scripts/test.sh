@@ -18,7 +18,7 @@ bash scripts/deps.sh || exit 1
 export PATH=$(pg_config --bindir):$PATH
 
 make -s clean >/dev/null 2>&1
-make -s 2>&1 | grep -v '^$' || true
+make -s -j"$(nproc)" 2>&1 | grep -v '^$' || true
 [[ -f simjoin.so ]] || { echo "build failed"; exit 1; }
 if [[ $(id -u) == 0 ]]; then make -s install >/dev/null; else sudo make -s install >/dev/null; fi || exit 1
 

@@ -51,7 +51,7 @@ BEGIN
     RETURN rec::text;
 END $$;
 
--- two ~2000-row sides: 2-D integer vectors (many pairs at exactly distance 5),
+-- two ~1000-row sides: 2-D integer vectors (many pairs at exactly distance 5),
 -- NULL, NaN and infinite vectors; int4 and text sets (pairs at exactly 1/2),
 -- NULL and empty sets, duplicate elements; theta columns of every type with
 -- NULLs and NaN; a few duplicated rows
@@ -75,7 +75,7 @@ FROM (SELECT i AS id, i % 5 AS grp,
         date '2024-01-01' + (i * 11) % 60 AS d,
         timestamp '2024-01-01' + ((i * 17) % 2000) * interval '1 minute' AS ts,
         CASE WHEN i % 10 = 0 THEN NULL ELSE i % 3 = 0 END AS b
-      FROM generate_series(1, 2000) i) g;
+      FROM generate_series(1, 1000) i) g;
 INSERT INTO cs_b
 SELECT id, grp, v, v::real[], s, CASE WHEN s IS NOT NULL THEN ARRAY(SELECT 'w' || e FROM unnest(s) e) END,
        k, k8, f, n, c, d, ts, b
@@ -92,7 +92,7 @@ FROM (SELECT i AS id, i % 4 AS grp,
         date '2024-01-01' + (i * 7) % 60 AS d,
         timestamp '2024-01-01' + ((i * 13) % 2000) * interval '1 minute' AS ts,
         CASE WHEN i % 9 = 0 THEN NULL ELSE i % 2 = 0 END AS b
-      FROM generate_series(1, 2200) i) g;
+      FROM generate_series(1, 1100) i) g;
 INSERT INTO cs_a SELECT * FROM cs_a WHERE id % 400 = 0;     -- duplicate rows
 INSERT INTO cs_b SELECT * FROM cs_b WHERE id % 550 = 0;
 -- five rows a side, every edge case by hand

@@ -1224,7 +1224,8 @@ SjParallelReadDiscount(PlannerInfo *root, SjJoinPlanInfo *info, Path *path,
 	else if (min_parallel_table_scan_size <= 0)
 		workers = max_parallel_workers_per_gather;
 	else
-		workers = (int) (rel->pages / (BlockNumber) min_parallel_table_scan_size);
+		workers = (int) ((rel->pages + SjToastBlocks(rte->relid)) /
+						 (BlockNumber) min_parallel_table_scan_size);
 	workers = Min(workers, max_parallel_workers_per_gather);
 	if (workers <= 0)
 		return 0;

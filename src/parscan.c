@@ -48,6 +48,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -68,6 +69,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "simjoin.h"
 
@@ -354,11 +356,41 @@ SjScanRows(TableScanDesc scan, TupleTableSlot *slot, int ncols,
 }
 
 /*
+ * The blocks of relid's TOAST relation (0 where it has none).  Long vectors
+ * and sets live there, out of line: a table of 768-D float4[] has a main
+ * fork of a few pointers a row, and its reading time follows these blocks.
+ */
+BlockNumber
+SjToastBlocks(Oid relid)
+{
+	HeapTuple	tuple;
+	Oid			toastid;
+	Relation	toast;
+	BlockNumber blocks;
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		return 0;
+	toastid = ((Form_pg_class) GETSTRUCT(tuple))->reltoastrelid;
+	ReleaseSysCache(tuple);
+	if (!OidIsValid(toastid))
+		return 0;
+	toast = try_relation_open(toastid, AccessShareLock);
+	if (toast == NULL)
+		return 0;
+	blocks = RelationGetNumberOfBlocks(toast);
+	relation_close(toast, AccessShareLock);
+	return blocks;
+}
+
+/*
  * How many workers should read rel: none for a table smaller than
  * min_parallel_table_scan_size, or when parallel query is off or we are a
  * worker ourselves; else one per min_parallel_table_scan_size of table (all
  * of max_parallel_workers_per_gather when that size is 0), or the table's
- * parallel_workers option, within max_parallel_workers_per_gather.
+ * parallel_workers option, within max_parallel_workers_per_gather.  The
+ * table's size includes its TOAST relation: the workers that take the main
+ * fork's blocks in turn detoast their own rows' values.
  */
 int
 SjParallelWorkers(Relation rel)
@@ -373,7 +405,7 @@ SjParallelWorkers(Relation rel)
 	workers = RelationGetParallelWorkers(rel, -1);
 	if (workers < 0)
 	{
-		pages = RelationGetNumberOfBlocks(rel);
+		pages = RelationGetNumberOfBlocks(rel) + SjToastBlocks(RelationGetRelid(rel));
 		if (min_parallel_table_scan_size <= 0)
 			workers = max_parallel_workers_per_gather;
 		else if (pages < (BlockNumber) min_parallel_table_scan_size)

@@ -21,6 +21,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/tuplestore.h"
+#include "utils/varlena.h"
 
 #include "simjoin.h"
 #include "sjgpu.h"
@@ -42,6 +43,9 @@ static int	sj_gpu_state = -1;
 static double sj_gpu_start_at = 0;
 static bool sj_gpu_joined = false;
 
+/* whether the library was loaded through shared_preload_libraries */
+static bool sj_preloaded = false;
+
 static const struct config_enum_entry sj_device_options[] = {
 	{"auto", SJ_DEVICE_AUTO, false},
 	{"gpu", SJ_DEVICE_GPU, false},
@@ -61,6 +65,7 @@ _PG_init(void)
 		ncores = 1;
 	if (ncores > 1024)
 		ncores = 1024;
+	sj_preloaded = process_shared_preload_libraries_in_progress;
 
 	DefineCustomEnumVariable("simjoin.device",
 							 "Where simjoin runs joins.",
@@ -645,4 +650,59 @@ simjoin_last_stats(PG_FUNCTION_ARGS)
 	values[14] = Int32GetDatum(s->scan_workers);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));
+}
+
+/* Does the library list in setting guc (a preload setting) name simjoin? */
+static bool
+SjLibraryListed(const char *guc)
+{
+	const char *value = GetConfigOption(guc, true, false);
+	char	   *raw;
+	List	   *names;
+	ListCell   *lc;
+	bool		found = false;
+
+	if (value == NULL || value[0] == '\0')
+		return false;
+	raw = pstrdup(value);
+	if (!SplitDirectoriesString(raw, ',', &names))
+		return false;
+	foreach(lc, names)
+	{
+		const char *name = lfirst(lc);
+		const char *base = strrchr(name, '/');
+		size_t		len;
+
+		base = base ? base + 1 : name;
+		len = strlen(base);
+		if (len >= 3 && strcmp(base + len - 3, ".so") == 0)
+			len -= 3;
+		if (len == strlen("simjoin") && strncmp(base, "simjoin", len) == 0)
+			found = true;
+	}
+	return found;
+}
+
+PG_FUNCTION_INFO_V1(simjoin_check_preload);
+
+/*
+ * simjoin_check_preload(): called by the extension script, a WARNING naming
+ * the command to run when no setting preloads the library: plain SQL joins
+ * involve no simjoin function, so a session that has not loaded the library
+ * plans them without Custom Scan (SimJoin).  (A NOTICE would not reach the
+ * client: PostgreSQL runs extension scripts with client_min_messages at
+ * WARNING or above.)
+ */
+Datum
+simjoin_check_preload(PG_FUNCTION_ARGS)
+{
+	if (sj_preloaded || SjLibraryListed("session_preload_libraries") ||
+		SjLibraryListed("local_preload_libraries"))
+		PG_RETURN_BOOL(true);
+	ereport(WARNING,
+			(errcode(ERRCODE_WARNING),
+			 errmsg("simjoin is not in shared_preload_libraries"),
+			 errdetail("Plain SQL joins are planned as Custom Scan (SimJoin) only in sessions that have loaded simjoin."),
+			 errhint("Run ALTER SYSTEM SET shared_preload_libraries = 'simjoin' (keeping any libraries already listed) and restart the server, or LOAD 'simjoin' in each session.")));
+	PG_RETURN_BOOL(false);
 }

@@ -19,6 +19,7 @@
 #include "fmgr.h"
 #include "nodes/bitmapset.h"
 #include "nodes/nodes.h"
+#include "storage/block.h"
 #include "utils/array.h"
 #include "utils/palloc.h"
 
@@ -265,6 +266,7 @@ extern int64 SjScanRows(struct TableScanDescData *scan, struct TupleTableSlot *s
 						struct ExprContext *econtext, SjRowFn fn, void *arg,
 						int64 *filtered);
 extern int	SjParallelWorkers(struct RelationData *rel);
+extern BlockNumber SjToastBlocks(Oid relid);
 extern bool SjPartTypesOk(SjPartKind kind, int ncols, const Oid *typids);
 extern SjRowFn SjPartRowFn(SjPartKind kind);
 extern void *SjPartSideBegin(SjPartKind kind, int ncols, const int *positions,

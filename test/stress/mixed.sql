@@ -1,0 +1,2 @@
+\set q random(1, 10)
+SELECT st_check(:q);

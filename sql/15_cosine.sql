@@ -144,6 +144,30 @@ SELECT cos_check($$SELECT a.id, b.id FROM cos_pts a JOIN cos_pts b ON a.v <=> b.
 -- l2 and cosine conditions together: one is the engine's, the other a filter
 SELECT cos_check($$SELECT a.id, b.id FROM cos_r a JOIN cos_r b ON a.v3 <=> b.v3 <= 0.01 AND a.v3 <-> b.v3 <= 1e5$$);
 
+-- a parallel plan: the outer split across workers, the inner read together
+-- (no shared index under cosine: each participant grids the inner itself)
+CREATE TABLE cos_pa AS SELECT i AS id,
+       ARRAY[(i % 97)::float8 - 40, (i % 89)::float8 - 40, (i % 7)::float8] AS v
+FROM generate_series(1, 20000) i;
+CREATE TABLE cos_pb AS SELECT i AS id,
+       ARRAY[(i % 83)::float8 - 40, (i % 79)::float8 - 40, (i % 5)::float8] AS v
+FROM generate_series(1, 2000) i;
+UPDATE cos_pb SET v = '{0,0,0}' WHERE id % 101 = 0;
+VACUUM ANALYZE cos_pa, cos_pb;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET simjoin.device = cpu;
+SELECT cos_check($$SELECT a.id, b.id FROM cos_pa a JOIN cos_pb b ON a.v <=> b.v <= 0.001$$);
+SELECT cos_check($$SELECT count(*) FROM cos_pa a JOIN cos_pb b ON cosine_distance(b.v, a.v) < 0.01$$);
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET simjoin.device;
+DROP TABLE cos_pa, cos_pb;
+
 DROP FUNCTION cos_check(text);
 DROP FUNCTION cos_diff(text, float8);
 DROP TABLE cos_pts, cos_p4, cos_q, cos_r;

@@ -148,10 +148,10 @@ SELECT cos_check($$SELECT a.id, b.id FROM cos_r a JOIN cos_r b ON a.v3 <=> b.v3 
 -- (no shared index under cosine: each participant grids the inner itself)
 CREATE TABLE cos_pa AS SELECT i AS id,
        ARRAY[(i % 97)::float8 - 40, (i % 89)::float8 - 40, (i % 7)::float8] AS v
-FROM generate_series(1, 20000) i;
+FROM generate_series(1, 6000) i;
 CREATE TABLE cos_pb AS SELECT i AS id,
        ARRAY[(i % 83)::float8 - 40, (i % 79)::float8 - 40, (i % 5)::float8] AS v
-FROM generate_series(1, 2000) i;
+FROM generate_series(1, 600) i;
 UPDATE cos_pb SET v = '{0,0,0}' WHERE id % 101 = 0;
 VACUUM ANALYZE cos_pa, cos_pb;
 SET max_parallel_workers_per_gather = 2;

@@ -130,6 +130,10 @@ typedef struct EpsSlot
 	int			late;			/* stopped at the deadline */
 } EpsSlot;
 
+/* The filter of four candidates at a time (eps_sums4_body). */
+typedef void (*EpsSums4Fn) (const double *x, const double *y, int dim,
+							double fthr, double *sums);
+
 struct SjEpsJoin
 {
 	int			dim;
@@ -140,6 +144,8 @@ struct SjEpsJoin
 	double		thr;			/* largest sum whose sqrt is <= eps; cosine:
 								 * sj_eps_cos_threshold (+inf: no filter) */
 	double		geps;			/* the radius the grid is built for */
+	double		fthr;			/* eps_sums4's filter threshold */
+	EpsSums4Fn	sums4;			/* eps_sums4 for this CPU */
 	int			metric;			/* SjMetric */
 	EpsCosSide	cos[2];			/* cosine: normalised build and left sides */
 	uint32_t	block;			/* candidates per cache block */
@@ -745,46 +751,142 @@ eps_first_candidate(const EpsRange *r, uint32_t b, uint32_t p)
 }
 
 /*
- * Squared distances of x to the four points from y, each summed in
- * dimension order; stops early once all four exceed thr (partial sums
- * never decrease, so such a pair cannot join).
+ * The filter of four candidates at a time (dim > 8): squared distances of x
+ * to the four points from y, each summed in four lanes over the dimensions
+ * (so out of the canonical order, and vectorised), stopping once all four
+ * exceed fthr.  Every term is a nonnegative square, so in any order the
+ * computed sum is within a factor 1 +- gamma(dim + 3) of the exact one,
+ * and the exact one within the same factor of the canonical sum:
+ * eps_filter_threshold widens thr by more than twice that (plus underflow),
+ * so a pair whose canonical sum is <= thr always passes.  The survivors are
+ * decided canonically.
  */
+typedef double EpsV4 __attribute__((vector_size(32)));
+
+/* Horizontal sum of a vector of four doubles. */
+#define EPS_HSUM(a) (((a)[0] + (a)[1]) + ((a)[2] + (a)[3]))
+
+/* The body of eps_sums4, compiled for the baseline ISA and for AVX2. */
 static inline __attribute__((always_inline)) void
-eps_sums4(const double *x, const double *y, int dim, double thr,
-		  double *sums)
+eps_sums4_body(const double *x, const double *y, int dim, double fthr,
+			   double *sums)
 {
 	const double *y1 = y + dim,
 			   *y2 = y + 2 * dim,
 			   *y3 = y + 3 * dim;
-	double		s0 = 0.0,
-				s1 = 0.0,
-				s2 = 0.0,
-				s3 = 0.0;
-	int			k;
+	EpsV4		a0 = {0, 0, 0, 0},
+				a1 = {0, 0, 0, 0},
+				a2 = {0, 0, 0, 0},
+				a3 = {0, 0, 0, 0};
+	int			vend = dim - dim % 4;
+	int			k = 0;
+	double		t0 = 0.0,
+				t1 = 0.0,
+				t2 = 0.0,
+				t3 = 0.0;
 
-	for (k = 0; k < dim;)
+	while (k < vend)
 	{
-		int			kend = k + 8 < dim ? k + 8 : dim;
+		int			kend = vend - k > 32 ? k + 32 : vend;
 
-		for (; k < kend; k++)
+		for (; k < kend; k += 4)
+		{
+			EpsV4		xv,
+						v0,
+						v1,
+						v2,
+						v3;
+
+			memcpy(&xv, x + k, sizeof(xv));
+			memcpy(&v0, y + k, sizeof(v0));
+			memcpy(&v1, y1 + k, sizeof(v1));
+			memcpy(&v2, y2 + k, sizeof(v2));
+			memcpy(&v3, y3 + k, sizeof(v3));
+			v0 = xv - v0;
+			v1 = xv - v1;
+			v2 = xv - v2;
+			v3 = xv - v3;
+			a0 += v0 * v0;
+			a1 += v1 * v1;
+			a2 += v2 * v2;
+			a3 += v3 * v3;
+		}
+		if (k < vend && EPS_HSUM(a0) > fthr && EPS_HSUM(a1) > fthr &&
+			EPS_HSUM(a2) > fthr && EPS_HSUM(a3) > fthr)
+			break;
+	}
+	if (k == vend)
+		for (; k < dim; k++)
 		{
 			double		d0 = x[k] - y[k];
 			double		d1 = x[k] - y1[k];
 			double		d2 = x[k] - y2[k];
 			double		d3 = x[k] - y3[k];
 
-			s0 = s0 + d0 * d0;
-			s1 = s1 + d1 * d1;
-			s2 = s2 + d2 * d2;
-			s3 = s3 + d3 * d3;
+			t0 += d0 * d0;
+			t1 += d1 * d1;
+			t2 += d2 * d2;
+			t3 += d3 * d3;
 		}
-		if (s0 > thr && s1 > thr && s2 > thr && s3 > thr)
-			break;
-	}
-	sums[0] = s0;
-	sums[1] = s1;
-	sums[2] = s2;
-	sums[3] = s3;
+	sums[0] = EPS_HSUM(a0) + t0;
+	sums[1] = EPS_HSUM(a1) + t1;
+	sums[2] = EPS_HSUM(a2) + t2;
+	sums[3] = EPS_HSUM(a3) + t3;
+}
+
+/* eps_sums4 for the baseline ISA. */
+static void
+eps_sums4_base(const double *x, const double *y, int dim, double fthr,
+			   double *sums)
+{
+	eps_sums4_body(x, y, dim, fthr, sums);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* eps_sums4 with AVX2 (chosen at run time where the CPU has it). */
+__attribute__((target("avx2"))) static void
+eps_sums4_avx2(const double *x, const double *y, int dim, double fthr,
+			   double *sums)
+{
+	eps_sums4_body(x, y, dim, fthr, sums);
+}
+#endif
+
+/* The best eps_sums4 for this CPU. */
+static EpsSums4Fn
+eps_sums4_choose(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		return eps_sums4_avx2;
+#endif
+	return eps_sums4_base;
+}
+
+/*
+ * The threshold of eps_sums4's filter: thr widened by 16 (dim + 4) u (u =
+ * DBL_EPSILON / 2), more than (1 + gamma(dim + 3))^2 / (1 - gamma(dim +
+ * 3)) - 1 while dim u < 0.01, plus dim 2^-1070 for squares that underflow
+ * (each loses less than 2^-1074 in either sum).
+ */
+static double
+eps_filter_threshold(double thr, int dim)
+{
+	return thr * (1.0 + 8.0 * ((double) dim + 4.0) * DBL_EPSILON) +
+		(double) dim * 0x1p-1070;
+}
+
+/* The canonical sum of squares of x - y (sjdist.h). */
+static inline double
+eps_l2_sum(const double *x, const double *y, int dim)
+{
+	double		sum = 0.0;
+	int			k;
+
+	for (k = 0; k < dim; k++)
+		sum = sj_l2_step(sum, x[k], y[k]);
+	return sum;
 }
 
 /*
@@ -859,6 +961,8 @@ eps_task_run_impl(SjEpsJoin *j, EpsTask *t, EpsSlot *s, const int dim,
 	const double *bpts = bg->pts;
 	const double eps = j->eps;
 	const double thr = j->thr;
+	const double fthr = j->fthr;
+	const EpsSums4Fn sums4 = j->sums4;
 	const uint32_t blk = j->block;
 	EpsRange	rg[EPS_MAX_RANGES];
 	size_t		n = s->n;
@@ -925,13 +1029,21 @@ eps_task_run_impl(SjEpsJoin *j, EpsTask *t, EpsSlot *s, const int dim,
 							double		sums[4];
 							int			i;
 
-							eps_sums4(x, y, dim, thr, sums);
+							sums4(x, y, dim, fthr, sums);
 							for (i = 0; i < 4; i++, q++)
 							{
-								if (!(sums[i] <= thr))
+								if (!(sums[i] <= fthr))
 									continue;
-								dist = cosine ? eps_cos_value(pg, p, bg, q, dim) :
-									sqrt(sums[i]);
+								if (cosine)
+									dist = eps_cos_value(pg, p, bg, q, dim);
+								else
+								{
+									double		c = eps_l2_sum(x, bpts + (size_t) q * dim, dim);
+
+									if (!(c <= thr))
+										continue;
+									dist = sqrt(c);
+								}
 								if (!(dist <= eps))
 									continue;
 								EPS_EMIT();
@@ -1314,6 +1426,8 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 		}
 	}
 	nprobe = left->n;
+	j->fthr = eps_filter_threshold(j->thr, j->dim);
+	j->sums4 = eps_sums4_choose();
 
 	if (left->n == 0 || (right != NULL && right->n == 0) ||
 		(j->self && left->n < 2))

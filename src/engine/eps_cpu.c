@@ -145,6 +145,7 @@ struct SjEpsJoin
 								 * sj_eps_cos_threshold (+inf: no filter) */
 	double		geps;			/* the radius the grid is built for */
 	double		fthr;			/* eps_sums4's filter threshold */
+	double		ithr;			/* L2: at most this, a pair surely joins */
 	EpsSums4Fn	sums4;			/* eps_sums4 for this CPU */
 	int			metric;			/* SjMetric */
 	EpsCosSide	cos[2];			/* cosine: normalised build and left sides */
@@ -787,7 +788,7 @@ eps_sums4_body(const double *x, const double *y, int dim, double fthr,
 
 	while (k < vend)
 	{
-		int			kend = vend - k > 32 ? k + 32 : vend;
+		int			kend = vend - k > 16 ? k + 16 : vend;
 
 		for (; k < kend; k += 4)
 		{
@@ -877,6 +878,20 @@ eps_filter_threshold(double thr, int dim)
 		(double) dim * 0x1p-1070;
 }
 
+/*
+ * The other side of the filter: an eps_sums4 sum at most this has a
+ * canonical sum <= thr (the same factors as eps_filter_threshold, the other
+ * way round), so a count-only L2 join counts the pair without its value.
+ */
+static double
+eps_inner_threshold(double thr, int dim)
+{
+	double		t = (thr - (double) dim * 0x1p-1070) *
+		(1.0 - 8.0 * ((double) dim + 4.0) * DBL_EPSILON);
+
+	return t > 0.0 ? t : -1.0;
+}
+
 /* The canonical sum of squares of x - y (sjdist.h). */
 static inline double
 eps_l2_sum(const double *x, const double *y, int dim)
@@ -962,6 +977,7 @@ eps_task_run_impl(SjEpsJoin *j, EpsTask *t, EpsSlot *s, const int dim,
 	const double eps = j->eps;
 	const double thr = j->thr;
 	const double fthr = j->fthr;
+	const double ithr = j->ithr;
 	const EpsSums4Fn sums4 = j->sums4;
 	const uint32_t blk = j->block;
 	EpsRange	rg[EPS_MAX_RANGES];
@@ -1036,6 +1052,8 @@ eps_task_run_impl(SjEpsJoin *j, EpsTask *t, EpsSlot *s, const int dim,
 									continue;
 								if (cosine)
 									dist = eps_cos_value(pg, p, bg, q, dim);
+								else if (count_only && sums[i] <= ithr)
+									dist = 0.0; /* joins for certain; no value */
 								else
 								{
 									double		c = eps_l2_sum(x, bpts + (size_t) q * dim, dim);
@@ -1427,6 +1445,7 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 	}
 	nprobe = left->n;
 	j->fthr = eps_filter_threshold(j->thr, j->dim);
+	j->ithr = eps_inner_threshold(j->thr, j->dim);
 	j->sums4 = eps_sums4_choose();
 
 	if (left->n == 0 || (right != NULL && right->n == 0) ||

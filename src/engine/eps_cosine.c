@@ -131,3 +131,27 @@ sj_eps_cos_threshold(double eps, int dim)
 
 	return r * r * (1.0 + h) + 1e-300;
 }
+
+/*
+ * The other side: a filter sum of two regular rows (summed in any order,
+ * sj_l2_step's or eps_sums4's) at most this has a canonical cosine
+ * distance <= eps, so a count-only join counts the pair without computing
+ * it; -1 where no sum qualifies.  With h as above (which also exceeds the
+ * relative error of either sum, g + 3 u, and 2 u of the rounding here): a
+ * sum s <= (sqrt(2 (eps - h)) - h)^2 (1 - 2 h) has exact |u - v|^2 <=
+ * (sqrt(2 (eps - h)) - h)^2, so the exact unit vectors are within
+ * sqrt(2 (eps - h)) and 1 - cos <= eps - h, so c <= eps.
+ */
+double
+sj_eps_cos_inner_threshold(double eps, int dim)
+{
+	double		h = 8.0 * ((double) dim + 8.0) * DBL_EPSILON;
+	double		r;
+
+	if (!(eps > 2.0 * h))
+		return -1.0;
+	r = sqrt(2.0 * (eps - h)) - h;
+	if (!(r > 0.0))
+		return -1.0;
+	return r * r * (1.0 - 2.0 * h);
+}

@@ -23,5 +23,6 @@ extern SjStatus sj_eps_cos_prepare(const SjVectors *v, EpsCosSide *out,
 								   char *errmsg);
 extern void sj_eps_cos_free(EpsCosSide *side);
 extern double sj_eps_cos_threshold(double eps, int dim);
+extern double sj_eps_cos_inner_threshold(double eps, int dim);
 
 #endif							/* EPS_COSINE_H */

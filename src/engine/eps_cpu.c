@@ -145,7 +145,7 @@ struct SjEpsJoin
 								 * sj_eps_cos_threshold (+inf: no filter) */
 	double		geps;			/* the radius the grid is built for */
 	double		fthr;			/* eps_sums4's filter threshold */
-	double		ithr;			/* L2: at most this, a pair surely joins */
+	double		ithr;			/* a filter sum at most this surely joins */
 	EpsSums4Fn	sums4;			/* eps_sums4 for this CPU */
 	int			metric;			/* SjMetric */
 	EpsCosSide	cos[2];			/* cosine: normalised build and left sides */
@@ -881,7 +881,8 @@ eps_filter_threshold(double thr, int dim)
 /*
  * The other side of the filter: an eps_sums4 sum at most this has a
  * canonical sum <= thr (the same factors as eps_filter_threshold, the other
- * way round), so a count-only L2 join counts the pair without its value.
+ * way round), so a count-only L2 join counts the pair without its value
+ * (cosine: sj_eps_cos_inner_threshold).
  */
 static double
 eps_inner_threshold(double thr, int dim)
@@ -1050,10 +1051,10 @@ eps_task_run_impl(SjEpsJoin *j, EpsTask *t, EpsSlot *s, const int dim,
 							{
 								if (!(sums[i] <= fthr))
 									continue;
-								if (cosine)
-									dist = eps_cos_value(pg, p, bg, q, dim);
-								else if (count_only && sums[i] <= ithr)
+								if (count_only && sums[i] <= ithr)
 									dist = 0.0; /* joins for certain; no value */
+								else if (cosine)
+									dist = eps_cos_value(pg, p, bg, q, dim);
 								else
 								{
 									double		c = eps_l2_sum(x, bpts + (size_t) q * dim, dim);
@@ -1097,7 +1098,10 @@ eps_task_run_impl(SjEpsJoin *j, EpsTask *t, EpsSlot *s, const int dim,
 						}
 						if (!(sum <= thr))
 							continue;
-						dist = cosine ? eps_cos_value(pg, p, bg, q, dim) : sqrt(sum);
+						if (cosine && count_only && sum <= ithr)
+							dist = 0.0; /* joins for certain; no value */
+						else
+							dist = cosine ? eps_cos_value(pg, p, bg, q, dim) : sqrt(sum);
 						if (!(dist <= eps))
 							continue;
 						EPS_EMIT();
@@ -1362,6 +1366,8 @@ eps_cos_begin(SjEpsJoin *j, const SjVectors **left, const SjVectors **right,
 	/* a row whose |x|^2 over- or underflows: compare every pair */
 	j->thr = j->cos[0].irregular + j->cos[1].irregular > 0 ? INFINITY :
 		sj_eps_cos_threshold(j->eps, j->dim);
+	j->ithr = j->cos[0].irregular + j->cos[1].irregular > 0 ? -1.0 :
+		sj_eps_cos_inner_threshold(j->eps, j->dim);
 	j->geps = sqrt(j->thr);
 	if (*right)
 	{
@@ -1445,7 +1451,8 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 	}
 	nprobe = left->n;
 	j->fthr = eps_filter_threshold(j->thr, j->dim);
-	j->ithr = eps_inner_threshold(j->thr, j->dim);
+	if (j->metric == SJ_METRIC_L2)
+		j->ithr = eps_inner_threshold(j->thr, j->dim);
 	j->sums4 = eps_sums4_choose();
 
 	if (left->n == 0 || (right != NULL && right->n == 0) ||

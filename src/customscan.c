@@ -72,6 +72,7 @@
 #include "utils/syscache.h"
 
 #include "simjoin.h"
+#include "sjdist.h"
 #include "sjtheta.h"
 
 /* Which of our functions a call is. */
@@ -79,6 +80,7 @@ typedef enum SjFnKind
 {
 	SJ_FN_NONE,
 	SJ_FN_L2,
+	SJ_FN_COSINE,
 	SJ_FN_JACCARD
 } SjFnKind;
 
@@ -90,6 +92,7 @@ typedef struct SjJoinPlanInfo
 	bool		strict;			/* < (eps) or > (jaccard) */
 	bool		swapped;		/* the call's first argument reads the inner */
 	bool		count;			/* the counting node of an aggregate */
+	int			metric;			/* eps: SjMetric (sjdist.h) */
 	Expr	   *outer_arg;		/* eps/jaccard: argument over the outer */
 	Expr	   *inner_arg;
 	Expr	   *threshold;
@@ -122,6 +125,7 @@ enum
 	SJ_PRIV_WORKERS,			/* parallel workers sharing the outer side */
 	SJ_PRIV_CPU,				/* device = auto: run on the CPU engine */
 	SJ_PRIV_PAIRS,				/* the pairs planned (EXPLAIN) */
+	SJ_PRIV_METRIC,				/* eps: SjMetric */
 	SJ_PRIV_N
 };
 
@@ -252,6 +256,7 @@ typedef struct SjScanState
 	bool		strict;
 	bool		swapped;
 	bool		count;
+	int			metric;			/* eps: SjMetric */
 	int			workers;
 	bool		plan_cpu;		/* planned for the CPU engine (device = auto) */
 	int			nprefix;
@@ -634,6 +639,9 @@ SjFunctionKind(Oid funcid)
 			if (strcmp(src, "l2_distance_float8") == 0 ||
 				strcmp(src, "l2_distance_float4") == 0)
 				kind = SJ_FN_L2;
+			else if (strcmp(src, "cosine_distance_float8") == 0 ||
+					 strcmp(src, "cosine_distance_float4") == 0)
+				kind = SJ_FN_COSINE;
 			else if (strcmp(src, "jaccard_int") == 0 || strcmp(src, "jaccard_text") == 0)
 				kind = SJ_FN_JACCARD;
 		}
@@ -724,10 +732,11 @@ SjMatchSimilarity(PlannerInfo *root, Expr *clause, Relids outer, Relids inner,
 	lt = call_left ? fn == F_FLOAT8LT : fn == F_FLOAT8GT;
 	ge = call_left ? fn == F_FLOAT8GE : fn == F_FLOAT8LE;
 	gt = call_left ? fn == F_FLOAT8GT : fn == F_FLOAT8LT;
-	if (kind == SJ_FN_L2 && (le || lt))
+	if ((kind == SJ_FN_L2 || kind == SJ_FN_COSINE) && (le || lt))
 	{
 		info->op = SJ_OP_EPS;
 		info->strict = lt;
+		info->metric = kind == SJ_FN_COSINE ? SJ_METRIC_COSINE : SJ_METRIC_L2;
 	}
 	else if (kind == SJ_FN_JACCARD && (ge || gt))
 	{
@@ -1409,6 +1418,7 @@ SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_private = lappend(cscan->custom_private, makeInteger(info->cpu));
 	cscan->custom_private = lappend(cscan->custom_private,
 									makeFloat(psprintf("%.0f", info->pairs)));
+	cscan->custom_private = lappend(cscan->custom_private, makeInteger(info->metric));
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_relids = bms_copy(info->relids);
 	cscan->methods = &sj_scan_methods;
@@ -1460,6 +1470,7 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->swapped = intVal(list_nth(priv, SJ_PRIV_SWAPPED));
 	state->workers = intVal(list_nth(priv, SJ_PRIV_WORKERS));
 	state->plan_cpu = intVal(list_nth(priv, SJ_PRIV_CPU));
+	state->metric = intVal(list_nth(priv, SJ_PRIV_METRIC));
 	state->engine_exprs = lsecond(cscan->custom_exprs);
 
 	node->custom_ps = list_make2(ExecInitNode(linitial(cscan->custom_plans), estate, eflags),
@@ -2397,6 +2408,7 @@ SjMarshalEnd(SjScanState *state)
 		if (sc[0].dim >= 0 && sc[1].dim >= 0 && sc[0].dim != sc[1].dim)
 			SjErrorDims(sc[state->swapped ? 1 : 0].dim, sc[state->swapped ? 0 : 1].dim);
 		job->eps = state->param;
+		job->metric = state->metric;
 		state->keys[0] = job->left.keys;
 		state->keys[1] = job->right.keys;
 		state->spec.arg = job;
@@ -2908,6 +2920,8 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 						psprintf("%s (count)", sj_op_names[state->op]) :
 						sj_op_names[state->op], es);
 	ExplainPropertyText("Join Type", jt, es);
+	if (state->op == SJ_OP_EPS && state->metric == SJ_METRIC_COSINE)
+		ExplainPropertyText("Metric", "cosine", es);
 	cond = deparse_expression((Node *) make_ands_explicit(state->engine_exprs),
 							  context, true, false);
 	ExplainPropertyText("Join Condition", cond, es);

@@ -1,13 +1,15 @@
 /*
  * distance.c
- *		l2_distance and the <-> operator over float8[] and float4[] vectors.
+ *		l2_distance and the <-> operator, cosine_distance and the <=>
+ *		operator, over float8[] and float4[] vectors.
  *
  * A vector is a one-dimensional array with at least one element and no
  * NULL elements.  The distance is computed in double precision exactly as
- * the engines compute it (squares summed in dimension order, no fused
- * multiply-add, then sqrt), so that eps_join's distance column equals
- * l2_distance bit for bit.  NaN or infinite coordinates give NaN or
- * infinity, as the arithmetic does.
+ * the engines compute it (sjdist.h: terms summed in dimension order, no
+ * fused multiply-add), so that eps_join's distance column equals
+ * l2_distance or cosine_distance bit for bit.  NaN or infinite coordinates
+ * give NaN or infinity, as the arithmetic does; the cosine distance of a
+ * zero vector is NaN.
  */
 #include "postgres.h"
 
@@ -18,6 +20,7 @@
 #include "utils/array.h"
 
 #include "simjoin.h"
+#include "sjdist.h"
 
 /*
  * Check that an array is a usable vector and return its dimension.
@@ -61,11 +64,28 @@ SjErrorDims(int a, int b)
 		double		sum = 0.0; \
 		int			k; \
 		for (k = 0; k < (dim); k++) \
+			sum = sj_l2_step(sum, (double) x[k], (double) y[k]); \
+		PG_RETURN_FLOAT8(sj_l2_finish(sum)); \
+	} while (0)
+
+/* a.b, |a|^2 and |b|^2 in dimension order, then 1 - cos. */
+#define SJ_COSINE(TYPE, a, b, dim) \
+	do { \
+		const TYPE *x = (const TYPE *) ARR_DATA_PTR(a); \
+		const TYPE *y = (const TYPE *) ARR_DATA_PTR(b); \
+		double		dot = 0.0, \
+					na = 0.0, \
+					nb = 0.0; \
+		int			k; \
+		for (k = 0; k < (dim); k++) \
 		{ \
-			double		d = (double) x[k] - (double) y[k]; \
-			sum = sum + d * d; \
+			double		xk = (double) x[k]; \
+			double		yk = (double) y[k]; \
+			dot = sj_dot_step(dot, xk, yk); \
+			na = sj_dot_step(na, xk, xk); \
+			nb = sj_dot_step(nb, yk, yk); \
 		} \
-		PG_RETURN_FLOAT8(sqrt(sum)); \
+		PG_RETURN_FLOAT8(sj_cosine_finish(dot, na, nb)); \
 	} while (0)
 
 PG_FUNCTION_INFO_V1(l2_distance_float8);
@@ -98,4 +118,36 @@ l2_distance_float4(PG_FUNCTION_ARGS)
 	if (da != db)
 		SjErrorDims(da, db);
 	SJ_L2(float4, a, b, da);
+}
+
+PG_FUNCTION_INFO_V1(cosine_distance_float8);
+
+/* cosine_distance(float8[], float8[]) and float8[] <=> float8[] */
+Datum
+cosine_distance_float8(PG_FUNCTION_ARGS)
+{
+	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(0);
+	ArrayType  *b = PG_GETARG_ARRAYTYPE_P(1);
+	int			da = SjVectorDim(a, "vector");
+	int			db = SjVectorDim(b, "vector");
+
+	if (da != db)
+		SjErrorDims(da, db);
+	SJ_COSINE(float8, a, b, da);
+}
+
+PG_FUNCTION_INFO_V1(cosine_distance_float4);
+
+/* cosine_distance(float4[], float4[]) and float4[] <=> float4[], in double */
+Datum
+cosine_distance_float4(PG_FUNCTION_ARGS)
+{
+	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(0);
+	ArrayType  *b = PG_GETARG_ARRAYTYPE_P(1);
+	int			da = SjVectorDim(a, "vector");
+	int			db = SjVectorDim(b, "vector");
+
+	if (da != db)
+		SjErrorDims(da, db);
+	SJ_COSINE(float4, a, b, da);
 }

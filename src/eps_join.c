@@ -1,7 +1,8 @@
 /*
  * eps_join.c
  *		eps_join and eps_join_count: pairs of rows whose float vectors lie
- *		within Euclidean distance eps.
+ *		within Euclidean (metric 'l2') or cosine (metric 'cosine') distance
+ *		eps.
  *
  * Each side is scanned once (marshal.c) into a structure-of-arrays copy of
  * its joining rows, float4 widened to double; rows whose vector is NULL or
@@ -27,6 +28,7 @@
 #include "utils/tuplestore.h"
 
 #include "simjoin.h"
+#include "sjdist.h"
 #include "sjgpu.h"
 
 static void SjEpsSideAlloc(SjEpsScan *scan);
@@ -345,6 +347,25 @@ SjEpsPartWrite(void *side, char *dst)
 	memcpy(p, scan->rows, scan->n * dim * sizeof(double));
 }
 
+/*
+ * The metric argument of eps_join and eps_join_count (sjdist.h's SjMetric).
+ */
+static int
+SjEpsMetric(text *metric)
+{
+	char	   *m = text_to_cstring(metric);
+
+	if (strcmp(m, "l2") == 0)
+		return SJ_METRIC_L2;
+	if (strcmp(m, "cosine") == 0)
+		return SJ_METRIC_COSINE;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown eps_join metric \"%s\"", m),
+			 errhint("The metric is 'l2' or 'cosine'.")));
+	return SJ_METRIC_L2;		/* keep the compiler quiet */
+}
+
 /* Validate eps. */
 static void
 SjEpsCheck(double eps)
@@ -406,7 +427,11 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 {
 	SjEpsJob   *job = (SjEpsJob *) arg;
 	const SjVectors *right = job->self ? NULL : &job->right.vectors;
+	SjJoinOptions opts = *options;
 
+	/* the job's metric, for both engines alike */
+	opts.metric = job->metric;
+	options = &opts;
 	run->op = SJ_OP_EPS;
 	if (gpu)
 	{
@@ -478,7 +503,7 @@ SjEpsEmit(void *arg, const SjPairBatch *batch)
 static int64
 SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 			 Oid right_relid, text *right_key, text *right_vec,
-			 double eps, Tuplestorestate *store, TupleDesc desc)
+			 double eps, int metric, Tuplestorestate *store, TupleDesc desc)
 {
 	SjEpsScan	lscan,
 				rscan;
@@ -493,6 +518,7 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	memset(&job, 0, sizeof(job));
 	job.self = !OidIsValid(right_relid);
 	job.eps = eps;
+	job.metric = metric;
 	job.store = store;
 	job.desc = desc;
 
@@ -523,38 +549,72 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 						   &stats, t0);
 }
 
+/*
+ * Unpack the SQL arguments of one of the four functions (the metric is the
+ * last) and run the join.
+ */
+static Datum
+SjEpsCall(FunctionCallInfo fcinfo, bool self, bool count)
+{
+	Tuplestorestate *store = NULL;
+	TupleDesc	desc = NULL;
+	int			metric = SjEpsMetric(PG_GETARG_TEXT_PP(self ? 4 : 7));
+	int64		pairs;
+
+	if (!count)
+	{
+		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+		InitMaterializedSRF(fcinfo, 0);
+		store = rsinfo->setResult;
+		desc = rsinfo->setDesc;
+	}
+	if (self)
+		pairs = SjEpsJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1),
+							 PG_GETARG_TEXT_PP(2), InvalidOid, NULL, NULL,
+							 PG_GETARG_FLOAT8(3), metric, store, desc);
+	else
+		pairs = SjEpsJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1),
+							 PG_GETARG_TEXT_PP(2), PG_GETARG_OID(3),
+							 PG_GETARG_TEXT_PP(4), PG_GETARG_TEXT_PP(5),
+							 PG_GETARG_FLOAT8(6), metric, store, desc);
+	if (count)
+		PG_RETURN_INT64(pairs);
+	return (Datum) 0;
+}
+
 PG_FUNCTION_INFO_V1(eps_join);
 
-/* eps_join(left_table, left_key, left_col, right_table, right_key, right_col, param) */
+/* eps_join(left_table, left_key, left_col, right_table, right_key, right_col, param, metric) */
 Datum
 eps_join(PG_FUNCTION_ARGS)
 {
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, false, false);
+	return SjEpsCall(fcinfo, false, false);
 }
 
 PG_FUNCTION_INFO_V1(eps_join_self);
 
-/* eps_join(tbl, key, col, param) */
+/* eps_join(tbl, key, col, param, metric) */
 Datum
 eps_join_self(PG_FUNCTION_ARGS)
 {
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, true, false);
+	return SjEpsCall(fcinfo, true, false);
 }
 
 PG_FUNCTION_INFO_V1(eps_join_count);
 
-/* eps_join_count(left_table, left_key, left_col, right_table, right_key, right_col, param) */
+/* eps_join_count(left_table, left_key, left_col, right_table, right_key, right_col, param, metric) */
 Datum
 eps_join_count(PG_FUNCTION_ARGS)
 {
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, false, true);
+	return SjEpsCall(fcinfo, false, true);
 }
 
 PG_FUNCTION_INFO_V1(eps_join_count_self);
 
-/* eps_join_count(tbl, key, col, param) */
+/* eps_join_count(tbl, key, col, param, metric) */
 Datum
 eps_join_count_self(PG_FUNCTION_ARGS)
 {
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, true, true);
+	return SjEpsCall(fcinfo, true, true);
 }

@@ -343,6 +343,7 @@ typedef struct SjEpsJob
 	SjVectorInput right;
 	bool		self;
 	double		eps;
+	int			metric;			/* SjMetric (sjdist.h) */
 	struct Tuplestorestate *store;
 	TupleDesc	desc;
 } SjEpsJob;

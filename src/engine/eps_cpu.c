@@ -35,6 +35,14 @@
  *   short.  A stopped task resumes exactly where it stopped: nothing is
  *   dropped or repeated.
  *
+ * The cosine metric (options->metric, eps_cosine.c) grids and filters
+ * unit-normalised copies of the inputs with the same machinery, under a
+ * threshold widened to cover rounding, and decides each candidate by the
+ * canonical cosine distance of the original coordinates.  Zero vectors are
+ * dropped before the grid (they join nothing).  A cosine join neither
+ * writes nor probes a shared index: with index_right and index_only it
+ * builds nothing (index size 0), and it ignores options->shared_index.
+ *
  * Memory is the engine's own (malloc); nothing here prints or exits.
  */
 #include <float.h>
@@ -44,6 +52,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eps_cosine.h"
+#include "sjdist.h"
 #include "sjengine.h"
 
 #define EPS_MAX_K			6		/* grid dimensions at most */
@@ -74,6 +84,8 @@ typedef struct EpsGrid
 	uint32_t	ncell;			/* non-empty cells */
 	uint32_t   *perm;			/* sorted position -> input row */
 	double	   *pts;			/* n * dim, point-major, sorted */
+	double	   *orig;			/* cosine: the original coordinates, as pts */
+	double	   *norms;			/* cosine: |x|^2 of each point, sorted */
 	uint64_t   *cellid;			/* ncell ascending linearised ids */
 	uint32_t   *cellstart;		/* ncell + 1 point offsets */
 } EpsGrid;
@@ -118,6 +130,10 @@ typedef struct EpsSlot
 	int			late;			/* stopped at the deadline */
 } EpsSlot;
 
+/* The filter of four candidates at a time (eps_sums4_body). */
+typedef void (*EpsSums4Fn) (const double *x, const double *y, int dim,
+							double fthr, double *sums);
+
 struct SjEpsJoin
 {
 	int			dim;
@@ -125,7 +141,14 @@ struct SjEpsJoin
 	int			count_only;
 	int			threads;
 	double		eps;
-	double		thr;			/* largest sum whose sqrt is <= eps */
+	double		thr;			/* largest sum whose sqrt is <= eps; cosine:
+								 * sj_eps_cos_threshold (+inf: no filter) */
+	double		geps;			/* the radius the grid is built for */
+	double		fthr;			/* eps_sums4's filter threshold */
+	double		ithr;			/* a filter sum at most this surely joins */
+	EpsSums4Fn	sums4;			/* eps_sums4 for this CPU */
+	int			metric;			/* SjMetric */
+	EpsCosSide	cos[2];			/* cosine: normalised build and left sides */
 	uint32_t	block;			/* candidates per cache block */
 	size_t		max_batch;
 	EpsGridSpec spec;
@@ -178,6 +201,8 @@ eps_grid_free(EpsGrid *g)
 {
 	free(g->perm);
 	free(g->pts);
+	free(g->orig);
+	free(g->norms);
 	free(g->cellid);
 	free(g->cellstart);
 	memset(g, 0, sizeof(*g));
@@ -275,7 +300,7 @@ eps_choose_spec(SjEpsJoin *j, const double *mn, const double *mx,
 	for (k = 0; k < j->dim; k++)
 	{
 		double		ext = mx[k] - mn[k];
-		double		w = eps_safe_width(j->eps, mn[k], mx[k]);
+		double		w = eps_safe_width(j->geps, mn[k], mx[k]);
 		double		r;
 		int			pos;
 
@@ -362,7 +387,7 @@ eps_choose_spec(SjEpsJoin *j, const double *mn, const double *mx,
 		int			d = order[i];
 		double		cap = eps_cell_cap(best_k);
 		double		ext = mx[d] - mn[d];
-		double		w = fmax(eps_safe_width(j->eps, mn[d], mx[d]), ext / cap);
+		double		w = fmax(eps_safe_width(j->geps, mn[d], mx[d]), ext / cap);
 		double		c = floor(ext / w) + 1.0;
 
 		g->gdim[i] = d;
@@ -727,46 +752,175 @@ eps_first_candidate(const EpsRange *r, uint32_t b, uint32_t p)
 }
 
 /*
- * Squared distances of x to the four points from y, each summed in
- * dimension order; stops early once all four exceed thr (partial sums
- * never decrease, so such a pair cannot join).
+ * The filter of four candidates at a time (dim > 8): squared distances of x
+ * to the four points from y, each summed in four lanes over the dimensions
+ * (so out of the canonical order, and vectorised), stopping once all four
+ * exceed fthr.  Every term is a nonnegative square, so in any order the
+ * computed sum is within a factor 1 +- gamma(dim + 3) of the exact one,
+ * and the exact one within the same factor of the canonical sum:
+ * eps_filter_threshold widens thr by more than twice that (plus underflow),
+ * so a pair whose canonical sum is <= thr always passes.  The survivors are
+ * decided canonically.
  */
+typedef double EpsV4 __attribute__((vector_size(32)));
+
+/* Horizontal sum of a vector of four doubles. */
+#define EPS_HSUM(a) (((a)[0] + (a)[1]) + ((a)[2] + (a)[3]))
+
+/* The body of eps_sums4, compiled for the baseline ISA and for AVX2. */
 static inline __attribute__((always_inline)) void
-eps_sums4(const double *x, const double *y, int dim, double thr,
-		  double *sums)
+eps_sums4_body(const double *x, const double *y, int dim, double fthr,
+			   double *sums)
 {
 	const double *y1 = y + dim,
 			   *y2 = y + 2 * dim,
 			   *y3 = y + 3 * dim;
-	double		s0 = 0.0,
-				s1 = 0.0,
-				s2 = 0.0,
-				s3 = 0.0;
-	int			k;
+	EpsV4		a0 = {0, 0, 0, 0},
+				a1 = {0, 0, 0, 0},
+				a2 = {0, 0, 0, 0},
+				a3 = {0, 0, 0, 0};
+	int			vend = dim - dim % 4;
+	int			k = 0;
+	double		t0 = 0.0,
+				t1 = 0.0,
+				t2 = 0.0,
+				t3 = 0.0;
 
-	for (k = 0; k < dim;)
+	while (k < vend)
 	{
-		int			kend = k + 8 < dim ? k + 8 : dim;
+		int			kend = vend - k > 16 ? k + 16 : vend;
 
-		for (; k < kend; k++)
+		for (; k < kend; k += 4)
+		{
+			EpsV4		xv,
+						v0,
+						v1,
+						v2,
+						v3;
+
+			memcpy(&xv, x + k, sizeof(xv));
+			memcpy(&v0, y + k, sizeof(v0));
+			memcpy(&v1, y1 + k, sizeof(v1));
+			memcpy(&v2, y2 + k, sizeof(v2));
+			memcpy(&v3, y3 + k, sizeof(v3));
+			v0 = xv - v0;
+			v1 = xv - v1;
+			v2 = xv - v2;
+			v3 = xv - v3;
+			a0 += v0 * v0;
+			a1 += v1 * v1;
+			a2 += v2 * v2;
+			a3 += v3 * v3;
+		}
+		if (k < vend && EPS_HSUM(a0) > fthr && EPS_HSUM(a1) > fthr &&
+			EPS_HSUM(a2) > fthr && EPS_HSUM(a3) > fthr)
+			break;
+	}
+	if (k == vend)
+		for (; k < dim; k++)
 		{
 			double		d0 = x[k] - y[k];
 			double		d1 = x[k] - y1[k];
 			double		d2 = x[k] - y2[k];
 			double		d3 = x[k] - y3[k];
 
-			s0 = s0 + d0 * d0;
-			s1 = s1 + d1 * d1;
-			s2 = s2 + d2 * d2;
-			s3 = s3 + d3 * d3;
+			t0 += d0 * d0;
+			t1 += d1 * d1;
+			t2 += d2 * d2;
+			t3 += d3 * d3;
 		}
-		if (s0 > thr && s1 > thr && s2 > thr && s3 > thr)
-			break;
-	}
-	sums[0] = s0;
-	sums[1] = s1;
-	sums[2] = s2;
-	sums[3] = s3;
+	sums[0] = EPS_HSUM(a0) + t0;
+	sums[1] = EPS_HSUM(a1) + t1;
+	sums[2] = EPS_HSUM(a2) + t2;
+	sums[3] = EPS_HSUM(a3) + t3;
+}
+
+/* eps_sums4 for the baseline ISA. */
+static void
+eps_sums4_base(const double *x, const double *y, int dim, double fthr,
+			   double *sums)
+{
+	eps_sums4_body(x, y, dim, fthr, sums);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* eps_sums4 with AVX2 (chosen at run time where the CPU has it). */
+__attribute__((target("avx2"))) static void
+eps_sums4_avx2(const double *x, const double *y, int dim, double fthr,
+			   double *sums)
+{
+	eps_sums4_body(x, y, dim, fthr, sums);
+}
+#endif
+
+/* The best eps_sums4 for this CPU. */
+static EpsSums4Fn
+eps_sums4_choose(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		return eps_sums4_avx2;
+#endif
+	return eps_sums4_base;
+}
+
+/*
+ * The threshold of eps_sums4's filter: thr widened by 16 (dim + 4) u (u =
+ * DBL_EPSILON / 2), more than (1 + gamma(dim + 3))^2 / (1 - gamma(dim +
+ * 3)) - 1 while dim u < 0.01, plus dim 2^-1070 for squares that underflow
+ * (each loses less than 2^-1074 in either sum).
+ */
+static double
+eps_filter_threshold(double thr, int dim)
+{
+	return thr * (1.0 + 8.0 * ((double) dim + 4.0) * DBL_EPSILON) +
+		(double) dim * 0x1p-1070;
+}
+
+/*
+ * The other side of the filter: an eps_sums4 sum at most this has a
+ * canonical sum <= thr (the same factors as eps_filter_threshold, the other
+ * way round), so a count-only L2 join counts the pair without its value
+ * (cosine: sj_eps_cos_inner_threshold).
+ */
+static double
+eps_inner_threshold(double thr, int dim)
+{
+	double		t = (thr - (double) dim * 0x1p-1070) *
+		(1.0 - 8.0 * ((double) dim + 4.0) * DBL_EPSILON);
+
+	return t > 0.0 ? t : -1.0;
+}
+
+/* The canonical sum of squares of x - y (sjdist.h). */
+static inline double
+eps_l2_sum(const double *x, const double *y, int dim)
+{
+	double		sum = 0.0;
+	int			k;
+
+	for (k = 0; k < dim; k++)
+		sum = sj_l2_step(sum, x[k], y[k]);
+	return sum;
+}
+
+/*
+ * The canonical cosine distance of probe point p and build point q, from
+ * their original coordinates (sjdist.h; symmetric bit for bit).
+ */
+static inline double
+eps_cos_value(const EpsGrid *pg, uint32_t p, const EpsGrid *bg, uint32_t q,
+			  int dim)
+{
+	const double *x = pg->orig + (size_t) p * dim;
+	const double *y = bg->orig + (size_t) q * dim;
+	double		dot = 0.0;
+	int			k;
+
+	for (k = 0; k < dim; k++)
+		dot = sj_dot_step(dot, x[k], y[k]);
+	return sj_cosine_finish(dot, pg->norms[p], bg->norms[q]);
 }
 
 /*
@@ -807,13 +961,15 @@ eps_sums4(const double *x, const double *y, int dim, double thr,
 /*
  * Run one task until it is done, its slot is full or the deadline passes.
  * Loop order: probe cell, candidate range, block of candidates (sized to
- * stay in cache), probe point of the cell, candidate.  dim, self and
- * count_only are constants at every call site, so the compiler makes a
- * tight loop of each combination.
+ * stay in cache), probe point of the cell, candidate.  dim, self,
+ * count_only and cosine are constants at every call site, so the compiler
+ * makes a tight loop of each combination.  Under cosine the points are the
+ * normalised copies and the L2 test is only the filter: the canonical
+ * cosine distance decides.
  */
 static inline __attribute__((always_inline)) void
 eps_task_run_impl(SjEpsJoin *j, EpsTask *t, EpsSlot *s, const int dim,
-				  const int self, const int count_only)
+				  const int self, const int count_only, const int cosine)
 {
 	const EpsGrid *pg = j->probe;
 	const EpsGrid *bg = &j->build;
@@ -821,6 +977,9 @@ eps_task_run_impl(SjEpsJoin *j, EpsTask *t, EpsSlot *s, const int dim,
 	const double *bpts = bg->pts;
 	const double eps = j->eps;
 	const double thr = j->thr;
+	const double fthr = j->fthr;
+	const double ithr = j->ithr;
+	const EpsSums4Fn sums4 = j->sums4;
 	const uint32_t blk = j->block;
 	EpsRange	rg[EPS_MAX_RANGES];
 	size_t		n = s->n;
@@ -887,12 +1046,23 @@ eps_task_run_impl(SjEpsJoin *j, EpsTask *t, EpsSlot *s, const int dim,
 							double		sums[4];
 							int			i;
 
-							eps_sums4(x, y, dim, thr, sums);
+							sums4(x, y, dim, fthr, sums);
 							for (i = 0; i < 4; i++, q++)
 							{
-								if (!(sums[i] <= thr))
+								if (!(sums[i] <= fthr))
 									continue;
-								dist = sqrt(sums[i]);
+								if (count_only && sums[i] <= ithr)
+									dist = 0.0; /* joins for certain; no value */
+								else if (cosine)
+									dist = eps_cos_value(pg, p, bg, q, dim);
+								else
+								{
+									double		c = eps_l2_sum(x, bpts + (size_t) q * dim, dim);
+
+									if (!(c <= thr))
+										continue;
+									dist = sqrt(c);
+								}
 								if (!(dist <= eps))
 									continue;
 								EPS_EMIT();
@@ -928,7 +1098,10 @@ eps_task_run_impl(SjEpsJoin *j, EpsTask *t, EpsSlot *s, const int dim,
 						}
 						if (!(sum <= thr))
 							continue;
-						dist = sqrt(sum);
+						if (cosine && count_only && sum <= ithr)
+							dist = 0.0; /* joins for certain; no value */
+						else
+							dist = cosine ? eps_cos_value(pg, p, bg, q, dim) : sqrt(sum);
 						if (!(dist <= eps))
 							continue;
 						EPS_EMIT();
@@ -971,16 +1144,21 @@ stop:
 	s->n = n;
 }
 
-/* Dispatch to a specialised loop for small dimensions. */
+/* Dispatch to a specialised loop for small dimensions (L2) or cosine. */
 #define EPS_RUN_DIMS(SELF, COUNT) \
 	do { \
+		if (j->metric == SJ_METRIC_COSINE) \
+		{ \
+			eps_task_run_impl(j, t, s, j->dim, SELF, COUNT, 1); \
+			break; \
+		} \
 		switch (j->dim) \
 		{ \
-			case 1: eps_task_run_impl(j, t, s, 1, SELF, COUNT); break; \
-			case 2: eps_task_run_impl(j, t, s, 2, SELF, COUNT); break; \
-			case 3: eps_task_run_impl(j, t, s, 3, SELF, COUNT); break; \
-			case 4: eps_task_run_impl(j, t, s, 4, SELF, COUNT); break; \
-			default: eps_task_run_impl(j, t, s, j->dim, SELF, COUNT); break; \
+			case 1: eps_task_run_impl(j, t, s, 1, SELF, COUNT, 0); break; \
+			case 2: eps_task_run_impl(j, t, s, 2, SELF, COUNT, 0); break; \
+			case 3: eps_task_run_impl(j, t, s, 3, SELF, COUNT, 0); break; \
+			case 4: eps_task_run_impl(j, t, s, 4, SELF, COUNT, 0); break; \
+			default: eps_task_run_impl(j, t, s, j->dim, SELF, COUNT, 0); break; \
 		} \
 	} while (0)
 
@@ -1051,7 +1229,8 @@ eps_index_layout(const SjEpsJoin *j, EpsIndexHeader *h)
 	uint64_t	off;
 
 	memset(h, 0, sizeof(*h));
-	if (j == NULL || j->self || j->build_shared || j->build.perm == NULL)
+	if (j == NULL || j->self || j->build_shared || j->build.perm == NULL ||
+		j->metric != SJ_METRIC_L2)
 		return 0;
 	h->magic = EPS_INDEX_MAGIC;
 	h->spec = j->spec;
@@ -1121,10 +1300,10 @@ eps_grid_spec(SjEpsJoin *j, const SjVectors *left, const SjVectors *right,
 	if (st == SJ_OK && index_right)
 	{
 		for (k = 0; k < j->dim; k++)
-			if (isfinite(eb.mn[k] - j->eps) && isfinite(eb.mx[k] + j->eps))
+			if (isfinite(eb.mn[k] - j->geps) && isfinite(eb.mx[k] + j->geps))
 			{
-				eb.mn[k] -= j->eps;
-				eb.mx[k] += j->eps;
+				eb.mn[k] -= j->geps;
+				eb.mx[k] += j->geps;
 			}
 		/* the probing sides are not known: as many rows as the right */
 		eps_choose_spec(j, eb.mn, eb.mx, (double) right->n, (double) right->n);
@@ -1139,13 +1318,76 @@ eps_grid_spec(SjEpsJoin *j, const SjVectors *left, const SjVectors *right,
 	return SJ_OK;
 }
 
+/*
+ * Cosine: after a grid of the normalised copies of a side is built, point
+ * its permutation at the side's input rows and copy their original
+ * coordinates and norms in sorted order, for the canonical test.
+ */
+static SjStatus
+eps_cos_finish_grid(EpsGrid *g, const EpsCosSide *c, const SjVectors *v,
+					char *errmsg)
+{
+	int			dim = v->dim;
+	uint32_t	i;
+	int			k;
+
+	g->orig = malloc(sizeof(double) * ((size_t) g->n * dim + 1));
+	g->norms = malloc(sizeof(double) * ((size_t) g->n + 1));
+	if (!g->orig || !g->norms)
+		return sj_error(errmsg, SJ_ERR_NOMEM,
+						"out of memory building a grid of %u points", g->n);
+	for (i = 0; i < g->n; i++)
+	{
+		uint32_t	r = c->map[g->perm[i]];
+
+		g->perm[i] = r;
+		g->norms[i] = c->norms[r];
+		for (k = 0; k < dim; k++)
+			g->orig[(size_t) i * dim + k] = v->coords[(size_t) k * v->n + r];
+	}
+	return SJ_OK;
+}
+
+/*
+ * Cosine: normalised copies of both sides, zero vectors dropped, and the
+ * filter's threshold; *left and *right become the copies.
+ */
+static SjStatus
+eps_cos_begin(SjEpsJoin *j, const SjVectors **left, const SjVectors **right,
+			  char *errmsg)
+{
+	SjStatus	st;
+
+	st = sj_eps_cos_prepare(*right ? *right : *left, &j->cos[0], errmsg);
+	if (st == SJ_OK && *right)
+		st = sj_eps_cos_prepare(*left, &j->cos[1], errmsg);
+	if (st != SJ_OK)
+		return st;
+	/* a row whose |x|^2 over- or underflows: compare every pair */
+	j->thr = j->cos[0].irregular + j->cos[1].irregular > 0 ? INFINITY :
+		sj_eps_cos_threshold(j->eps, j->dim);
+	j->ithr = j->cos[0].irregular + j->cos[1].irregular > 0 ? -1.0 :
+		sj_eps_cos_inner_threshold(j->eps, j->dim);
+	j->geps = sqrt(j->thr);
+	if (*right)
+	{
+		*right = &j->cos[0].unit;
+		*left = &j->cos[1].unit;
+	}
+	else
+		*left = &j->cos[0].unit;
+	return SJ_OK;
+}
+
 /* Validate the inputs, grid them and plan the probe tasks. */
 SjStatus
 sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 				 const SjJoinOptions *options, SjEpsJoin **join, char *errmsg)
 {
 	SjEpsJoin  *j;
-	const SjVectors *probe;
+	uint32_t	nprobe;
+	const SjVectors *orig_left = left;
+	const SjVectors *orig_right = right;
 	double		t0 = sj_now_ms();
 	size_t		i;
 	SjStatus	st;
@@ -1166,6 +1408,9 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 		return sj_error(errmsg, SJ_ERR_INVALID, "eps_join: missing coordinates");
 	if (!(eps >= 0.0))
 		return sj_error(errmsg, SJ_ERR_INVALID, "eps_join: eps %g is negative or NaN", eps);
+	if (options->metric != SJ_METRIC_L2 && options->metric != SJ_METRIC_COSINE)
+		return sj_error(errmsg, SJ_ERR_INVALID, "eps_join: unknown metric %d",
+						options->metric);
 
 	j = calloc(1, sizeof(SjEpsJoin));
 	if (j == NULL)
@@ -1176,13 +1421,39 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 	j->threads = options->cpu_threads >= 1 ? options->cpu_threads : 1;
 	j->eps = eps;
 	j->thr = eps_threshold(eps);
+	j->geps = eps;
+	j->metric = options->metric;
 	j->block = EPS_BLOCK_BYTES / (8 * (uint32_t) j->dim);
 	if (j->block < 32)
 		j->block = 32;
 	j->max_batch = options->max_batch_pairs ? options->max_batch_pairs : EPS_DEFAULT_BATCH;
 	j->window = 4 * (size_t) j->threads;
 	j->probe = j->self ? &j->build : &j->left;
-	probe = left;
+
+	if (j->metric == SJ_METRIC_COSINE && options->index_only &&
+		options->index_right && right != NULL)
+	{
+		/* no shared index under cosine: build nothing */
+		j->finished = 1;
+		snprintf(j->timings.strategy, sizeof(j->timings.strategy),
+				 "grid (cosine, no shared index)");
+		*join = j;
+		return SJ_OK;
+	}
+	if (j->metric == SJ_METRIC_COSINE)
+	{
+		st = eps_cos_begin(j, &left, &right, errmsg);
+		if (st != SJ_OK)
+		{
+			sj_eps_cpu_end(j);
+			return st;
+		}
+	}
+	nprobe = left->n;
+	j->fthr = eps_filter_threshold(j->thr, j->dim);
+	if (j->metric == SJ_METRIC_L2)
+		j->ithr = eps_inner_threshold(j->thr, j->dim);
+	j->sums4 = eps_sums4_choose();
 
 	if (left->n == 0 || (right != NULL && right->n == 0) ||
 		(j->self && left->n < 2))
@@ -1199,7 +1470,7 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 		sj_eps_cpu_end(j);
 		return sj_error(errmsg, SJ_ERR_NOMEM, "out of memory starting eps_join");
 	}
-	if (options->shared_index != NULL)
+	if (options->shared_index != NULL && j->metric == SJ_METRIC_L2)
 		st = eps_attach(j, (const EpsIndexHeader *) options->shared_index, right,
 						errmsg);
 	else
@@ -1208,6 +1479,15 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 		st = eps_grid_build(j, right ? right : left, &j->build, errmsg);
 	if (st == SJ_OK && !j->self && !(options->index_only && options->index_right))
 		st = eps_grid_build(j, left, &j->left, errmsg);
+	if (st == SJ_OK && j->metric == SJ_METRIC_COSINE)
+	{
+		st = eps_cos_finish_grid(&j->build, &j->cos[0], right ? orig_right : orig_left,
+								 errmsg);
+		if (st == SJ_OK && !j->self)
+			st = eps_cos_finish_grid(&j->left, &j->cos[1], orig_left, errmsg);
+		sj_eps_cos_free(&j->cos[0]);
+		sj_eps_cos_free(&j->cos[1]);
+	}
 	if (st != SJ_OK)
 	{
 		sj_eps_cpu_end(j);
@@ -1225,7 +1505,7 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 		return SJ_OK;
 	}
 
-	j->ntasks = ((size_t) probe->n + EPS_TASK_POINTS - 1) / EPS_TASK_POINTS;
+	j->ntasks = ((size_t) nprobe + EPS_TASK_POINTS - 1) / EPS_TASK_POINTS;
 	j->tasks = calloc(j->ntasks, sizeof(EpsTask));
 	if (j->tasks == NULL)
 	{
@@ -1235,14 +1515,15 @@ sj_eps_cpu_begin(const SjVectors *left, const SjVectors *right, double eps,
 	for (i = 0; i < j->ntasks; i++)
 	{
 		j->tasks[i].lo = (uint32_t) (i * EPS_TASK_POINTS);
-		j->tasks[i].hi = (uint32_t) ((i + 1) * EPS_TASK_POINTS < probe->n ?
-									 (i + 1) * EPS_TASK_POINTS : probe->n);
+		j->tasks[i].hi = (uint32_t) ((i + 1) * EPS_TASK_POINTS < nprobe ?
+									 (i + 1) * EPS_TASK_POINTS : nprobe);
 	}
 
 	j->timings.build_ms = sj_now_ms() - t0;
 	snprintf(j->timings.strategy, sizeof(j->timings.strategy),
-			 "grid K=%d cells=%u%s", j->spec.gdim[0] < 0 ? 0 : j->spec.k,
-			 j->build.ncell, j->self ? " unidirectional" : "");
+			 "grid K=%d cells=%u%s%s", j->spec.gdim[0] < 0 ? 0 : j->spec.k,
+			 j->build.ncell, j->self ? " unidirectional" : "",
+			 j->metric == SJ_METRIC_COSINE ? " cosine" : "");
 	*join = j;
 	return SJ_OK;
 }
@@ -1420,6 +1701,8 @@ sj_eps_cpu_end(SjEpsJoin *j)
 	else
 		eps_grid_free(&j->build);
 	eps_grid_free(&j->left);
+	sj_eps_cos_free(&j->cos[0]);
+	sj_eps_cos_free(&j->cos[1]);
 	if (j->slots)
 	{
 		for (i = 0; i < EPS_MAX_WINDOW; i++)

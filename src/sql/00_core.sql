@@ -48,3 +48,23 @@ CREATE OPERATOR <-> (
     LEFTARG = float4[], RIGHTARG = float4[],
     FUNCTION = l2_distance, COMMUTATOR = OPERATOR(<->)
 );
+
+-- Cosine distance, 1 - cos(a, b) in [0, 2]; NaN for a zero vector (which
+-- therefore joins nothing).  <=> is pgvector's spelling.
+CREATE FUNCTION cosine_distance(float8[], float8[]) RETURNS float8
+AS 'MODULE_PATHNAME', 'cosine_distance_float8'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE SUPPORT simjoin_planner_support;
+
+CREATE FUNCTION cosine_distance(float4[], float4[]) RETURNS float8
+AS 'MODULE_PATHNAME', 'cosine_distance_float4'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE SUPPORT simjoin_planner_support;
+
+CREATE OPERATOR <=> (
+    LEFTARG = float8[], RIGHTARG = float8[],
+    FUNCTION = cosine_distance, COMMUTATOR = OPERATOR(<=>)
+);
+
+CREATE OPERATOR <=> (
+    LEFTARG = float4[], RIGHTARG = float4[],
+    FUNCTION = cosine_distance, COMMUTATOR = OPERATOR(<=>)
+);

@@ -36,22 +36,28 @@
  * ST_3DDistance return for points on common (x86-64) builds.
  *
  * For geography the engine filters on the chord between unit vectors
- * (cos lat cos lon, cos lat sin lon, sin lat); every candidate is decided by
- * PostGIS's ST_DWithin(geography, geography, eps, true) and the distance
- * column is PostGIS's ST_Distance(geography, geography, true).  The filter
- * is conservative: latitudes are geodetic, so the unit vector of a point is
- * the normal of the ellipsoid there (the Gauss map).  The Gauss map's
- * derivative along the surface is the shape operator, whose norm is the
- * largest principal curvature, 1 / min(M, N) <= a / b^2 (M >= b^2 / a is the
- * smallest radius of curvature, on the equator's meridian).  So a geodesic
- * of length s maps to a curve on the unit sphere of length <= s a / b^2,
- * which is at least the central angle theta between the two normals: theta
- * <= s a / b^2.  With s <= eps, chord = 2 sin(theta / 2) <= 2 sin(eps a /
- * (2 b^2)).  b^2 / a is 6,335,439 m for WGS 84 and above 6,334,800 m for
- * every Earth ellipsoid in use (Clarke 1866/1880, Airy, International,
- * GRS 80); SJ_GIS_RADIUS = 6,300 km sits below all of them, and
- * SJ_GIS_CHORD_PAD covers the rounding of the unit vectors and of the
- * engine's distance (each a few 1e-16).
+ * (cos lat cos lon, cos lat sin lon, sin lat), and PostGIS decides every
+ * candidate that the bounds below cannot settle; the distance column is
+ * PostGIS's ST_Distance(geography, geography, true).  Latitudes are
+ * geodetic, so the unit vector of a point is the normal of the ellipsoid
+ * there (the Gauss map), a diffeomorphism of the ellipsoid onto the unit
+ * sphere whose derivative along the surface is the shape operator, with
+ * principal curvatures 1 / M and 1 / N (the radii of curvature).  Let rmin
+ * and rmax bound M and N: for an ellipsoid of revolution the extremes are
+ * at the equator (M = b^2 / a, N = a) and the pole (M = N = a^2 / b).
+ *	- Outer bound: a geodesic of length s maps to a curve of length at most
+ *	  s / rmin on the unit sphere, which is at least the central angle theta
+ *	  between the two normals, so theta <= s / rmin: every pair with s <= eps
+ *	  has chord = 2 sin(theta / 2) <= 2 sin(min(eps / rmin, pi) / 2).
+ *	- Inner bound: the preimage of the great-circle arc between the normals
+ *	  is a surface curve of length at most theta * rmax, so s <= theta * rmax:
+ *	  a pair with theta * rmax clearly below eps is within eps (PostGIS's
+ *	  ST_DWithin, whose point distance is the geodesic, accurate to
+ *	  nanometres, agrees), and only the band between the bounds is asked.
+ * rmin and rmax are measured once a join on the SRID's own ellipsoid with
+ * PostGIS's ST_Distance along short meridian and equator arcs (SjGeogRadii),
+ * widened by SJ_GIS_RADIUS_SLACK; SJ_GIS_CHORD_PAD covers the rounding of
+ * the unit vectors and of the engine's distance (each a few 1e-16).
  */
 #include "postgres.h"
 
@@ -81,7 +87,8 @@
 
 #define SJ_GIS_REL			(16.0 * DBL_EPSILON)	/* relative band */
 #define SJ_GIS_ABS			1e-150	/* absolute band: underflowed squares */
-#define SJ_GIS_RADIUS		6300000.0	/* metres, below b^2 / a of Earth */
+#define SJ_GIS_RADIUS_SLACK	1e-4	/* relative, on measured radii */
+#define SJ_GIS_ARC_DEG		1e-3	/* degrees of the measuring arcs */
 #define SJ_GIS_CHORD_PAD	1e-9	/* unit sphere: rounding of the filter */
 
 /* PostGIS's types and the functions used here, looked up by name. */
@@ -602,6 +609,21 @@ SjPointDecide(SjPointJob *job, uint32 l, uint32 r, double *value)
 	return ok;
 }
 
+/* PostGIS's geography distance of a pair, the distance column's value. */
+static double
+SjPointGeogValue(SjPointJob *job, uint32 l, uint32 r)
+{
+	const SjVectorInput *ls = &job->eps.left;
+	const SjVectorInput *rs = job->eps.self ? &job->eps.left : &job->eps.right;
+	MemoryContext old = MemoryContextSwitchTo(job->cxt);
+	double		v;
+
+	v = DatumGetFloat8(FunctionCall3(&sj_gis.gdistance, SjGeogDatum(job, ls, l),
+									 SjGeogDatum(job, rs, r), BoolGetDatum(true)));
+	MemoryContextSwitchTo(old);
+	return v;
+}
+
 /*
  * SjRunSpec.emit: keep the pairs the canonical distance settles and those
  * PostGIS's predicate accepts, count them, and store them when returning
@@ -637,13 +659,15 @@ SjPointEmit(void *arg, const SjPairBatch *batch)
 	{
 		double		v = batch->value ? batch->value[i] : 0;
 
-		if (job->geography || !(v <= job->eps_lo))
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (!(v <= job->eps_lo))
 		{
-			if ((i & 1023) == 0)
-				CHECK_FOR_INTERRUPTS();
 			if (!SjPointDecide(job, batch->left[i], batch->right[i], &v))
 				continue;
 		}
+		else if (job->geography && job->eps.store)
+			v = SjPointGeogValue(job, batch->left[i], batch->right[i]);
 		job->left[kept.count] = batch->left[i];
 		job->right[kept.count] = batch->right[i];
 		job->value[kept.count] = v;
@@ -655,6 +679,46 @@ SjPointEmit(void *arg, const SjPairBatch *batch)
 		SjEmitKeyPairs(job->eps.store, job->eps.desc, job->eps.left.keys,
 					   job->eps.self ? job->eps.left.keys : job->eps.right.keys,
 					   job->eps.self, &kept);
+}
+
+/* PostGIS's geography distance between two (lon, lat) points of an SRID. */
+static double
+SjGeogDistance(int32 srid, double lon1, double lat1, double lon2, double lat2)
+{
+	Datum		a,
+				b;
+
+	a = FunctionCall2(&sj_gis.makepoint2, Float8GetDatum(lon1), Float8GetDatum(lat1));
+	a = FunctionCall1(&sj_gis.to_geography,
+					  FunctionCall2(&sj_gis.setsrid, a, Int32GetDatum(srid)));
+	b = FunctionCall2(&sj_gis.makepoint2, Float8GetDatum(lon2), Float8GetDatum(lat2));
+	b = FunctionCall1(&sj_gis.to_geography,
+					  FunctionCall2(&sj_gis.setsrid, b, Int32GetDatum(srid)));
+	return DatumGetFloat8(FunctionCall3(&sj_gis.gdistance, a, b, BoolGetDatum(true)));
+}
+
+/*
+ * Bounds on the radii of curvature of the SRID's ellipsoid, measured with
+ * PostGIS's own distance over short arcs: along the meridian at the equator
+ * (b^2 / a), along the equator (a) and along the meridian at the pole
+ * (a^2 / b).  Over arcs of SJ_GIS_ARC_DEG the radius varies by a relative
+ * 1e-13 at most, far inside SJ_GIS_RADIUS_SLACK.
+ */
+static void
+SjGeogRadii(int32 srid, double *rmin, double *rmax)
+{
+	double		arc = SJ_GIS_ARC_DEG * (M_PI / 180.0);
+	double		r[3];
+
+	r[0] = SjGeogDistance(srid, 0, 0, 0, SJ_GIS_ARC_DEG) / arc;
+	r[1] = SjGeogDistance(srid, 0, 0, SJ_GIS_ARC_DEG, 0) / arc;
+	r[2] = SjGeogDistance(srid, 0, 90, 0, 90 - SJ_GIS_ARC_DEG) / arc;
+	*rmin = Min(r[0], Min(r[1], r[2])) * (1.0 - SJ_GIS_RADIUS_SLACK);
+	*rmax = Max(r[0], Max(r[1], r[2])) * (1.0 + SJ_GIS_RADIUS_SLACK);
+	if (!(*rmin > 0) || !isfinite(*rmax))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not measure the ellipsoid of SRID %d", srid)));
 }
 
 /*
@@ -728,11 +792,19 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 
 	if (job.geography)
 	{
+		double		rmin,
+					rmax,
+					inner;
+
 		/* the engine sees the unit vectors; lon and lat ride behind them */
 		job.eps.left.vectors.dim = 3;
 		job.eps.right.vectors.dim = 3;
-		eps_hi = 2.0 * sin(Min(eps / SJ_GIS_RADIUS, M_PI) / 2.0) + SJ_GIS_CHORD_PAD;
-		job.eps_lo = -1.0;		/* every candidate is PostGIS's to decide */
+		SjGeogRadii(job.srid, &rmin, &rmax);
+		eps_hi = 2.0 * sin(Min(eps / rmin, M_PI) / 2.0) + SJ_GIS_CHORD_PAD;
+		/* chords surely within eps (the inner bound); the band is PostGIS's */
+		inner = (eps * (1.0 - SJ_GIS_RADIUS_SLACK)) / rmax;
+		job.eps_lo = inner < M_PI ?
+			2.0 * sin(inner / 2.0) - SJ_GIS_CHORD_PAD : -1.0;
 	}
 	else
 	{

@@ -128,6 +128,10 @@ SELECT sjd_gis_case('NULL/empty/NaN x uniform', 'g_spec', 'g_u2', 2);
 SELECT sjd_gis_case('geography globe self, 150 km', 'g_geog', NULL, 150000);
 SELECT sjd_gis_case('geography region and cap self, 20 km', 'g_geogreg', NULL, 20000);
 SELECT sjd_gis_case('geography two-table, 300 km', 'g_geogreg', 'g_geog', 300000);
+-- another ellipsoid (ED50: International 1924), measured by the join
+CREATE TABLE g_ed50 AS SELECT id, ST_SetSRID(g::geometry, 4230)::geography AS g FROM g_geogreg;
+SELECT sjd_gis_case('geography on SRID 4230 self, 20 km', 'g_ed50', NULL, 20000);
+SELECT sjd_gis_case('geography on SRID 4230, 3000 km', 'g_ed50', NULL, 3000000);
 
 -- refusals: a non-point, mixed SRIDs, 2-D with 3-D
 CREATE TABLE g_bad AS SELECT * FROM g_u2b;

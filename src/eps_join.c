@@ -512,6 +512,10 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	SjStats		stats;
 	double		t0 = sj_now_ms();
 
+	/* PostGIS points have their own body (postgis.c) */
+	if (SjPointColumn(left_relid, left_vec))
+		return SjPointJoinRun(left_relid, left_key, left_vec, right_relid,
+							  right_key, right_vec, eps, store, desc);
 	SjEpsCheck(eps);
 	SjStatsStart(&stats, store ? "eps_join" : "eps_join_count");
 	SjStartDevice();

@@ -124,6 +124,7 @@ static const SjPartOps sj_part_ops[] = {
 	[SJ_PART_EPS] = {NULL, SjEpsPartBegin, SjEpsRow, SjEpsPartSize, SjEpsPartWrite},
 	[SJ_PART_SETS] = {NULL, SjSetPartBegin, SjSetRow, SjSetPartSize, SjSetPartWrite},
 	[SJ_PART_THETA] = {SjThetaPartDescribe, SjThetaPartBegin, SjThetaPartRow, SjThetaPartSize, SjThetaPartWrite},
+	[SJ_PART_POINTS] = {NULL, SjPointPartBegin, SjPointRow, SjPointPartSize, SjPointPartWrite},
 };
 
 /* The parallel run behind the SjParts of its jobs. */

@@ -173,7 +173,8 @@ typedef enum SjPartKind
 {
 	SJ_PART_EPS,				/* SjEpsScan */
 	SJ_PART_SETS,				/* SjSetScan */
-	SJ_PART_THETA				/* SjThetaSide (theta_join.c) */
+	SJ_PART_THETA,				/* SjThetaSide (theta_join.c) */
+	SJ_PART_POINTS				/* SjPointScan (postgis.c) */
 } SjPartKind;
 
 #define SJ_PART_MAX_COLS	65	/* a key and a theta side's columns */
@@ -312,6 +313,17 @@ extern void SjErrorDims(int a, int b);
 /* jaccard.c */
 extern void SjCheckSetNulls(ArrayType *a, const char *what);
 extern double SjJaccardValue(int64 la, int64 lb, int64 inter);
+
+/* postgis.c: eps_join over PostGIS points */
+extern bool SjPointColumn(Oid relid, text *column);
+extern int64 SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
+							Oid right_relid, text *right_key, text *right_col,
+							double eps, struct Tuplestorestate *store,
+							TupleDesc desc);
+extern void SjPointRow(void *arg, Datum *values, bool *isnull);
+extern void *SjPointPartBegin(const SjPartSpec *spec);
+extern Size SjPointPartSize(void *side);
+extern void SjPointPartWrite(void *side, char *dst);
 
 /* eps_join.c: marshalled vectors of one relation */
 typedef struct SjVectorInput

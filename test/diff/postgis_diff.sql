@@ -1,0 +1,154 @@
+-- postgis_diff.sql: eps_join over PostGIS points against PostGIS's own
+-- answers (ST_DWithin, ST_3DDWithin, ST_Distance through a GiST index join),
+-- CPU and GPU, on fresh random data.  Skipped where PostGIS is absent.
+SELECT NOT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'postgis')
+    AS no_postgis \gset
+\if :no_postgis
+SELECT 'SKIP postgis: PostGIS is not installed';
+\quit
+\endif
+CREATE EXTENSION IF NOT EXISTS postgis;
+
+-- A table of n points (id, g) of one shape:
+--   uniform   planar, uniform in [0, 100)^2 (z too for 3-D)
+--   grid      integer coordinates in [0, 30): many pairs exactly at eps
+--   clusters  20 tight clusters
+--   special   uniform, with NULL, empty and NaN points mixed in
+--   geog      geography, uniform over the globe (lat weighted by cos)
+--   geogreg   geography, a 4 x 4 degree region and a polar cap
+CREATE OR REPLACE FUNCTION sjd_gis_points(tbl text, n int, shape text, dim int DEFAULT 2)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('DROP TABLE IF EXISTS %I', tbl);
+    EXECUTE format($q$
+        CREATE TABLE %I AS
+        SELECT i AS id,
+               CASE %L
+                   WHEN 'uniform' THEN CASE WHEN %s = 3
+                       THEN ST_MakePoint(random() * 100, random() * 100, random() * 100)
+                       ELSE ST_MakePoint(random() * 100, random() * 100) END
+                   WHEN 'grid' THEN CASE WHEN %s = 3
+                       THEN ST_MakePoint(floor(random() * 30), floor(random() * 30), floor(random() * 30))
+                       ELSE ST_MakePoint(floor(random() * 30), floor(random() * 30)) END
+                   WHEN 'clusters' THEN ST_MakePoint((i %% 20) * 50 + random(), (i %% 7) * 30 + random())
+                   WHEN 'special' THEN CASE WHEN i %% 17 = 0 THEN NULL
+                                            WHEN i %% 19 = 0 THEN 'POINT EMPTY'::geometry
+                                            WHEN i %% 23 = 0 THEN ST_MakePoint('NaN', random())
+                                            ELSE ST_MakePoint(random() * 100, random() * 100) END
+               END AS g
+        FROM generate_series(1, %s) i $q$, tbl, shape, dim, dim, n);
+    IF shape IN ('geog', 'geogreg') THEN
+        EXECUTE format('DROP TABLE %I', tbl);
+        EXECUTE format($q$
+            CREATE TABLE %I AS
+            SELECT i AS id,
+                   CASE WHEN %L = 'geog'
+                        THEN ST_MakePoint(random() * 360 - 180, degrees(asin(random() * 2 - 1)))
+                        WHEN i %% 5 = 0 THEN ST_MakePoint(random() * 360 - 180, 89 + random())
+                        ELSE ST_MakePoint(random() * 4 + 10, random() * 4 + 45)
+                   END::geography AS g
+            FROM generate_series(1, %s) i $q$, tbl, shape, n);
+    END IF;
+    EXECUTE format('CREATE INDEX ON %I USING gist (g)', tbl);
+    EXECUTE format('ANALYZE %I', tbl);
+END $$;
+
+-- One case: the CPU's pairs and distances equal PostGIS's (the predicate and
+-- ST_Distance / ST_3DDistance); the count form agrees; the GPU agrees.
+CREATE OR REPLACE FUNCTION sjd_gis_case(label text, l text, r text, eps float8)
+RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+    q text; qc text; n bigint; c bigint; p text; pred text; dist text; geog boolean; z boolean;
+BEGIN
+    EXECUTE format('SELECT pg_typeof(g)::text = %L FROM %I LIMIT 1', 'geography', l) INTO geog;
+    EXECUTE format('SELECT bool_or(ST_Zmflag(g::geometry) >= 2) FROM %I', l) INTO z;
+    pred := CASE WHEN geog THEN 'ST_DWithin(a.g, b.g, %s)'
+                 WHEN z THEN 'ST_3DDWithin(a.g, b.g, %s)'
+                 ELSE 'ST_DWithin(a.g, b.g, %s)' END;
+    dist := CASE WHEN z AND NOT geog THEN 'ST_3DDistance(a.g, b.g)' ELSE 'ST_Distance(a.g, b.g)' END;
+    IF r IS NULL THEN
+        q := format('SELECT * FROM eps_join(%L, %L, %L, %s::float8)', l, 'id', 'g', eps);
+        qc := format('SELECT eps_join_count(%L, %L, %L, %s::float8)', l, 'id', 'g', eps);
+    ELSE
+        q := format('SELECT * FROM eps_join(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'g', r, 'id', 'g', eps);
+        qc := format('SELECT eps_join_count(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'g', r, 'id', 'g', eps);
+    END IF;
+    PERFORM sjd_capture('sjd_cpu', 'cpu', q);
+    SELECT count(*) INTO n FROM sjd_cpu;
+    c := sjd_scalar('cpu', qc);
+    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+    DROP TABLE IF EXISTS sjd_oracle;
+    EXECUTE format('CREATE TEMP TABLE sjd_oracle AS SELECT a.id::bigint AS left_id, b.id::bigint AS right_id, '
+                   || dist || ' AS distance FROM %I a JOIN %I b ON '
+                   || CASE WHEN r IS NULL THEN 'a.id < b.id AND ' ELSE '' END || pred,
+                   l, coalesce(r, l), eps);
+    RETURN NEXT sjd_report(label || ': cpu = PostGIS', sjd_same('sjd_cpu', 'sjd_oracle'));
+    IF sjd_gpu() THEN
+        PERFORM sjd_capture('sjd_gpu', 'gpu', q);
+        p := sjd_same('sjd_gpu', 'sjd_cpu');
+        c := sjd_scalar('gpu', qc);
+        IF p IS NULL AND c <> n THEN
+            p := format('gpu count %s, cpu rows %s', c, n);
+        END IF;
+        RETURN NEXT sjd_report(label || ': gpu = cpu', p);
+    END IF;
+END $$;
+
+-- One refusal: the query fails with a message containing what.
+CREATE OR REPLACE FUNCTION sjd_gis_refused(label text, q text, what text)
+RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE q;
+    RETURN sjd_report(label, 'no error');
+EXCEPTION WHEN OTHERS THEN
+    RETURN sjd_report(label, CASE WHEN position(what IN SQLERRM) = 0 THEN 'error: ' || SQLERRM END);
+END $$;
+
+SET max_parallel_workers_per_gather = 2;
+SELECT sjd_gis_points('g_u2', 4000, 'uniform');
+SELECT sjd_gis_points('g_u2b', 3000, 'uniform');
+SELECT sjd_gis_points('g_grid2', 3000, 'grid');
+SELECT sjd_gis_points('g_grid3', 3000, 'grid', 3);
+SELECT sjd_gis_points('g_u3', 3000, 'uniform', 3);
+SELECT sjd_gis_points('g_clu', 3000, 'clusters');
+SELECT sjd_gis_points('g_spec', 3000, 'special');
+SELECT sjd_gis_points('g_geog', 5000, 'geog');
+SELECT sjd_gis_points('g_geogreg', 3000, 'geogreg');
+
+SELECT sjd_gis_case('2-D uniform self', 'g_u2', NULL, 2.5);
+SELECT sjd_gis_case('2-D uniform two-table', 'g_u2', 'g_u2b', 1.7);
+SELECT sjd_gis_case('2-D grid self at eps = 1', 'g_grid2', NULL, 1);
+SELECT sjd_gis_case('2-D grid two-table at eps = sqrt(2)', 'g_grid2', 'g_grid2', sqrt(2));
+SELECT sjd_gis_case('2-D grid eps = 0', 'g_grid2', NULL, 0);
+SELECT sjd_gis_case('3-D grid self at eps = 1', 'g_grid3', NULL, 1);
+SELECT sjd_gis_case('3-D uniform self', 'g_u3', NULL, 6);
+SELECT sjd_gis_case('2-D clusters self', 'g_clu', NULL, 0.1);
+SELECT sjd_gis_case('NULL/empty/NaN self', 'g_spec', NULL, 3);
+SELECT sjd_gis_case('NULL/empty/NaN x uniform', 'g_spec', 'g_u2', 2);
+SELECT sjd_gis_case('geography globe self, 150 km', 'g_geog', NULL, 150000);
+SELECT sjd_gis_case('geography region and cap self, 20 km', 'g_geogreg', NULL, 20000);
+SELECT sjd_gis_case('geography two-table, 300 km', 'g_geogreg', 'g_geog', 300000);
+-- another ellipsoid (ED50: International 1924), measured by the join
+CREATE TABLE g_ed50 AS SELECT id, ST_SetSRID(g::geometry, 4230)::geography AS g FROM g_geogreg;
+SELECT sjd_gis_case('geography on SRID 4230 self, 20 km', 'g_ed50', NULL, 20000);
+SELECT sjd_gis_case('geography on SRID 4230, 3000 km', 'g_ed50', NULL, 3000000);
+
+-- refusals: a non-point, mixed SRIDs, 2-D with 3-D
+CREATE TABLE g_bad AS SELECT * FROM g_u2b;
+INSERT INTO g_bad VALUES (-1, 'LINESTRING(0 0, 1 1)');
+SELECT sjd_gis_refused('non-point refused', $$SELECT eps_join_count('g_bad', 'id', 'g', 1)$$, 'joins points only');
+DELETE FROM g_bad WHERE id = -1;
+INSERT INTO g_bad VALUES (-1, 'SRID=4326;POINT(1 1)');
+SELECT sjd_gis_refused('mixed SRID refused', $$SELECT eps_join_count('g_bad', 'id', 'g', 1)$$, 'mixed SRID');
+CREATE TABLE g_srid AS SELECT id, ST_SetSRID(g, 3857) AS g FROM g_u2b;
+SELECT sjd_gis_refused('SRID mismatch between tables refused',
+                       $$SELECT eps_join_count('g_u2', 'id', 'g', 'g_srid', 'id', 'g', 1)$$, 'mixed SRID');
+SELECT sjd_gis_refused('geometry x geography refused',
+                       $$SELECT eps_join_count('g_u2', 'id', 'g', 'g_geogreg', 'id', 'g', 1)$$, 'geography');
+SELECT sjd_gis_refused('2-D x 3-D refused', $$SELECT eps_join_count('g_u2', 'id', 'g', 'g_u3', 'id', 'g', 1)$$, '3-D');
+
+-- larger: parallel scans, many engine batches, GPU against CPU and PostGIS
+SELECT sjd_gis_points('g_big', 200000, 'uniform');
+SELECT sjd_gis_points('g_bigclu', 100000, 'clusters');
+SELECT sjd_gis_case('200k 2-D uniform self', 'g_big', NULL, 0.4);
+SELECT sjd_gis_case('100k clusters x 200k uniform', 'g_bigclu', 'g_big', 0.05);

@@ -112,6 +112,7 @@ SELECT eps_join_count('gp', 'id', 'g', 'gg', 'id', 'g', 1);
 CREATE TABLE gv (id int, v float8[]);
 SELECT eps_join_count('gp', 'id', 'g', 'gv', 'id', 'v', 1);
 SELECT eps_join_count('gp', 'id', 'g', -1);
+SELECT eps_join_count('gp', 'id', 'g', 1, 'cosine');
 -- one point, and NULL and empty points only: nothing joins, no error
 DELETE FROM gq WHERE id < 2002;
 SELECT eps_join_count('gs', 'id', 'g', 1e9) AS one_point,

@@ -470,7 +470,7 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
  * prunes, costs both per pair; the GPU's tensor-core filter is so much
  * faster there that the per-row terms already choose it.
  */
-static bool
+bool
 SjEpsPreferCpu(void *arg)
 {
 	SjEpsJob   *job = (SjEpsJob *) arg;
@@ -514,8 +514,15 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 
 	/* PostGIS points have their own body (postgis.c) */
 	if (SjPointColumn(left_relid, left_vec))
+	{
+		if (metric != SJ_METRIC_L2)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("eps_join over PostGIS points takes no metric but 'l2'"),
+					 errhint("Points join by ST_DWithin's distance; omit the metric argument.")));
 		return SjPointJoinRun(left_relid, left_key, left_vec, right_relid,
 							  right_key, right_vec, eps, store, desc);
+	}
 	SjEpsCheck(eps);
 	SjStatsStart(&stats, store ? "eps_join" : "eps_join_count");
 	SjStartDevice();

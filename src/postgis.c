@@ -819,6 +819,7 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 	spec.begin = SjEpsBegin;
 	spec.emit = SjPointEmit;
 	spec.store = store;
+	spec.prefer_cpu = SjEpsPreferCpu;
 	if (empty)
 		return SjJoinAndReport(&spec, true, &stats, t0);
 

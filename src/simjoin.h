@@ -361,6 +361,7 @@ typedef struct SjEpsJob
 } SjEpsJob;
 
 extern void SjEpsSideInit(SjEpsScan *scan, const char *what);
+extern bool SjEpsPreferCpu(void *arg);
 extern void SjEpsRow(void *arg, Datum *values, bool *isnull);
 extern void SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts,
 							SjVectorInput *out);

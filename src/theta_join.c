@@ -1375,29 +1375,33 @@ SjRankAll(SjThetaCompiler *c, SjThetaKind kind)
 	pfree(items);
 }
 
-/* A numeric value too large for the engines' fixed point: refuse it. */
+/*
+ * Numeric arithmetic the engines' fixed point cannot hold exactly: a value
+ * of column col of side (side NULL: a constant, or a result the condition
+ * could compute).  Refuse it.
+ */
 static void
 SjNumericTooLarge(SjThetaSide *side, SjThetaCol *col, int scale)
 {
 	if (side == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("theta_join cannot evaluate numeric arithmetic over the condition's constants"),
-				 errdetail("A constant or a result needs more than %d digits at the condition's scale of %d.",
+				 errmsg("theta_join cannot evaluate the numeric arithmetic of its condition exactly"),
+				 errdetail("A constant, or a result the condition could compute from the values read, needs more than %d digits at the condition's scale of %d.",
 						   SJ_NUM_MAX_DIGITS, scale),
-				 errhint("Write the condition with fewer digits, or cast to float8.")));
+				 errhint("Filter out the rows of largest magnitude, use fewer decimal places, or cast to float8.")));
 	if (!OidIsValid(side->relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("simjoin cannot evaluate numeric arithmetic over a value of the join condition"),
-				 errdetail("A value or a result needs more than %d digits at the condition's scale of %d.",
+				 errdetail("A value needs more than %d digits at the condition's scale of %d.",
 						   SJ_NUM_MAX_DIGITS, scale),
 				 errhint("Set simjoin.enable_customscan = off for this query, or filter such rows out first.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 			 errmsg("theta_join cannot evaluate numeric arithmetic over column \"%s\" of relation \"%s\"",
 					get_attname(side->relid, col->attnum, false), get_rel_name(side->relid)),
-			 errdetail("A value or a result of the condition needs more than %d digits at the condition's scale of %d.",
+			 errdetail("A value needs more than %d digits at the condition's scale of %d.",
 					   SJ_NUM_MAX_DIGITS, scale),
 			 errhint("Filter such rows out through a view, round the column, or cast it to float8.")));
 }

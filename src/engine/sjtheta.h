@@ -122,6 +122,8 @@
  *	- float4 op float4			  op_F 32;  float4 op float8: op_F 64
  *	- int = float8				  I2F 64 on the int side, then EQ_F
  *	- text = text				  dictionary codes (SJ_TI64), EQ_I / NE_I only
+ *	- numeric + - and * const	  ADD_N SUB_N NEG_N MUL_N over fixed point
+ *								  (SJ_TI64 at the adapter's common scale)
  *	- a constant folded to NULL	  CONST_NULL of the operand's type
  * Not modelled (refuse them): date/timestamp arithmetic with its range
  * checks, numeric division, casts from float to int, CASE, COALESCE,

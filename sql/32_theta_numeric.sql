@@ -4,7 +4,8 @@
 -- condition checked against the same join in plain SQL, with and without
 -- the custom scan
 SET jit = off;
-CREATE TABLE nl (id int, p numeric(12, 2), q numeric(6, 3), u numeric, w numeric(5, -2));
+CREATE TABLE nl (id int, p numeric(12, 2), q numeric(6, 3), u numeric, w numeric(5, -2),
+                 i int, b bigint, f float8);
 CREATE TABLE nr (LIKE nl);
 SELECT setseed(0.32);
 INSERT INTO nl SELECT i,
@@ -16,13 +17,17 @@ INSERT INTO nl SELECT i,
     CASE WHEN i % 11 = 0 THEN NULL WHEN i % 37 = 0 THEN 'NaN'
          WHEN i % 41 = 0 THEN 'Infinity' WHEN i % 43 = 0 THEN '-Infinity'
          ELSE round((random() * 200 - 100)::numeric, i % 5) END,
-    CASE WHEN i % 19 = 0 THEN NULL ELSE round((random() * 2e6 - 1e6)::numeric, -2) END
+    CASE WHEN i % 19 = 0 THEN NULL ELSE round((random() * 2e6 - 1e6)::numeric, -2) END,
+    CASE WHEN i % 7 = 0 THEN NULL ELSE floor(random() * 200 - 100)::int END,
+    CASE WHEN i % 47 = 0 THEN 9223372036854775807 ELSE floor(random() * 2000 - 1000)::bigint END,
+    CASE WHEN i % 9 = 0 THEN NULL WHEN i % 53 = 0 THEN 'NaN' WHEN i % 59 = 0 THEN '-Infinity'
+         ELSE random() * 200 - 100 END
 FROM generate_series(1, 300) i;
 INSERT INTO nr SELECT id + 1000,
     CASE WHEN abs(p) > 1e9 THEN -p WHEN id % 3 = 0 THEN p + 990 WHEN id % 3 = 1 THEN p - 0.5 ELSE p END,
     CASE WHEN id % 2 = 0 THEN q * 2 ELSE -q END,
     CASE WHEN id % 4 = 0 THEN u + 0.0001 WHEN id % 4 = 1 THEN u * 2 ELSE u - 5 END,
-    w
+    w, CASE WHEN id % 2 = 0 THEN i + 1 ELSE i END, b, f + 1
 FROM nl WHERE id <= 250;
 
 -- theta_join and theta_join_count equal the join in SQL, as multisets, and
@@ -94,6 +99,15 @@ SELECT sjn_check('l.w + r.w > 1e5 AND l.q > -1.5');
 SELECT sjn_check('l.u >= ''NaN''::numeric - 1 AND l.u - 1 < r.u + 1');
 SELECT sjn_check('l.u - ''Infinity''::numeric < r.u');
 SELECT sjn_check('l.u + ''-Infinity''::numeric = r.u - ''Infinity''::numeric');
+-- integer and float columns cast to numeric
+SELECT sjn_check('l.p > r.i');
+SELECT sjn_check('r.p BETWEEN l.i - 0.5 AND l.i + 0.5');
+SELECT sjn_check('l.i::numeric + 0.5 > r.q AND l.i < r.i');
+SELECT sjn_check('l.u - r.i >= 0 AND l.u - r.i < 1');
+SELECT sjn_check('l.p > r.b');
+SELECT sjn_check('l.q * 100 <= r.i::numeric + l.i');
+SELECT sjn_check('l.u < r.f::numeric');
+SELECT sjn_check('l.u + 1 < r.f::numeric AND l.f::numeric + 1 > r.u');
 
 -- the custom scan is offered where the declared precisions prove that the
 -- arithmetic fits, and left to PostgreSQL otherwise
@@ -101,6 +115,10 @@ SELECT sjn_node('r.p BETWEEN l.p - 0.5 AND l.p + 0.5') AS band_fits;
 SELECT sjn_node('l.q * 1.5 - r.q > 1') AS product_fits;
 SELECT sjn_node('r.u BETWEEN l.u - 5 AND l.u + 5') AS unconstrained;
 SELECT sjn_node('l.p * 100000000 > r.p') AS too_wide;
+SELECT sjn_node('r.p BETWEEN l.i - 0.5 AND l.i + 0.5') AS int_cast;
+SELECT sjn_node('l.p > r.b') AS bigint_compared;
+SELECT sjn_node('l.p > r.b + 1') AS bigint_too_wide;
+SELECT sjn_node('l.p + 1 > r.f::numeric') AS float_cast;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM nl l JOIN nr r ON r.p BETWEEN l.p - 0.5 AND l.p + 0.5;
 
 -- near the limits: 18 digits at the common scale fit, more do not
@@ -126,6 +144,8 @@ SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p * r.q > 1')
 SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p * ''NaN''::numeric > r.p')$$);
 SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p * 1234567890123456789 > r.p')$$);
 SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p % 2 > r.p')$$);
+SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p > r.i + 1')$$);
+SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p > r.b * 1.5')$$);
 -- division still runs where PostgreSQL evaluates the join
 SELECT count(*) FROM nl l JOIN nr r ON l.p >= r.p / 3;
 

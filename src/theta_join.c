@@ -123,6 +123,9 @@ typedef struct SjThetaCol
 	bool		arith;			/* derived, and an operand of the engines'
 								 * date/time arithmetic */
 	int32		typmod;			/* declared typmod (numeric precision) */
+	bool		to_numeric;		/* an int or float column cast to numeric:
+								 * read as its type, then converted by
+								 * SjNumericCasts (kind becomes NUMERIC) */
 } SjThetaCol;
 
 #define SJ_DERIVE_FAILED	2	/* nulls[i] of a failed derivation */
@@ -252,6 +255,9 @@ static const SjFnMap sj_fn_map[] = {
 	{F_NUMERIC_ADD, SJ_OP_ADD_N, 0, 'n'}, {F_NUMERIC_SUB, SJ_OP_SUB_N, 0, 'n'},
 	{F_NUMERIC_MUL, SJ_OP_MUL_N, 0, 'n'}, {F_NUMERIC_UMINUS, SJ_OP_NEG_N, 0, 'n'},
 	{F_NUMERIC_UPLUS, 0, 0, 'n'}, {F_NUMERIC_DIV, 0, 0, 'n'},
+	{F_NUMERIC_INT2, 0, 0, 'm'}, {F_NUMERIC_INT4, 0, 0, 'm'},
+	{F_NUMERIC_INT8, 0, 0, 'm'}, {F_NUMERIC_FLOAT4, 0, 0, 'm'},
+	{F_NUMERIC_FLOAT8, 0, 0, 'm'},
 };
 
 /* Refuse a construct, naming it. */
@@ -387,7 +393,7 @@ SjSideColumn(SjThetaSide *side, AttrNumber attnum, Oid typid,
 		derive = &plain;
 	}
 	for (i = 0; i < side->ncols; i++)
-		if (side->cols[i].attnum == attnum &&
+		if (side->cols[i].attnum == attnum && !side->cols[i].to_numeric &&
 			memcmp(&side->cols[i].derive, derive, sizeof(SjThetaDerive)) == 0)
 			return i;
 	if (side->ncols >= SJ_THETA_MAX_COLS)
@@ -843,6 +849,55 @@ SjCompileNumeric(SjThetaCompiler *c, Oid fn, List *args, const char *what)
 	return SJ_V_RANK;
 }
 
+/*
+ * A cast of an integer or float column to numeric: the column is read as
+ * its type and converted by PostgreSQL's cast once read (SjNumericCasts),
+ * then ranked or made fixed point with the other numerics.
+ */
+static SjValType
+SjCompileNumericCast(SjThetaCompiler *c, Node *arg, const char *what)
+{
+	Var		   *v;
+	SjThetaSide *side;
+	int			i;
+
+	while (IsA(arg, RelabelType))
+		arg = (Node *) ((RelabelType *) arg)->arg;
+	v = (Var *) arg;
+	if (!IsA(arg, Var) || v->varlevelsup != 0 || v->varno < 1 || v->varno > 2 ||
+		v->varattno <= 0)
+		SjThetaRefuse(psprintf("%s of anything but a column", what));
+	side = c->sides[v->varno - 1];
+	for (i = 0; i < side->ncols; i++)
+		if (side->cols[i].attnum == v->varattno && side->cols[i].to_numeric)
+			break;
+	if (i == side->ncols)
+	{
+		int			before = side->ncols;
+
+		i = SjSideColumn(side, v->varattno, v->vartype, NULL);
+		if (side->ncols == before)
+		{
+			/* the column is read as it is too: a second entry for the cast */
+			if (side->ncols >= SJ_THETA_MAX_COLS)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("theta_join condition reads too many columns"),
+						 errdetail("At most %d columns of each side are supported.", SJ_THETA_MAX_COLS)));
+			side->cols[side->ncols] = side->cols[i];
+			i = side->ncols++;
+		}
+		side->cols[i].to_numeric = true;
+		side->cols[i].valtype = NUMERICOID;
+		/* the precision of the values cast, for SjNumericFixAll's proof */
+		side->cols[i].typmod = v->vartype == INT2OID ? ((5 << 16) | 0) + VARHDRSZ :
+			v->vartype == INT4OID ? ((10 << 16) | 0) + VARHDRSZ :
+			v->vartype == INT8OID ? ((19 << 16) | 0) + VARHDRSZ : -1;
+	}
+	SjEmit(c, v->varno == 1 ? SJ_OP_LOAD_L : SJ_OP_LOAD_R, i, 0, 0);
+	return SJ_V_RANK;
+}
+
 /* Compile a call of a built-in function (operator or cast). */
 static SjValType
 SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
@@ -899,6 +954,8 @@ SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
 			return SJ_V_BOOL;
 		case 'n':
 			return SjCompileNumeric(c, fn, args, what);
+		case 'm':
+			return SjCompileNumericCast(c, linitial(args), what);
 		case 't':
 			if (SjCompileDerived(c, node))
 				return SJ_V_INT;
@@ -1515,6 +1572,43 @@ SjNumericBounds(SjThetaCompiler *c, const uint64 *leaf, int scale)
 }
 
 /*
+ * Once both sides are read: integer and float columns cast to numeric
+ * become numeric columns, through PostgreSQL's casts.
+ */
+static void
+SjNumericCasts(SjThetaCompiler *c)
+{
+	int			s,
+				k;
+	size_t		r;
+
+	for (s = 0; s < 2; s++)
+		for (k = 0; k < c->sides[s]->ncols; k++)
+		{
+			SjThetaSide *side = c->sides[s];
+			SjThetaCol *col = &side->cols[k];
+
+			if (!col->to_numeric || col->kind == SJ_KIND_NUMERIC)
+				continue;
+			col->dvals = palloc_extended(Max(side->n, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
+			for (r = 0; r < side->n; r++)
+			{
+				if (col->nulls[r])
+					col->dvals[r] = (Datum) 0;
+				else if (col->typid == FLOAT4OID)
+					col->dvals[r] = DirectFunctionCall1(float4_numeric,
+														Float4GetDatum((float4) col->fvals[r]));
+				else if (col->typid == FLOAT8OID)
+					col->dvals[r] = DirectFunctionCall1(float8_numeric,
+														Float8GetDatum(col->fvals[r]));
+				else
+					col->dvals[r] = NumericGetDatum(int64_to_numeric(col->ivals[r]));
+			}
+			col->kind = SJ_KIND_NUMERIC;
+		}
+}
+
+/*
  * With numeric arithmetic in the condition: the common scale, every
  * numeric value read and every numeric constant as fixed point, and the
  * proof that no result overflows (sjnumeric.h).  From the data read (the
@@ -1545,7 +1639,7 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
 			int			p = 0,
 						sc = 0;
 
-			if (col->kind != SJ_KIND_NUMERIC)
+			if (col->kind != SJ_KIND_NUMERIC && !col->to_numeric)
 				continue;
 			if (!from_data)
 			{
@@ -1582,7 +1676,7 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
 						sc = 0;
 
 			colmax[s][k] = 0;
-			if (col->kind != SJ_KIND_NUMERIC)
+			if (col->kind != SJ_KIND_NUMERIC && !col->to_numeric)
 				continue;
 			if (!from_data)
 			{
@@ -2215,6 +2309,7 @@ SjThetaJobInit(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan)
 	SjThetaDerivedErrors(comp);
 	SjThetaCheckTemporal(comp);
 	SjRankAll(comp, SJ_KIND_TEXT);
+	SjNumericCasts(comp);
 	if (comp->numeric_arith)
 		SjNumericFixAll(comp, true);
 	else
@@ -2376,7 +2471,8 @@ SjThetaSideUnranked(SjThetaPrepared *tp, int side)
 	int			k;
 
 	for (k = 0; k < sd->ncols; k++)
-		if (sd->cols[k].kind != SJ_KIND_I64 && sd->cols[k].kind != SJ_KIND_F64)
+		if ((sd->cols[k].kind != SJ_KIND_I64 && sd->cols[k].kind != SJ_KIND_F64) ||
+			sd->cols[k].to_numeric)
 			return false;
 	return true;
 }

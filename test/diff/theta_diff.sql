@@ -131,3 +131,6 @@ SELECT sjd_theta_case('numeric: ' || c, 'tn_a', 'tn_b', c, true) FROM unnest(ARR
 SELECT sjd_theta_case('numeric: 200k x 150k band', 'tn_big', 'tn_big2', 'r.p BETWEEN l.p - 0.01 AND l.p + 0.01', false, '8MB');
 SELECT sjd_theta_case('numeric: 200k x 150k band with NaN/Inf, residual', 'tn_big', 'tn_big2', 'r.u BETWEEN l.u - 0.001 AND l.u + 0.001 AND l.u * 2 <> r.p', false, '4MB');
 SELECT sjd_theta_case('numeric: 200k x 150k hash + residual', 'tn_big', 'tn_big2', 'l.u = r.u AND l.p - r.p > 0', false, '4MB');
+SELECT sjd_theta_case('numeric: ' || c, 'tn_a', 'tn_b', c, true) FROM unnest(ARRAY[
+    'l.u > r.k AND l.u - r.k < 1',
+    'r.p BETWEEN l.k - 0.5 AND l.k + 0.5']) c;

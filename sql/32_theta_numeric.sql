@@ -120,6 +120,23 @@ SELECT sjn_node('l.p > r.b') AS bigint_compared;
 SELECT sjn_node('l.p > r.b + 1') AS bigint_too_wide;
 SELECT sjn_node('l.p + 1 > r.f::numeric') AS float_cast;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM nl l JOIN nr r ON r.p BETWEEN l.p - 0.5 AND l.p + 0.5;
+-- a parameter's value is not known when the generic plan is made: PostgreSQL
+-- joins, whatever the value
+SET plan_cache_mode = force_generic_plan;
+PREPARE band(numeric) AS
+    SELECT count(*) FROM nl l JOIN nr r ON r.p BETWEEN l.p - $1 AND l.p + $1;
+SELECT count(*) FROM nl l JOIN nr r ON r.p BETWEEN l.p - 0.5 AND l.p + 0.5;
+EXECUTE band(0.5);
+EXECUTE band(1e30);
+EXECUTE band(0.0000000000000000001);
+EXPLAIN (COSTS OFF) EXECUTE band(0.5);
+SET plan_cache_mode = force_custom_plan;
+EXPLAIN (COSTS OFF) EXECUTE band(0.5);
+EXECUTE band(0.5);
+EXECUTE band(1e30);
+EXECUTE band(0.0000000000000000001);
+DEALLOCATE band;
+RESET plan_cache_mode;
 
 -- near the limits: 18 digits at the common scale fit, more do not
 CREATE TABLE nbig (id int, u numeric);

@@ -168,6 +168,8 @@ typedef struct SjThetaCompiler
 	int64		shift_usecs;	/* sum of |interval constants| */
 	bool		numeric_arith;	/* numeric arithmetic: fixed point, not ranks */
 	int			numeric_mul_scale;	/* sum of the multipliers' scales */
+	bool		numeric_null;	/* a NULL numeric constant: in the planner's
+								 * check, a parameter of unknown value */
 } SjThetaCompiler;
 
 /* What the engine begin callback and the emitter need. */
@@ -828,6 +830,7 @@ SjCompileNumeric(SjThetaCompiler *c, Oid fn, List *args, const char *what)
 		if (k->constisnull)
 		{
 			/* x * NULL is NULL */
+			c->numeric_null = true;
 			SjEmit(c, SJ_OP_CONST_NULL, SJ_TI64, 0, 0);
 			SjEmit(c, SJ_OP_ADD_N, 0, 0, 0);
 			return SJ_V_RANK;
@@ -1006,6 +1009,8 @@ SjCompileConst(SjThetaCompiler *c, Const *k)
 	if (k->constisnull)
 	{
 		SjEmit(c, SJ_OP_CONST_NULL, t == SJ_V_FLOAT ? SJ_TF64 : SJ_TI64, 0, 0);
+		if (k->consttype == NUMERICOID)
+			c->numeric_null = true;
 		return t;
 	}
 	switch (k->consttype)
@@ -1629,6 +1634,13 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
 	Datum		pow10,
 				limit,
 				neglimit;
+
+	/*
+	 * The planner's check sees a parameter as a NULL constant (the folding
+	 * left no other): its value, unknown, could need any scale or magnitude
+	 */
+	if (!from_data && c->numeric_null)
+		SjThetaRefuse("numeric arithmetic with a parameter");
 
 	/* the common scale */
 	for (s = 0; s < 2; s++)

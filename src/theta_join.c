@@ -36,7 +36,10 @@
  * multipliers), NaN and +-Infinity sentinels; SjNumericFixAll refuses
  * values, or results the condition could compute, that do not fit
  * (22003), and SjThetaCompilable proves the same from the columns' declared
- * precision before the planner offers the custom scan.  Numeric division,
+ * precision before the planner offers the custom scan (a parameter, whose
+ * value the generic plan does not know, leaves the join to PostgreSQL).  An
+ * integer or float column cast to numeric is read as its type and cast by
+ * PostgreSQL once read (SjNumericCasts).  Numeric division,
  * whose quotient PostgreSQL rounds to a scale that depends on each value, is
  * refused.  Timestamp +/- an interval constant
  * that is a fixed number of microseconds runs in the engines as int64

@@ -1571,11 +1571,9 @@ SjNumericBounds(SjThetaCompiler *c, const uint64 *leaf, int scale)
 				stack[--sp - 1] = 0;
 				continue;
 		}
+		/* every bound stays below the limit, so none of this can wrap */
 		if (r >= (uint128) SJ_NUM_LIMIT)
 			SjNumericTooLarge(NULL, NULL, scale);
-		/* saturate, so that later sums and products cannot wrap */
-		if (stack[sp - 1] > (uint128) SJ_NUM_LIMIT)
-			stack[sp - 1] = SJ_NUM_LIMIT;
 	}
 }
 

@@ -92,6 +92,7 @@
 #include <vector>
 
 #include "sjgpu_internal.cuh"
+#include "sjnumeric.h"
 
 using sjgpu::Budget;
 using sjgpu::DeviceBuffer;
@@ -331,10 +332,18 @@ struct DV
 };
 
 __device__ __forceinline__ DV
-d_unary(int op, int arg, DV a)
+d_unary(int op, int arg, long long k, DV a)
 {
 	switch (op)
 	{
+		case SJ_OP_NEG_N:
+			if (a.s == kVal)
+				a.v = sj_num_neg(a.v);
+			return a;
+		case SJ_OP_MUL_N:
+			if (a.s == kVal)
+				a.v = sj_num_mul(a.v, k, arg);
+			return a;
 		case SJ_OP_NOT:
 			if (a.s == kVal)
 				a.v = !a.v;
@@ -402,7 +411,11 @@ d_binary(int op, int arg, DV a, DV b)
 	}
 	r.s = kVal;
 	r.v = 0;
-	if (op >= SJ_OP_ADD_I && op <= SJ_OP_MOD_I)
+	if (op == SJ_OP_ADD_N)
+		r.v = sj_num_add(a.v, b.v);
+	else if (op == SJ_OP_SUB_N)
+		r.v = sj_num_sub(a.v, b.v);
+	else if (op >= SJ_OP_ADD_I && op <= SJ_OP_MOD_I)
 		r.s = d_iarith(op, a.v, b.v, arg ? arg : 64, &r.v);
 	else if (op >= SJ_OP_ADD_F && op <= SJ_OP_DIV_F)
 	{
@@ -461,7 +474,7 @@ d_run(const DInstr *prog, int begin, int end, const Ld &ld)
 			sp++;
 		}
 		else if (arity == 1)
-			t0 = d_unary(op, in.arg, t0);
+			t0 = d_unary(op, in.arg, in.k, t0);
 		else
 		{
 			t0 = d_binary(op, in.arg, t1, t0);
@@ -1436,7 +1449,8 @@ op_arity(int op)
 	if (op < SJ_OP_ADD_I)
 		return 0;
 	if (op == SJ_OP_NEG_I || op == SJ_OP_NEG_F || op == SJ_OP_I2F || op == SJ_OP_NOT ||
-		op == SJ_OP_IS_NULL || op == SJ_OP_IS_NOT_NULL)
+		op == SJ_OP_IS_NULL || op == SJ_OP_IS_NOT_NULL || op == SJ_OP_NEG_N ||
+		op == SJ_OP_MUL_N)
 		return 1;
 	return 2;
 }

@@ -28,7 +28,20 @@
  *									   comparisons of the values.
  *
  * Arithmetic is supported on integer, float, date and timestamp values;
- * text and numeric can only be compared.  Timestamp +/- an interval constant
+ * text can only be compared.  Numeric + - and * by a constant (and unary
+ * minus) run exactly, in the engines' int64 fixed point (sjnumeric.h): with
+ * such arithmetic in the condition, every numeric value it reads, on either
+ * side, and every numeric constant, is that value times 10^S for one common
+ * scale S (the largest scale among them, plus the scales of the constant
+ * multipliers), NaN and +-Infinity sentinels; SjNumericFixAll refuses
+ * values, or results the condition could compute, that do not fit
+ * (22003), and SjThetaCompilable proves the same from the columns' declared
+ * precision before the planner offers the custom scan (a parameter, whose
+ * value the generic plan does not know, leaves the join to PostgreSQL).  An
+ * integer or float column cast to numeric is read as its type and cast by
+ * PostgreSQL once read (SjNumericCasts).  Numeric division,
+ * whose quotient PostgreSQL rounds to a scale that depends on each value, is
+ * refused.  Timestamp +/- an interval constant
  * that is a fixed number of microseconds runs in the engines as int64
  * arithmetic.  Intervals that are not (months or years; days on
  * timestamptz, which depend on the session's TimeZone; any interval added
@@ -70,6 +83,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/pg_locale.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -78,6 +92,7 @@
 
 #include "simjoin.h"
 #include "sjgpu.h"
+#include "sjnumeric.h"
 
 /* How a column's values reach the engine. */
 typedef enum SjThetaKind
@@ -110,6 +125,10 @@ typedef struct SjThetaCol
 	bool		any_error;		/* some nulls[i] == 2 */
 	bool		arith;			/* derived, and an operand of the engines'
 								 * date/time arithmetic */
+	int32		typmod;			/* declared typmod (numeric precision) */
+	bool		to_numeric;		/* an int or float column cast to numeric:
+								 * read as its type, then converted by
+								 * SjNumericCasts (kind becomes NUMERIC) */
 } SjThetaCol;
 
 #define SJ_DERIVE_FAILED	2	/* nulls[i] of a failed derivation */
@@ -150,6 +169,10 @@ typedef struct SjThetaCompiler
 	bool		temporal_arith; /* date/timestamp arithmetic in the program */
 	int64		shift_days;		/* sum of |day constants| in date arithmetic */
 	int64		shift_usecs;	/* sum of |interval constants| */
+	bool		numeric_arith;	/* numeric arithmetic: fixed point, not ranks */
+	int			numeric_mul_scale;	/* sum of the multipliers' scales */
+	bool		numeric_null;	/* a NULL numeric constant: in the planner's
+								 * check, a parameter of unknown value */
 } SjThetaCompiler;
 
 /* What the engine begin callback and the emitter need. */
@@ -233,6 +256,13 @@ static const SjFnMap sj_fn_map[] = {
 	{F_TIMESTAMPTZ_MI_INTERVAL, SJ_OP_SUB_I, 64, 't'},
 	{F_TIMESTAMP_DATE, SJ_OP_MUL_I, 64, 't'},
 	{F_DATE_PL_INTERVAL, 0, 0, 't'}, {F_DATE_MI_INTERVAL, 0, 0, 't'},
+	/* numeric arithmetic in fixed point */
+	{F_NUMERIC_ADD, SJ_OP_ADD_N, 0, 'n'}, {F_NUMERIC_SUB, SJ_OP_SUB_N, 0, 'n'},
+	{F_NUMERIC_MUL, SJ_OP_MUL_N, 0, 'n'}, {F_NUMERIC_UMINUS, SJ_OP_NEG_N, 0, 'n'},
+	{F_NUMERIC_UPLUS, 0, 0, 'n'}, {F_NUMERIC_DIV, 0, 0, 'n'},
+	{F_NUMERIC_INT2, 0, 0, 'm'}, {F_NUMERIC_INT4, 0, 0, 'm'},
+	{F_NUMERIC_INT8, 0, 0, 'm'}, {F_NUMERIC_FLOAT4, 0, 0, 'm'},
+	{F_NUMERIC_FLOAT8, 0, 0, 'm'},
 };
 
 /* Refuse a construct, naming it. */
@@ -287,6 +317,8 @@ SjEmit(SjThetaCompiler *c, int op, int arg, int64 ival, double fval)
 		case SJ_OP_NOT:
 		case SJ_OP_IS_NULL:
 		case SJ_OP_IS_NOT_NULL:
+		case SJ_OP_NEG_N:
+		case SJ_OP_MUL_N:
 			break;
 		default:
 			c->depth--;			/* binary operators */
@@ -366,7 +398,7 @@ SjSideColumn(SjThetaSide *side, AttrNumber attnum, Oid typid,
 		derive = &plain;
 	}
 	for (i = 0; i < side->ncols; i++)
-		if (side->cols[i].attnum == attnum &&
+		if (side->cols[i].attnum == attnum && !side->cols[i].to_numeric &&
 			memcmp(&side->cols[i].derive, derive, sizeof(SjThetaDerive)) == 0)
 			return i;
 	if (side->ncols >= SJ_THETA_MAX_COLS)
@@ -384,6 +416,7 @@ SjSideColumn(SjThetaSide *side, AttrNumber attnum, Oid typid,
 }
 
 static SjValType SjCompile(SjThetaCompiler *c, Node *node);
+static SjValType SjCompileValue(SjThetaCompiler *c, Node *node);
 
 /* Compile a node that must yield a boolean (TBOOL). */
 static void
@@ -730,6 +763,147 @@ SjNoteArithOperand(SjThetaCompiler *c)
 		c->sides[in->op == SJ_OP_LOAD_L ? 0 : 1]->cols[in->arg].arith = true;
 }
 
+/*
+ * A numeric constant as mantissa / 10^scale with the fewest digits; false
+ * where it is NaN or infinite or has more than SJ_NUM_MAX_DIGITS digits.
+ */
+static bool
+SjNumericMultiplier(Datum num, int64 *mantissa, int *scale)
+{
+	int			k;
+	Datum		m;
+
+	if (numeric_is_nan(DatumGetNumeric(num)) || numeric_is_inf(DatumGetNumeric(num)))
+		return false;
+	k = DatumGetInt32(DirectFunctionCall1(numeric_scale, num));
+	if (k > SJ_NUM_MAX_DIGITS)
+		return false;
+	m = DirectFunctionCall2(numeric_mul, num,
+							NumericGetDatum(int64_to_numeric(sj_num_pow10(k))));
+	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, DirectFunctionCall1(numeric_abs, m),
+										  NumericGetDatum(int64_to_numeric(sj_num_pow10(SJ_NUM_MAX_DIGITS))))) >= 0)
+		return false;
+	*mantissa = DatumGetInt64(DirectFunctionCall1(numeric_int8, m));
+	while (k > 0 && *mantissa % 10 == 0)
+	{
+		*mantissa /= 10;
+		k--;
+	}
+	*scale = k;
+	return true;
+}
+
+/*
+ * Compile numeric + - * and unary minus into fixed-point arithmetic
+ * (sjnumeric.h).  A product needs a constant factor; division is refused.
+ */
+static SjValType
+SjCompileNumeric(SjThetaCompiler *c, Oid fn, List *args, const char *what)
+{
+	const SjFnMap *m = SjFnLookup(fn);
+	Node	   *x = linitial(args);
+	Node	   *y = list_length(args) > 1 ? lsecond(args) : NULL;
+
+	if (fn == F_NUMERIC_DIV)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("theta_join does not support numeric division in a condition"),
+				 errdetail("PostgreSQL rounds a numeric quotient to a scale that depends on each value."),
+				 errhint("Multiply the other side of the comparison instead, as in l.n * 3 >= r.n, "
+						 "or cast to float8.")));
+	c->numeric_arith = true;
+	if (fn == F_NUMERIC_MUL)
+	{
+		Const	   *k;
+		int64		mantissa;
+		int			scale;
+
+		if (!IsA(y, Const) && IsA(x, Const))
+		{
+			Node	   *t = x;
+
+			x = y;
+			y = t;
+		}
+		if (!IsA(y, Const))
+			SjThetaRefuse("numeric multiplication without a constant factor");
+		k = (Const *) y;
+		if (SjCompileValue(c, x) != SJ_V_RANK)
+			SjThetaRefuse(what);
+		if (k->constisnull)
+		{
+			/* x * NULL is NULL */
+			c->numeric_null = true;
+			SjEmit(c, SJ_OP_CONST_NULL, SJ_TI64, 0, 0);
+			SjEmit(c, SJ_OP_ADD_N, 0, 0, 0);
+			return SJ_V_RANK;
+		}
+		if (!SjNumericMultiplier(k->constvalue, &mantissa, &scale))
+			SjThetaRefuse(psprintf("numeric multiplication by %s",
+								   DatumGetCString(DirectFunctionCall1(numeric_out,
+																	   k->constvalue))));
+		c->numeric_mul_scale += scale;
+		SjEmit(c, SJ_OP_MUL_N, scale, mantissa, 0);
+		return SJ_V_RANK;
+	}
+	if (SjCompileValue(c, x) != SJ_V_RANK)
+		SjThetaRefuse(what);
+	if (y != NULL && SjCompileValue(c, y) != SJ_V_RANK)
+		SjThetaRefuse(what);
+	if (m->op != 0)
+		SjEmit(c, m->op, 0, 0, 0);
+	return SJ_V_RANK;
+}
+
+/*
+ * A cast of an integer or float column to numeric: the column is read as
+ * its type and converted by PostgreSQL's cast once read (SjNumericCasts),
+ * then ranked or made fixed point with the other numerics.
+ */
+static SjValType
+SjCompileNumericCast(SjThetaCompiler *c, Node *arg, const char *what)
+{
+	Var		   *v;
+	SjThetaSide *side;
+	int			i;
+
+	while (IsA(arg, RelabelType))
+		arg = (Node *) ((RelabelType *) arg)->arg;
+	v = (Var *) arg;
+	if (!IsA(arg, Var) || v->varlevelsup != 0 || v->varno < 1 || v->varno > 2 ||
+		v->varattno <= 0)
+		SjThetaRefuse(psprintf("%s of anything but a column", what));
+	side = c->sides[v->varno - 1];
+	for (i = 0; i < side->ncols; i++)
+		if (side->cols[i].attnum == v->varattno && side->cols[i].to_numeric)
+			break;
+	if (i == side->ncols)
+	{
+		int			before = side->ncols;
+
+		i = SjSideColumn(side, v->varattno, v->vartype, NULL);
+		if (side->ncols == before)
+		{
+			/* the column is read as it is too: a second entry for the cast */
+			if (side->ncols >= SJ_THETA_MAX_COLS)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("theta_join condition reads too many columns"),
+						 errdetail("At most %d columns of each side are supported.", SJ_THETA_MAX_COLS)));
+			side->cols[side->ncols] = side->cols[i];
+			i = side->ncols++;
+		}
+		side->cols[i].to_numeric = true;
+		side->cols[i].valtype = NUMERICOID;
+		/* the precision of the values cast, for SjNumericFixAll's proof */
+		side->cols[i].typmod = v->vartype == INT2OID ? ((5 << 16) | 0) + VARHDRSZ :
+			v->vartype == INT4OID ? ((10 << 16) | 0) + VARHDRSZ :
+			v->vartype == INT8OID ? ((19 << 16) | 0) + VARHDRSZ : -1;
+	}
+	SjEmit(c, v->varno == 1 ? SJ_OP_LOAD_L : SJ_OP_LOAD_R, i, 0, 0);
+	return SJ_V_RANK;
+}
+
 /* Compile a call of a built-in function (operator or cast). */
 static SjValType
 SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
@@ -784,6 +958,10 @@ SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
 				SjThetaRefuse(what);
 			SjEmit(c, m->op, 0, 0, 0);
 			return SJ_V_BOOL;
+		case 'n':
+			return SjCompileNumeric(c, fn, args, what);
+		case 'm':
+			return SjCompileNumericCast(c, linitial(args), what);
 		case 't':
 			if (SjCompileDerived(c, node))
 				return SJ_V_INT;
@@ -834,6 +1012,8 @@ SjCompileConst(SjThetaCompiler *c, Const *k)
 	if (k->constisnull)
 	{
 		SjEmit(c, SJ_OP_CONST_NULL, t == SJ_V_FLOAT ? SJ_TF64 : SJ_TI64, 0, 0);
+		if (k->consttype == NUMERICOID)
+			c->numeric_null = true;
 		return t;
 	}
 	switch (k->consttype)
@@ -893,6 +1073,7 @@ SjCompile(SjThetaCompiler *c, Node *node)
 					SjThetaRefuse("whole-row or system column references");
 				side = c->sides[v->varno - 1];
 				col = SjSideColumn(side, v->varattno, v->vartype, NULL);
+				side->cols[col].typmod = v->vartypmod;
 				SjEmit(c, v->varno == 1 ? SJ_OP_LOAD_L : SJ_OP_LOAD_R, col, 0, 0);
 				return SjTypeVal(v->vartype);
 			}
@@ -1257,6 +1438,299 @@ SjRankAll(SjThetaCompiler *c, SjThetaKind kind)
 		*items[i].dest = rank;
 	}
 	pfree(items);
+}
+
+/*
+ * Numeric arithmetic the engines' fixed point cannot hold exactly: a value
+ * of column col of side (side NULL: a constant, or a result the condition
+ * could compute).  Refuse it.
+ */
+static void
+SjNumericTooLarge(SjThetaSide *side, SjThetaCol *col, int scale)
+{
+	if (side == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("theta_join cannot evaluate the numeric arithmetic of its condition exactly"),
+				 errdetail("A constant, or a result the condition could compute from the values read, needs more than %d digits at the condition's scale of %d.",
+						   SJ_NUM_MAX_DIGITS, scale),
+				 errhint("Filter out the rows of largest magnitude, use fewer decimal places, or cast to float8.")));
+	if (!OidIsValid(side->relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("simjoin cannot evaluate numeric arithmetic over a value of the join condition"),
+				 errdetail("A value needs more than %d digits at the condition's scale of %d.",
+						   SJ_NUM_MAX_DIGITS, scale),
+				 errhint("Set simjoin.enable_customscan = off for this query, or filter such rows out first.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("theta_join cannot evaluate numeric arithmetic over column \"%s\" of relation \"%s\"",
+					get_attname(side->relid, col->attnum, false), get_rel_name(side->relid)),
+			 errdetail("A value needs more than %d digits at the condition's scale of %d.",
+					   SJ_NUM_MAX_DIGITS, scale),
+			 errhint("Filter such rows out through a view, round the column, or cast it to float8.")));
+}
+
+/* The scale of a numeric value (-1 for NaN and the infinities). */
+static int
+SjNumericScale(Datum num)
+{
+	if (numeric_is_nan(DatumGetNumeric(num)) || numeric_is_inf(DatumGetNumeric(num)))
+		return -1;
+	return DatumGetInt32(DirectFunctionCall1(numeric_scale, num));
+}
+
+/*
+ * A numeric value as fixed point at scale (its own scale at most), or a
+ * sentinel; false where it does not fit.
+ */
+static bool
+SjNumericFixed(Datum num, Datum pow10, Datum limit, Datum neglimit, int64 *out)
+{
+	Datum		m;
+
+	if (numeric_is_nan(DatumGetNumeric(num)))
+		*out = SJ_NUM_NAN;
+	else if (numeric_is_inf(DatumGetNumeric(num)))
+		*out = DatumGetInt32(DirectFunctionCall2(numeric_cmp, num, neglimit)) > 0 ?
+			SJ_NUM_PINF : SJ_NUM_NINF;
+	else
+	{
+		m = DirectFunctionCall2(numeric_mul, num, pow10);
+		if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, m, limit)) >= 0 ||
+			DatumGetInt32(DirectFunctionCall2(numeric_cmp, m, neglimit)) <= 0)
+			return false;
+		*out = DatumGetInt64(DirectFunctionCall1(numeric_int8, m));
+	}
+	return true;
+}
+
+/* The numeric type's declared precision and scale, or false (none). */
+static bool
+SjNumericTypmod(int32 typmod, int *precision, int *scale)
+{
+	if (typmod < (int32) VARHDRSZ)
+		return false;
+	*precision = ((typmod - VARHDRSZ) >> 16) & 0xffff;
+	*scale = (((typmod - VARHDRSZ) & 0x7ff) ^ 1024) - 1024;
+	return true;
+}
+
+/*
+ * Check that no finite result of the program's numeric arithmetic can reach
+ * SJ_NUM_LIMIT, given the largest |value| of each numeric load and constant
+ * (leaf[i] for instruction i), by running the program over bounds.
+ */
+static void
+SjNumericBounds(SjThetaCompiler *c, const uint64 *leaf, int scale)
+{
+	uint128		stack[SJ_THETA_MAX_STACK + 1];
+	int			sp = 0;
+	int			i;
+
+	for (i = 0; i < c->ninstr; i++)
+	{
+		const SjThetaInstr *in = &c->instr[i];
+		uint128		r = 0;
+
+		switch (in->op)
+		{
+			case SJ_OP_LOAD_L:
+			case SJ_OP_LOAD_R:
+			case SJ_OP_CONST_I:
+			case SJ_OP_CONST_F:
+			case SJ_OP_CONST_B:
+			case SJ_OP_CONST_NULL:
+				stack[sp++] = leaf[i];
+				continue;
+			case SJ_OP_NEG_I:
+			case SJ_OP_NEG_F:
+			case SJ_OP_I2F:
+			case SJ_OP_NOT:
+			case SJ_OP_IS_NULL:
+			case SJ_OP_IS_NOT_NULL:
+				stack[sp - 1] = 0;
+				continue;
+			case SJ_OP_NEG_N:
+				continue;
+			case SJ_OP_MUL_N:
+				{
+					uint64		p = (uint64) sj_num_pow10(in->arg);
+
+					r = stack[sp - 1] * (uint128) (uint64) Abs(in->ival);
+					r = (r + p - 1) / p;
+					stack[sp - 1] = r;
+					break;
+				}
+			case SJ_OP_ADD_N:
+			case SJ_OP_SUB_N:
+				r = stack[sp - 2] + stack[sp - 1];
+				stack[--sp - 1] = r;
+				break;
+			default:
+				stack[--sp - 1] = 0;
+				continue;
+		}
+		/* every bound stays below the limit, so none of this can wrap */
+		if (r >= (uint128) SJ_NUM_LIMIT)
+			SjNumericTooLarge(NULL, NULL, scale);
+	}
+}
+
+/*
+ * Once both sides are read: integer and float columns cast to numeric
+ * become numeric columns, through PostgreSQL's casts.
+ */
+static void
+SjNumericCasts(SjThetaCompiler *c)
+{
+	int			s,
+				k;
+	size_t		r;
+
+	for (s = 0; s < 2; s++)
+		for (k = 0; k < c->sides[s]->ncols; k++)
+		{
+			SjThetaSide *side = c->sides[s];
+			SjThetaCol *col = &side->cols[k];
+
+			if (!col->to_numeric || col->kind == SJ_KIND_NUMERIC)
+				continue;
+			col->dvals = palloc_extended(Max(side->n, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
+			for (r = 0; r < side->n; r++)
+			{
+				if (col->nulls[r])
+					col->dvals[r] = (Datum) 0;
+				else if (col->typid == FLOAT4OID)
+					col->dvals[r] = DirectFunctionCall1(float4_numeric,
+														Float4GetDatum((float4) col->fvals[r]));
+				else if (col->typid == FLOAT8OID)
+					col->dvals[r] = DirectFunctionCall1(float8_numeric,
+														Float8GetDatum(col->fvals[r]));
+				else
+					col->dvals[r] = NumericGetDatum(int64_to_numeric(col->ivals[r]));
+			}
+			col->kind = SJ_KIND_NUMERIC;
+		}
+}
+
+/*
+ * With numeric arithmetic in the condition: the common scale, every
+ * numeric value read and every numeric constant as fixed point, and the
+ * proof that no result overflows (sjnumeric.h).  From the data read (the
+ * values then replace their Datums), or, with static, from the columns'
+ * declared precision alone: refused where a column has none.
+ */
+static void
+SjNumericFixAll(SjThetaCompiler *c, bool from_data)
+{
+	uint64		leaf[SJ_THETA_MAX_INSTR];
+	uint64		colmax[2][SJ_THETA_MAX_COLS];
+	int			scale = 0;
+	int			s,
+				k,
+				i;
+	size_t		r;
+	ListCell   *lc;
+	Datum		pow10,
+				limit,
+				neglimit;
+
+	/*
+	 * The planner's check sees a parameter as a NULL constant (the folding
+	 * left no other): its value, unknown, could need any scale or magnitude
+	 */
+	if (!from_data && c->numeric_null)
+		SjThetaRefuse("numeric arithmetic with a parameter");
+
+	/* the common scale */
+	for (s = 0; s < 2; s++)
+		for (k = 0; k < c->sides[s]->ncols; k++)
+		{
+			SjThetaSide *side = c->sides[s];
+			SjThetaCol *col = &side->cols[k];
+			int			p = 0,
+						sc = 0;
+
+			if (col->kind != SJ_KIND_NUMERIC && !col->to_numeric)
+				continue;
+			if (!from_data)
+			{
+				if (!SjNumericTypmod(col->typmod, &p, &sc))
+					SjThetaRefuse("numeric arithmetic over numeric values without a declared precision");
+				scale = Max(scale, sc);
+				continue;
+			}
+			for (r = 0; r < side->n; r++)
+				if (!col->nulls[r])
+					scale = Max(scale, SjNumericScale(col->dvals[r]));
+		}
+	foreach(lc, c->rank_consts)
+	{
+		SjRankConst *rc = lfirst(lc);
+
+		if (rc->kind == SJ_KIND_NUMERIC)
+			scale = Max(scale, SjNumericScale(rc->value));
+	}
+	scale += c->numeric_mul_scale;
+	if (scale > SJ_NUM_MAX_DIGITS)
+		SjNumericTooLarge(NULL, NULL, scale);
+	pow10 = NumericGetDatum(int64_to_numeric(sj_num_pow10(scale)));
+	limit = NumericGetDatum(int64_to_numeric(SJ_NUM_LIMIT));
+	neglimit = NumericGetDatum(int64_to_numeric(-SJ_NUM_LIMIT));
+
+	/* the values, and the largest |value| of each column */
+	for (s = 0; s < 2; s++)
+		for (k = 0; k < c->sides[s]->ncols; k++)
+		{
+			SjThetaSide *side = c->sides[s];
+			SjThetaCol *col = &side->cols[k];
+			int			p = 0,
+						sc = 0;
+
+			colmax[s][k] = 0;
+			if (col->kind != SJ_KIND_NUMERIC && !col->to_numeric)
+				continue;
+			if (!from_data)
+			{
+				(void) SjNumericTypmod(col->typmod, &p, &sc);
+				if (p - sc + scale > SJ_NUM_MAX_DIGITS)
+					SjThetaRefuse(psprintf("numeric arithmetic over numeric(%d,%d) at scale %d (more than %d digits)",
+										   p, sc, scale, SJ_NUM_MAX_DIGITS));
+				colmax[s][k] = (uint64) sj_num_pow10(p - sc + scale) - 1;
+				continue;
+			}
+			col->ivals = palloc_extended(Max(side->n, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
+			for (r = 0; r < side->n; r++)
+			{
+				int64		v = 0;
+
+				if (!col->nulls[r] &&
+					!SjNumericFixed(col->dvals[r], pow10, limit, neglimit, &v))
+					SjNumericTooLarge(side, col, scale);
+				col->ivals[r] = v;
+				if (!sj_num_special(v))
+					colmax[s][k] = Max(colmax[s][k], (uint64) Abs(v));
+			}
+		}
+	memset(leaf, 0, sizeof(leaf));
+	foreach(lc, c->rank_consts)
+	{
+		SjRankConst *rc = lfirst(lc);
+		int64		v;
+
+		if (rc->kind != SJ_KIND_NUMERIC)
+			continue;
+		if (!SjNumericFixed(rc->value, pow10, limit, neglimit, &v))
+			SjNumericTooLarge(NULL, NULL, scale);
+		c->instr[rc->instr].ival = v;
+		if (!sj_num_special(v))
+			leaf[rc->instr] = (uint64) Abs(v);
+	}
+	for (i = 0; i < c->ninstr; i++)
+		if (c->instr[i].op == SJ_OP_LOAD_L || c->instr[i].op == SJ_OP_LOAD_R)
+			leaf[i] = colmax[c->instr[i].op == SJ_OP_LOAD_L ? 0 : 1][c->instr[i].arg];
+	SjNumericBounds(c, leaf, scale);
 }
 
 /*
@@ -1848,7 +2322,11 @@ SjThetaJobInit(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan)
 	SjThetaDerivedErrors(comp);
 	SjThetaCheckTemporal(comp);
 	SjRankAll(comp, SJ_KIND_TEXT);
-	SjRankAll(comp, SJ_KIND_NUMERIC);
+	SjNumericCasts(comp);
+	if (comp->numeric_arith)
+		SjNumericFixAll(comp, true);
+	else
+		SjRankAll(comp, SJ_KIND_NUMERIC);
 	status = SjThetaPlanJob(comp, job, plan, errmsg);
 	SjReportStatus(status, errmsg, "theta_join");
 	elog(DEBUG1, "simjoin: theta_join strategy %s (%d instructions)",
@@ -1891,6 +2369,9 @@ SjThetaCompilable(Node *cond, int *strategy, char **why)
 		tp->comp.sides[0] = &tp->sides[0];
 		tp->comp.sides[1] = &tp->sides[1];
 		SjCompileBool(&tp->comp, cond);
+		/* numeric arithmetic: provably exact from the declared precisions */
+		if (tp->comp.numeric_arith)
+			SjNumericFixAll(&tp->comp, false);
 		/* plan it as the engines would; no rows yet (n = 0): the strategy
 		 * depends on the program */
 		status = SjThetaPlanJob(&tp->comp, &tp->job, &tp->plan, errmsg);
@@ -2003,7 +2484,8 @@ SjThetaSideUnranked(SjThetaPrepared *tp, int side)
 	int			k;
 
 	for (k = 0; k < sd->ncols; k++)
-		if (sd->cols[k].kind != SJ_KIND_I64 && sd->cols[k].kind != SJ_KIND_F64)
+		if ((sd->cols[k].kind != SJ_KIND_I64 && sd->cols[k].kind != SJ_KIND_F64) ||
+			sd->cols[k].to_numeric)
 			return false;
 	return true;
 }

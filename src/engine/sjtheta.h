@@ -12,6 +12,7 @@
  *	SJ_TI64	 int64_t: int2/int4/int8, date (days), timestamp[tz] (microseconds),
  *			 bool (0/1), text equality as dictionary codes shared by both
  *			 sides, numeric rank-encoded jointly where it is only compared
+ *			 and fixed point (sjnumeric.h) where the condition computes with it
  *	SJ_TF64	 double: float4 and float8 (a float4 widened exactly)
  *
  * nulls == NULL means no NULLs; otherwise nulls[i] != 0 marks row i NULL (its
@@ -50,6 +51,12 @@
  *		a nonzero product or quotient giving zero "value out of range:
  *		underflow", x / 0 (x not NaN) "division by zero".
  *	I2F					i -> f: arg 0/64 int -> float8, 32 int -> float4
+ *	ADD_N SUB_N   i,i -> i;  NEG_N  i -> i;  MUL_N  i -> i
+ *		numeric as int64 fixed point at one scale with NaN and +-Infinity as
+ *		sentinels (src/engine/sjnumeric.h); MUL_N multiplies by the constant
+ *		ival / 10^arg.  Never an error: the adapter proves that every finite
+ *		value stays within SJ_NUM_LIMIT.  Compared with EQ_I .. GE_I, whose
+ *		int64 order is numeric's (NaN greatest and equal to itself).
  *	EQ_I NE_I LT_I LE_I GT_I GE_I	i,i -> b
  *	EQ_F NE_F LT_F LE_F GT_F GE_F	f,f -> b, PostgreSQL's float order:
  *		NaN equals NaN and is greater than everything, -0 equals +0
@@ -115,9 +122,11 @@
  *	- float4 op float4			  op_F 32;  float4 op float8: op_F 64
  *	- int = float8				  I2F 64 on the int side, then EQ_F
  *	- text = text				  dictionary codes (SJ_TI64), EQ_I / NE_I only
+ *	- numeric + - and * const	  ADD_N SUB_N NEG_N MUL_N over fixed point
+ *								  (SJ_TI64 at the adapter's common scale)
  *	- a constant folded to NULL	  CONST_NULL of the operand's type
  * Not modelled (refuse them): date/timestamp arithmetic with its range
- * checks, numeric arithmetic, casts from float to int, CASE, COALESCE,
+ * checks, numeric division, casts from float to int, CASE, COALESCE,
  * functions.  Constant subexpressions should be folded by the planner first
  * (as PostgreSQL does), so that a constant error is raised once, up front.
  *
@@ -215,7 +224,11 @@ typedef enum SjThetaOp
 	SJ_OP_OR = 51,
 	SJ_OP_NOT = 52,
 	SJ_OP_IS_NULL = 53,
-	SJ_OP_IS_NOT_NULL = 54
+	SJ_OP_IS_NOT_NULL = 54,
+	SJ_OP_ADD_N = 60,
+	SJ_OP_SUB_N = 61,
+	SJ_OP_NEG_N = 62,
+	SJ_OP_MUL_N = 63
 } SjThetaOp;
 
 typedef struct SjThetaInstr

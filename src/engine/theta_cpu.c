@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sjnumeric.h"
 #include "sjtheta.h"
 
 #define TH_LANES			256		/* pairs one interpreter pass evaluates */
@@ -605,6 +606,29 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 					}
 					break;
 				}
+			case SJ_OP_ADD_N:
+			case SJ_OP_SUB_N:
+				a = &sc->reg[sp - 2];
+				b = &sc->reg[sp - 1];
+				sp--;
+				for (k = 0; k < n; k++)
+				{
+					if (a->s[k] | b->s[k])
+						a->s[k] = th_merge(a->s[k], b->s[k]);
+					else
+						a->v[k].i = op == SJ_OP_ADD_N ?
+							sj_num_add(a->v[k].i, b->v[k].i) :
+							sj_num_sub(a->v[k].i, b->v[k].i);
+				}
+				break;
+			case SJ_OP_NEG_N:
+			case SJ_OP_MUL_N:
+				a = &sc->reg[sp - 1];
+				for (k = 0; k < n; k++)
+					if (!a->s[k])
+						a->v[k].i = op == SJ_OP_NEG_N ? sj_num_neg(a->v[k].i) :
+							sj_num_mul(a->v[k].i, in->ival, in->arg);
+				break;
 			case SJ_OP_ADD_F:
 			case SJ_OP_SUB_F:
 			case SJ_OP_MUL_F:

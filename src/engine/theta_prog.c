@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sjnumeric.h"
 #include "sjtheta.h"
 
 #define SIDE_L	1
@@ -68,7 +69,11 @@ theta_arity(int op)
 		case SJ_OP_NOT:
 		case SJ_OP_IS_NULL:
 		case SJ_OP_IS_NOT_NULL:
+		case SJ_OP_NEG_N:
+		case SJ_OP_MUL_N:
 			return 1;
+		case SJ_OP_ADD_N:
+		case SJ_OP_SUB_N:
 		case SJ_OP_ADD_I:
 		case SJ_OP_SUB_I:
 		case SJ_OP_MUL_I:
@@ -111,6 +116,10 @@ theta_signature(int op, int *operand, int *result)
 		case SJ_OP_DIV_I:
 		case SJ_OP_MOD_I:
 		case SJ_OP_NEG_I:
+		case SJ_OP_ADD_N:
+		case SJ_OP_SUB_N:
+		case SJ_OP_NEG_N:
+		case SJ_OP_MUL_N:
 			*operand = SJ_TI64;
 			*result = SJ_TI64;
 			break;
@@ -292,6 +301,13 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 						return sj_error(errmsg, SJ_ERR_INVALID,
 										  "theta_join: instruction %d: integer width %d (0, 16, 32 or 64)",
 										  i, in->arg);
+					break;
+				case SJ_OP_MUL_N:
+					if (in->arg < 0 || in->arg > SJ_NUM_MAX_DIGITS ||
+						in->ival <= -SJ_NUM_LIMIT || in->ival >= SJ_NUM_LIMIT)
+						return sj_error(errmsg, SJ_ERR_INVALID,
+										"theta_join: instruction %d: numeric multiplier out of range",
+										i);
 					break;
 				case SJ_OP_ADD_F:
 				case SJ_OP_SUB_F:

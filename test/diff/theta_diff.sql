@@ -96,3 +96,41 @@ SELECT sjd_report('400k x 300k band, 1MB device memory, auto falls back to the C
             THEN NULL ELSE 'counts differ' END);
 SELECT sjd_theta_case('3000 x 2000 all-equal keys (6M pairs)', 't_a', 't_b', 'l.one = r.one', false, '16MB');
 SELECT sjd_theta_case('3000 x 2000 inequality', 't_a', 't_b', 'l.a > r.a', false);
+-- numeric arithmetic in fixed point: mixed scales, negatives, NULLs, NaN,
+-- +-Infinity (unconstrained column u), values near the declared limit (p)
+CREATE OR REPLACE FUNCTION sjd_theta_num_side(tbl text, n int, special float8) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('DROP TABLE IF EXISTS %I', tbl);
+    EXECUTE format($q$
+        CREATE TABLE %I AS
+        SELECT i AS id,
+               (CASE WHEN random() < 0.05 THEN NULL WHEN random() < %s THEN 'NaN'
+                     WHEN random() < 0.01 THEN 9999999999.99 * sign(random() - 0.5)
+                     ELSE round((random() * 2000 - 1000)::numeric, floor(random() * 3)::int) END)::numeric(12, 2) AS p,
+               CASE WHEN random() < 0.05 THEN NULL WHEN random() < %s THEN 'NaN'
+                    WHEN random() < %s THEN 'Infinity' WHEN random() < %s THEN '-Infinity'
+                    ELSE round((random() * 200 - 100)::numeric, floor(random() * 5)::int) END AS u,
+               floor(random() * 50)::int AS k
+        FROM generate_series(1, %s) i $q$, tbl, special, special, special, special, n);
+END $$;
+SELECT sjd_theta_num_side('tn_a', 3000, 0.02);
+SELECT sjd_theta_num_side('tn_b', 2000, 0.02);
+SELECT sjd_theta_num_side('tn_big', 200000, 0.0005);
+SELECT sjd_theta_num_side('tn_big2', 150000, 0.0005);
+SELECT sjd_theta_case('numeric: ' || c, 'tn_a', 'tn_b', c, true) FROM unnest(ARRAY[
+    'l.p >= r.p + 990',
+    'r.p BETWEEN l.p - 0.5 AND l.p + 0.5',
+    'r.u BETWEEN l.u - 0.25 AND l.u + 0.125',
+    'l.u - r.u >= 0.001 AND l.k = r.k',
+    'l.u * 1.5 - r.u * 2 > 100',
+    '-l.u = r.u * -1 + 0.00',
+    'l.p + l.u < r.p - r.u AND l.k < 5',
+    'l.u * 0 = r.u * 0 AND l.k = r.k',
+    'l.u = r.u + 0 AND l.u + 1 > r.u']) c;
+SELECT sjd_theta_case('numeric: 200k x 150k band', 'tn_big', 'tn_big2', 'r.p BETWEEN l.p - 0.01 AND l.p + 0.01', false, '8MB');
+SELECT sjd_theta_case('numeric: 200k x 150k band with NaN/Inf, residual', 'tn_big', 'tn_big2', 'r.u BETWEEN l.u - 0.001 AND l.u + 0.001 AND l.u * 2 <> r.p', false, '4MB');
+SELECT sjd_theta_case('numeric: 200k x 150k hash + residual', 'tn_big', 'tn_big2', 'l.u = r.u AND l.p - r.p > 0', false, '4MB');
+SELECT sjd_theta_case('numeric: ' || c, 'tn_a', 'tn_b', c, true) FROM unnest(ARRAY[
+    'l.u > r.k AND l.u - r.k < 1',
+    'r.p BETWEEN l.k - 0.5 AND l.k + 0.5']) c;

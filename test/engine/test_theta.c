@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "sjgpu.h"
+#include "sjnumeric.h"
 #include "sjtest.h"
 
 /* ------------------------------------------------------------------------
@@ -197,6 +198,25 @@ static TNode *
 I2F(int w, TNode *a)
 {
 	return tn(SJ_OP_I2F, w, a, NULL);
+}
+
+OP2(ADDN, SJ_OP_ADD_N)
+OP2(SUBN, SJ_OP_SUB_N)
+
+static TNode *
+NEGN(TNode *a)
+{
+	return tn(SJ_OP_NEG_N, 0, a, NULL);
+}
+
+/* a * (m / 10^k) */
+static TNode *
+MULN(TNode *a, int64_t m, int k)
+{
+	TNode	   *n = tn(SJ_OP_MUL_N, k, a, NULL);
+
+	n->ival = m;
+	return n;
 }
 
 static TNode *
@@ -404,6 +424,60 @@ o_ranged(__int128 x, int w)
 	return o_int(x);
 }
 
+/*
+ * Numeric in the oracle: the sentinels decoded into a kind (0 finite,
+ * 1 Infinity, 2 -Infinity, 3 NaN), PostgreSQL's rules applied by kind, the
+ * finite result computed in 128 bits and encoded again.
+ */
+static int
+o_nkind(__int128 x)
+{
+	return x == SJ_NUM_NAN ? 3 : x == SJ_NUM_PINF ? 1 : x == SJ_NUM_NINF ? 2 : 0;
+}
+
+static OVal
+o_nval(int kind, __int128 x)
+{
+	return o_int(kind == 3 ? SJ_NUM_NAN : kind == 1 ? SJ_NUM_PINF :
+				 kind == 2 ? SJ_NUM_NINF : x);
+}
+
+static OVal
+o_numeric(int op, int arg, int64_t m, __int128 x, __int128 y)
+{
+	int			kx = o_nkind(x),
+				ky = o_nkind(y);
+	__int128	p10 = 1;
+	int			j;
+
+	if (op == SJ_OP_NEG_N)
+		return o_nval(kx == 1 ? 2 : kx == 2 ? 1 : kx, -x);
+	if (op == SJ_OP_MUL_N)
+	{
+		for (j = 0; j < arg; j++)
+			p10 *= 10;
+		if (kx == 3 || (kx != 0 && m == 0))
+			return o_nval(3, 0);
+		if (kx != 0)
+			return o_nval((kx == 1) == (m > 0) ? 1 : 2, 0);
+		if ((x * m) % p10 != 0)
+			return o_err(15);	/* the test broke the engines' precondition */
+		return o_nval(0, x * m / p10);
+	}
+	if (op == SJ_OP_SUB_N)
+	{
+		ky = ky == 1 ? 2 : ky == 2 ? 1 : ky;
+		y = -y;
+	}
+	if (kx == 3 || ky == 3)
+		return o_nval(3, 0);
+	if (kx != 0 && ky != 0)
+		return o_nval(kx == ky ? kx : 3, 0);
+	if (kx != 0 || ky != 0)
+		return o_nval(kx ? kx : ky, 0);
+	return o_nval(0, x + y);
+}
+
 static int
 f8_eq(double a, double b)
 {
@@ -506,6 +580,11 @@ o_eval(const TNode *n, const Side *ls, uint32_t li, const Side *rs, uint32_t ri)
 			return o_int(a.i % b.i);
 		case SJ_OP_NEG_I:
 			return o_ranged(-a.i, n->arg ? n->arg : 64);
+		case SJ_OP_ADD_N:
+		case SJ_OP_SUB_N:
+		case SJ_OP_NEG_N:
+		case SJ_OP_MUL_N:
+			return o_numeric(n->op, n->arg, n->ival, a.i, b.i);
 		case SJ_OP_I2F:
 			return o_flt(n->arg == 32 ? (double) (float) (int64_t) a.i : (double) (int64_t) a.i);
 		case SJ_OP_NEG_F:
@@ -1742,6 +1821,130 @@ SJ_TEST(theta_cpu_float_rounding)
 {
 	const char *bad = rounding_case(&cpu_engine, "theta_cpu_float_rounding");
 
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+/*
+ * Numeric fixed point (sjnumeric.h): columns 1 and 4 hold numerics at scale
+ * 3 with two decimals used (so that a product by a one-decimal constant is
+ * exact, as the adapter's common scale guarantees), NaN and +-Infinity.
+ */
+static const char *
+numeric_case(const Engine *eng, const char *test)
+{
+	static char why[1024];
+	Rng			rng = rng_for(test);
+	Shape		sh;
+	Side		ls,
+				rs;
+	Side	   *sides[2] = {&ls, &rs};
+	uint32_t	k;
+	int			c,
+				s,
+				i;
+	struct
+	{
+		const char *name;
+		TNode	   *cond;
+	}			cases[12];
+	int			nc = 0;
+
+	memset(&sh, 0, sizeof(sh));
+	sh.keys = 20;
+	sh.nullp = 0.05;
+	sh.wide = 100;
+	sh.n = 700;
+	side_make(&ls, &sh, &rng);
+	sh.n = 500;
+	side_make(&rs, &sh, &rng);
+	for (s = 0; s < 2; s++)
+		for (c = 1; c <= 4; c += 3)
+			for (k = 0; k < sides[s]->n; k++)
+			{
+				double		u = rng_unit(&rng);
+
+				sides[s]->i[c][k] = u < 0.03 ? SJ_NUM_NAN : u < 0.05 ? SJ_NUM_PINF :
+					u < 0.07 ? SJ_NUM_NINF :
+					u < 0.08 ? (SJ_NUM_LIMIT / 40 * 10) * (rng_below(&rng, 2) ? 1 : -1) :
+					((int64_t) rng_below(&rng, 4001) - 2000) * 10;
+			}
+	tn_used = 0;
+	cases[nc].name = "l >= r + 0.99";
+	cases[nc++].cond = GEI(L(1), ADDN(R(1), CI(990)));
+	cases[nc].name = "r between l - 0.5 and l + 0.5";
+	cases[nc++].cond = AND(GEI(R(1), SUBN(L(1), CI(500))), LEI(R(1), ADDN(L(1), CI(500))));
+	cases[nc].name = "r - l = 1";
+	cases[nc++].cond = EQI(SUBN(R(4), L(4)), CI(1000));
+	cases[nc].name = "l * 1.5 - r > 0.1";
+	cases[nc++].cond = GTI(SUBN(MULN(L(1), 15, 1), R(4)), CI(100));
+	cases[nc].name = "-l = r * -2 + l4";
+	cases[nc++].cond = EQI(NEGN(L(1)), ADDN(MULN(R(1), -2, 0), L(4)));
+	cases[nc].name = "l * 0 = r * 0";
+	cases[nc++].cond = EQI(MULN(L(1), 0, 0), MULN(R(1), 0, 0));
+	cases[nc].name = "l1 + l4 < r1 - r4";
+	cases[nc++].cond = LTI(ADDN(L(1), L(4)), SUBN(R(1), R(4)));
+	cases[nc].name = "l = r and l - r4 >= 0";
+	cases[nc++].cond = AND(EQI(L(1), R(1)), GEI(SUBN(L(1), R(4)), CI(0)));
+	cases[nc].name = "l + Infinity = r";
+	cases[nc++].cond = EQI(ADDN(L(1), CI(SJ_NUM_PINF)), R(1));
+	cases[nc].name = "l - r <= NaN and l0 = r0";
+	cases[nc++].cond = AND(LEI(SUBN(L(1), R(1)), CI(SJ_NUM_NAN)), EQI(L(0), R(0)));
+	for (i = 0; i < nc; i++)
+	{
+		Truth		t;
+
+		oracle(cases[i].cond, &ls, &rs, &t);
+		for (s = 0; s < 8; s++)
+		{
+			static const SjThetaStrategy st[] = {SJ_THETA_AUTO, SJ_THETA_NESTED_LOOP,
+			SJ_THETA_HASH, SJ_THETA_RANGE};
+			int			skipped;
+			const char *bad;
+
+			if (t.errs)
+			{
+				snprintf(why, sizeof(why), "\"%s\": the oracle saw an error", cases[i].name);
+				truth_free(&t);
+				side_free(&ls);
+				side_free(&rs);
+				return why;
+			}
+			bad = check_case(eng, &ls, &rs, cases[i].cond, st[s % 4], s >= 4, s & 1 ? 97 : 0,
+							 &t, &skipped);
+			if (bad)
+			{
+				snprintf(why, sizeof(why), "\"%s\", %s: %.600s", cases[i].name,
+						 strat_name(st[s % 4]), bad);
+				truth_free(&t);
+				side_free(&ls);
+				side_free(&rs);
+				return why;
+			}
+		}
+		truth_free(&t);
+	}
+	side_free(&ls);
+	side_free(&rs);
+	return NULL;
+}
+
+SJ_TEST(theta_cpu_numeric)
+{
+	const char *bad = numeric_case(&cpu_engine, "theta_cpu_numeric");
+
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+SJ_TEST(theta_gpu_numeric)
+{
+	const char *bad;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	bad = numeric_case(&gpu_engine, "theta_gpu_numeric");
 	SJ_CHECK(bad == NULL, "%s", bad);
 }
 

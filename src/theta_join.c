@@ -48,7 +48,9 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/transam.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_proc.h"
 #include "common/int.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
@@ -876,6 +878,154 @@ SjCompileConst(SjThetaCompiler *c, Const *k)
 	return t;
 }
 
+/* The name an operator is refused under: "the operator + for int and int". */
+static char *
+SjOpWhat(OpExpr *op)
+{
+	return psprintf("the operator %s for %s",
+					get_opname(op->opno),
+					list_length(op->args) == 2 ?
+					psprintf("%s and %s",
+							 format_type_be(exprType(linitial(op->args))),
+							 format_type_be(exprType(lsecond(op->args)))) :
+					format_type_be(exprType(llast(op->args))));
+}
+
+/* The name a function call or cast is refused under. */
+static char *
+SjFuncWhat(FuncExpr *f)
+{
+	if (f->funcformat == COERCE_EXPLICIT_CALL)
+		return psprintf("the function %s()", get_func_name(f->funcid));
+	return psprintf("a cast to %s", format_type_be(f->funcresulttype));
+}
+
+/* Refuse a node that no engine evaluates, naming it. */
+static void
+SjRefuseNode(Node *node)
+{
+	switch (nodeTag(node))
+	{
+		case T_SubLink:
+			SjThetaRefuse("subqueries");
+			break;
+		case T_Aggref:
+			SjThetaRefuse("aggregate functions");
+			break;
+		case T_WindowFunc:
+			SjThetaRefuse("window functions");
+			break;
+		case T_CaseExpr:
+			SjThetaRefuse("CASE expressions");
+			break;
+		case T_CoalesceExpr:
+			SjThetaRefuse("COALESCE");
+			break;
+		case T_ScalarArrayOpExpr:
+			SjThetaRefuse("IN lists and ANY/ALL");
+			break;
+		case T_BooleanTest:
+			SjThetaRefuse("IS [NOT] TRUE/FALSE/UNKNOWN");
+			break;
+		case T_DistinctExpr:
+			SjThetaRefuse("IS [NOT] DISTINCT FROM");
+			break;
+		case T_CoerceViaIO:
+			SjThetaRefuse(psprintf("a cast to %s",
+								   format_type_be(((CoerceViaIO *) node)->resulttype)));
+			break;
+		case T_CoerceToDomain:
+			SjThetaRefuse(psprintf("a cast to the domain %s",
+								   format_type_be(((CoerceToDomain *) node)->resulttype)));
+			break;
+		default:
+			break;
+	}
+	SjThetaRefuse(psprintf("this kind of expression (node %d)", (int) nodeTag(node)));
+}
+
+static bool SjThetaPrecheck(Node *node);
+
+/* SjThetaPrecheck over a list of arguments: does any read a column? */
+static bool
+SjThetaPrecheckArgs(List *args)
+{
+	ListCell   *lc;
+	bool		vars = false;
+
+	foreach(lc, args)
+		vars |= SjThetaPrecheck(lfirst(lc));
+	return vars;
+}
+
+/*
+ * Check the condition as the user wrote it, after parse analysis and before
+ * any constant folding or inlining, so that nothing the user defined ever
+ * runs: only columns, constants, AND/OR/NOT, IS [NOT] NULL, COLLATE and
+ * calls of the built-in functions and operators of sj_fn_map (by OID) pass,
+ * and, on constants alone, built-in immutable casts (the numeric literal 1.5
+ * compared with a float8 column), which the folding then computes.  A
+ * user-defined function, operator or cast (an SQL function too, before it
+ * could be inlined) and a cast to a domain (whose checks may call functions)
+ * are refused with 0A000, naming them.  Returns whether node reads a column.
+ */
+static bool
+SjThetaPrecheck(Node *node)
+{
+	check_stack_depth();
+	if (node == NULL)
+		return false;
+	switch (nodeTag(node))
+	{
+		case T_Var:
+			return true;
+		case T_Const:
+			return false;
+		case T_RelabelType:
+			return SjThetaPrecheck((Node *) ((RelabelType *) node)->arg);
+		case T_CollateExpr:
+			return SjThetaPrecheck((Node *) ((CollateExpr *) node)->arg);
+		case T_BoolExpr:
+			return SjThetaPrecheckArgs(((BoolExpr *) node)->args);
+		case T_NullTest:
+			return SjThetaPrecheck((Node *) ((NullTest *) node)->arg);
+		case T_OpExpr:
+			{
+				OpExpr	   *op = (OpExpr *) node;
+
+				set_opfuncid(op);
+				if (op->opno >= FirstNormalObjectId || op->opfuncid >= FirstNormalObjectId)
+					SjThetaRefuse(psprintf("the user-defined operator %s",
+										   get_opname(op->opno)));
+				if (SjFnLookup(op->opfuncid) == NULL)
+					SjThetaRefuse(SjOpWhat(op));
+				return SjThetaPrecheckArgs(op->args);
+			}
+		case T_FuncExpr:
+			{
+				FuncExpr   *f = (FuncExpr *) node;
+				bool		vars;
+
+				if (f->funcid >= FirstNormalObjectId)
+					SjThetaRefuse(f->funcformat == COERCE_EXPLICIT_CALL ?
+								  psprintf("the user-defined function %s()",
+										   get_func_name(f->funcid)) :
+								  psprintf("a cast to %s through the user-defined function %s()",
+										   format_type_be(f->funcresulttype),
+										   get_func_name(f->funcid)));
+				vars = SjThetaPrecheckArgs(f->args);
+				if (SjFnLookup(f->funcid) == NULL &&
+					(vars || f->funcformat == COERCE_EXPLICIT_CALL || f->funcretset ||
+					 func_volatile(f->funcid) != PROVOLATILE_IMMUTABLE))
+					SjThetaRefuse(SjFuncWhat(f));
+				return vars;
+			}
+		default:
+			SjRefuseNode(node);
+	}
+	return false;				/* not reached */
+}
+
 /* Compile one node of the analysed condition; returns its value type. */
 static SjValType
 SjCompile(SjThetaCompiler *c, Node *node)
@@ -906,22 +1056,14 @@ SjCompile(SjThetaCompiler *c, Node *node)
 
 				set_opfuncid(op);	/* unset where the folding negated NOT */
 				return SjCompileCall(c, node, op->opfuncid, op->args, op->inputcollid,
-									 psprintf("the operator %s for %s",
-											  get_opname(op->opno),
-											  list_length(op->args) == 2 ?
-											  psprintf("%s and %s",
-													   format_type_be(exprType(linitial(op->args))),
-													   format_type_be(exprType(lsecond(op->args)))) :
-											  format_type_be(exprType(llast(op->args)))));
+									 SjOpWhat(op));
 			}
 		case T_FuncExpr:
 			{
 				FuncExpr   *f = (FuncExpr *) node;
 
 				return SjCompileCall(c, node, f->funcid, f->args, f->inputcollid,
-									 f->funcformat == COERCE_EXPLICIT_CALL ?
-									 psprintf("the function %s()", get_func_name(f->funcid)) :
-									 psprintf("a cast to %s", format_type_be(f->funcresulttype)));
+									 SjFuncWhat(f));
 			}
 		case T_BoolExpr:
 			{
@@ -954,34 +1096,10 @@ SjCompile(SjThetaCompiler *c, Node *node)
 				SjEmit(c, nt->nulltesttype == IS_NULL ? SJ_OP_IS_NULL : SJ_OP_IS_NOT_NULL, 0, 0, 0);
 				return SJ_V_BOOL;
 			}
-		case T_SubLink:
-			SjThetaRefuse("subqueries");
-			break;
-		case T_Aggref:
-			SjThetaRefuse("aggregate functions");
-			break;
-		case T_CaseExpr:
-			SjThetaRefuse("CASE expressions");
-			break;
-		case T_CoalesceExpr:
-			SjThetaRefuse("COALESCE");
-			break;
-		case T_ScalarArrayOpExpr:
-			SjThetaRefuse("IN lists and ANY/ALL");
-			break;
-		case T_BooleanTest:
-			SjThetaRefuse("IS [NOT] TRUE/FALSE/UNKNOWN");
-			break;
-		case T_DistinctExpr:
-			SjThetaRefuse("IS [NOT] DISTINCT FROM");
-			break;
-		case T_CoerceViaIO:
-			SjThetaRefuse(psprintf("a cast to %s", format_type_be(((CoerceViaIO *) node)->resulttype)));
-			break;
 		default:
 			break;
 	}
-	SjThetaRefuse(psprintf("this kind of expression (node %d)", (int) nodeTag(node)));
+	SjRefuseNode(node);
 	return SJ_V_BOOL;			/* not reached */
 }
 
@@ -1056,6 +1174,8 @@ SjThetaAnalyze(Relation lrel, Relation rrel, const char *condition)
 	expr = transformExpr(pstate, rt->val, EXPR_KIND_JOIN_ON);
 	expr = coerce_to_boolean(pstate, expr, "theta_join condition");
 	assign_expr_collations(pstate, expr);
+	/* nothing is folded, inlined or run before the whole tree is checked */
+	SjThetaPrecheck(expr);
 	/* fold constant subexpressions (casts of literals), as the planner would */
 	expr = eval_const_expressions(NULL, expr);
 

@@ -1,0 +1,107 @@
+-- hardening: a theta condition runs no user code; a plain join planned as
+-- SimJoin answers wherever PostgreSQL's own plan does; statistics belong to
+-- the session's current user
+
+-- 1. the condition is checked as written, before anything is folded or
+-- inlined: user functions, operators, casts and domains never run
+CREATE TABLE hp (id int, a int, f8 float8);
+INSERT INTO hp SELECT i, i % 5, i / 4.0 FROM generate_series(1, 20) i;
+CREATE TABLE hits (n int);
+GRANT INSERT ON hits TO PUBLIC;
+CREATE FUNCTION hw() RETURNS int LANGUAGE plpgsql VOLATILE
+    AS $$BEGIN INSERT INTO hits VALUES (1); RETURN 0; END$$;
+CREATE FUNCTION hf_imm(int) RETURNS int LANGUAGE plpgsql IMMUTABLE
+    AS $$BEGIN PERFORM hw(); RETURN 0; END$$;
+CREATE FUNCTION hf_stable(int) RETURNS int LANGUAGE plpgsql STABLE
+    AS $$BEGIN PERFORM hw(); RETURN 0; END$$;
+CREATE FUNCTION hf_vol(int) RETURNS int LANGUAGE plpgsql VOLATILE
+    AS $$BEGIN PERFORM hw(); RETURN 0; END$$;
+-- an SQL function that inlines, and one that folds instead
+CREATE FUNCTION hf_sql(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 + 0';
+CREATE FUNCTION hf_sqlrun(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 + hw()';
+CREATE FUNCTION hf_op(int, int) RETURNS int LANGUAGE plpgsql IMMUTABLE
+    AS $$BEGIN PERFORM hw(); RETURN $1 + $2; END$$;
+CREATE OPERATOR #+# (LEFTARG = int, RIGHTARG = int, FUNCTION = hf_op);
+CREATE OPERATOR === (LEFTARG = int, RIGHTARG = int, FUNCTION = int4eq);
+CREATE TYPE hmood AS ENUM ('a', 'b');
+CREATE FUNCTION hf_cast(hmood) RETURNS int LANGUAGE plpgsql IMMUTABLE
+    AS $$BEGIN PERFORM hw(); RETURN 0; END$$;
+CREATE CAST (hmood AS int) WITH FUNCTION hf_cast(hmood);
+CREATE FUNCTION hf_check(int) RETURNS bool LANGUAGE plpgsql IMMUTABLE
+    AS $$BEGIN PERFORM hw(); RETURN true; END$$;
+CREATE DOMAIN hdom AS int CHECK (hf_check(VALUE));
+CREATE FUNCTION h_try(cond text) RETURNS text LANGUAGE sql
+    AS $$SELECT sj_err(format('SELECT theta_join_count(''hp'', ''id'', ''hp'', ''id'', %L)', cond))$$;
+SELECT h_try('l.a = r.a + hf_imm(0)');
+SELECT h_try('l.a = r.a + hf_stable(0)');
+SELECT h_try('l.a = r.a + hf_vol(0)');
+SELECT h_try('l.a = hf_imm(r.a)');
+SELECT h_try('l.a = r.a + hf_sql(0)');
+SELECT h_try('l.a = hf_sql(r.a)');
+SELECT h_try('l.a = r.a + hf_sqlrun(0)');
+SELECT h_try('l.a = r.a #+# 0');
+SELECT h_try('l.a = 1 #+# 2');
+SELECT h_try('l.a === r.a');
+SELECT h_try('l.a = r.a + ''a''::hmood::int');
+SELECT h_try('l.a = 1::hdom');
+SELECT h_try('l.a = r.a AND 1::hdom = 1');
+SELECT h_try('l.a < length(set_config(''work_mem'', ''1MB'', false))');
+SELECT h_try('l.a = r.a AND pg_sleep(1) IS NULL');
+SELECT h_try('l.a < r.a + abs(-1)');
+SELECT h_try('l.f8 > sqrt(2)');
+SELECT h_try('l.a::numeric < 2');
+SELECT current_setting('work_mem') AS work_mem_unchanged;
+SELECT count(*) AS side_effects FROM hits;
+-- built-in casts of constants are still folded
+SELECT theta_join_count('hp', 'id', 'hp', 'id', 'l.f8 > r.f8 + 1.5')
+     = (SELECT count(*) FROM hp l JOIN hp r ON l.f8 > r.f8 + 1.5) AS cast_folded;
+SELECT theta_join_count('hp', 'id', 'hp', 'id', 'l.a = r.a + 1::bigint - CAST(1 AS smallint)')
+     = (SELECT count(*) FROM hp l JOIN hp r ON l.a = r.a) AS casts_folded;
+-- a SECURITY DEFINER function passing its caller's condition on
+CREATE FUNCTION h_definer(cond text) RETURNS bigint LANGUAGE sql SECURITY DEFINER
+    AS $$SELECT theta_join_count('hp', 'id', 'hp', 'id', cond)$$;
+CREATE ROLE regress_sj_hard;
+GRANT EXECUTE ON FUNCTION h_definer(text) TO regress_sj_hard;
+SET ROLE regress_sj_hard;
+SELECT sj_err($$SELECT h_definer('l.a = r.a + hf_imm(0)')$$);
+SELECT sj_err($$SELECT h_definer('l.a = r.a + hf_sqlrun(0)')$$);
+SELECT h_definer('l.a = r.a') AS definer_join;
+RESET ROLE;
+SELECT count(*) AS side_effects FROM hits;
+
+-- 3. statistics belong to the user who ran the join, and a session handed
+-- on (DISCARD ALL, SET ROLE, SESSION AUTHORIZATION) starts without them
+SELECT theta_join_count('hp', 'id', 'hp', 'id', 'l.a = r.a') AS pairs;
+SELECT operator, left_rows, right_rows, pairs FROM simjoin_last_stats();
+SET ROLE regress_sj_hard;
+SELECT simjoin_last_stats() IS NULL AS hidden_after_set_role;
+RESET ROLE;
+SELECT simjoin_last_stats() IS NULL AS forgotten_after_reset_role;
+SELECT theta_join_count('hp', 'id', 'hp', 'id', 'l.a = r.a') AS pairs;
+DISCARD ALL;
+SELECT simjoin_last_stats() IS NULL AS forgotten_after_discard_all;
+SELECT theta_join_count('hp', 'id', 'hp', 'id', 'l.a = r.a') AS pairs;
+SET SESSION AUTHORIZATION regress_sj_hard;
+SELECT simjoin_last_stats() IS NULL AS hidden_after_session_authorization;
+RESET SESSION AUTHORIZATION;
+SELECT simjoin_last_stats() IS NULL AS forgotten_after_reset_session_authorization;
+-- set_config() changes the role without a utility statement: still hidden
+SELECT theta_join_count('hp', 'id', 'hp', 'id', 'l.a = r.a') AS pairs;
+SELECT set_config('role', 'regress_sj_hard', false) AS role;
+SELECT simjoin_last_stats() IS NULL AS hidden_after_set_config;
+SELECT set_config('role', 'none', false) AS role;
+SELECT pairs FROM simjoin_last_stats();
+-- a join run as another role is not shown to this one
+SELECT h_definer('l.a = r.a') AS definer_join;
+SELECT pairs FROM simjoin_last_stats();
+SET ROLE regress_sj_hard;
+SELECT h_definer('l.a = r.a') AS definer_join;
+SELECT simjoin_last_stats() IS NULL AS definer_join_hidden;
+RESET ROLE;
+
+-- 4. messages print the value given, told apart from the limit
+CREATE TABLE hj (id int, s int4[], v float8[]);
+INSERT INTO hj VALUES (1, '{1,2}', '{0,0}'), (2, '{2,3}', '{1,1}');
+SELECT sj_err($$SELECT count(*) FROM jaccard_join('hj', 'id', 's', 1.000001)$$);
+SELECT sj_err($$SELECT count(*) FROM jaccard_join('hj', 'id', 's', 1.0000000000000002)$$);
+SELECT sj_err($$SELECT count(*) FROM eps_join('hj', 'id', 'v', -0.0000001234567)$$);

@@ -69,6 +69,79 @@ SELECT h_definer('l.a = r.a') AS definer_join;
 RESET ROLE;
 SELECT count(*) AS side_effects FROM hits;
 
+-- 2. a plain join planned as SimJoin returns PostgreSQL's answer: values the
+-- engines cannot compute exactly (infinite dates and timestamps, values near
+-- the types' limits under arithmetic) are joined by PostgreSQL's operators
+-- h_cs(q): q through the node (PostgreSQL's join methods off) against q
+-- with the node disabled, as multisets of row texts
+CREATE FUNCTION h_run(tbl text, q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('CREATE TEMP TABLE %I AS SELECT x::text AS r FROM (%s) x', tbl, q);
+    RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+    EXECUTE format('CREATE TEMP TABLE %I (r text)', tbl);
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+CREATE FUNCTION h_cs(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE used bool := false; ln text; e_on text; e_off text;
+        n_on bigint; n_off bigint; extra bigint; missing bigint;
+BEGIN
+    PERFORM set_config('enable_nestloop', 'off', true);
+    PERFORM set_config('enable_hashjoin', 'off', true);
+    PERFORM set_config('enable_mergejoin', 'off', true);
+    FOR ln IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        used := used OR ln LIKE '%Custom Scan (SimJoin)%';
+    END LOOP;
+    e_on := h_run('h_on', q);
+    PERFORM set_config('enable_nestloop', 'on', true);
+    PERFORM set_config('enable_hashjoin', 'on', true);
+    PERFORM set_config('enable_mergejoin', 'on', true);
+    PERFORM set_config('simjoin.enable_customscan', 'off', true);
+    e_off := h_run('h_off', q);
+    PERFORM set_config('simjoin.enable_customscan', 'on', true);
+    SELECT count(*) INTO n_on FROM h_on;
+    SELECT count(*) INTO n_off FROM h_off;
+    SELECT count(*) INTO extra FROM (TABLE h_on EXCEPT ALL TABLE h_off) d;
+    SELECT count(*) INTO missing FROM (TABLE h_off EXCEPT ALL TABLE h_on) d;
+    DROP TABLE h_on, h_off;
+    IF e_on IS NOT NULL OR e_off IS NOT NULL THEN
+        RETURN format('simjoin=%s node: %s; PostgreSQL: %s', used,
+                      coalesce(e_on, n_on || ' rows'), coalesce(e_off, n_off || ' rows'));
+    END IF;
+    RETURN 'rows=' || n_off || ' simjoin=' || used
+        || CASE WHEN extra = 0 AND missing = 0 THEN ' same=t'
+                ELSE format(' same=f (node: %s rows, %s extra, %s missing)', n_on, extra, missing) END;
+END $$;
+CREATE TABLE hda (id int, d date, ts timestamp, tz timestamptz);
+CREATE TABLE hdb (LIKE hda);
+INSERT INTO hda SELECT i, date '2024-01-01' + i, timestamp '2024-01-01' + i * interval '1 minute',
+                       timestamptz '2024-01-01 00:00+00' + i * interval '1 minute'
+FROM generate_series(1, 300) i;
+INSERT INTO hdb SELECT i, date '2024-01-01' + 2 * i, timestamp '2024-01-01' + 2 * i * interval '1 minute',
+                       timestamptz '2024-01-01 00:00+00' + 2 * i * interval '1 minute'
+FROM generate_series(1, 200) i;
+INSERT INTO hda VALUES (1001, 'infinity', 'infinity', 'infinity'),
+                       (1002, '-infinity', '-infinity', '-infinity'), (1003, NULL, NULL, NULL);
+INSERT INTO hdb VALUES (2001, 'infinity', 'infinity', 'infinity'),
+                       (2002, '4713-01-10 BC', '4713-11-24 BC', '4713-11-25 00:00+00 BC'),
+                       (2003, '5874897-12-20', '294276-12-31 23:50:00', '294276-12-30 23:50:00+00');
+ANALYZE hda, hdb;
+SELECT h_cs($$SELECT count(*) FROM hda a JOIN hdb b ON a.d BETWEEN b.d - 1 AND b.d + 1$$);
+SELECT h_cs($$SELECT a.id, b.id FROM hda a JOIN hdb b ON a.d BETWEEN b.d - 1 AND b.d + 1$$);
+SELECT h_cs($$SELECT a.id, b.id FROM hda a JOIN hdb b
+              ON a.ts BETWEEN b.ts - interval '5 minutes' AND b.ts + interval '5 minutes'$$);
+SELECT h_cs($$SELECT count(*) FROM hda a JOIN hdb b ON a.tz < b.tz - interval '1 hour'$$);
+SELECT h_cs($$SELECT a.id, b.id FROM hda a LEFT JOIN hdb b ON a.d = b.d + 7$$);
+SELECT h_cs($$SELECT a.id FROM hda a WHERE NOT EXISTS (SELECT 1 FROM hdb b WHERE a.d + 3 > b.d AND a.ts < b.ts)$$);
+-- PostgreSQL's own errors stay errors
+SELECT h_cs($$SELECT count(*) FROM hda a JOIN hdb b ON a.d - b.d BETWEEN 0 AND 3$$);
+SELECT h_cs($$SELECT count(*) FROM hda a JOIN hdb b ON a.ts < b.ts + interval '1 day'$$);
+-- finite values join on the engines as before
+DELETE FROM hda WHERE id > 1000;
+DELETE FROM hdb WHERE id > 2000;
+SELECT h_cs($$SELECT a.id, b.id FROM hda a JOIN hdb b ON a.d BETWEEN b.d - 1 AND b.d + 1$$);
+SELECT strategy <> 'nested loop (PostgreSQL)' AS on_the_engine FROM simjoin_last_stats();
+
 -- 3. statistics belong to the user who ran the join, and a session handed
 -- on (DISCARD ALL, SET ROLE, SESSION AUTHORIZATION) starts without them
 SELECT theta_join_count('hp', 'id', 'hp', 'id', 'l.a = r.a') AS pairs;

@@ -2434,8 +2434,13 @@ SjMarshalEnd(SjScanState *state)
 		int64		nl,
 					nr;
 
-		SjThetaFinish(state->tp, &state->spec, &nl, &nr, state->stats.strategy,
-					  sizeof(state->stats.strategy));
+		/* values the engines cannot compute exactly: PostgreSQL's operators */
+		if (!SjThetaFinish(state->tp, &state->spec, &nl, &nr, state->stats.strategy,
+						   sizeof(state->stats.strategy)))
+		{
+			state->source = SJ_SRC_NESTLOOP;
+			return;
+		}
 		state->keys[0] = state->keys[1] = NULL;	/* theta keys are row numbers */
 		state->stats.left_rows = nl;
 		state->stats.right_rows = nr;
@@ -2516,6 +2521,9 @@ SjLoad(SjScanState *state)
 	state->streaming = count_only;
 	if (state->source == SJ_SRC_ENGINE)
 		SjMarshalBegin(state);
+	/* rows the engines may not compute exactly are joined from the rows kept */
+	if (state->streaming && state->op == SJ_OP_THETA && SjThetaMayNeedRows(state->tp))
+		state->streaming = false;
 	if (!(state->streaming && SjReadBothParallel(state)))
 	{
 		SjReadSide(state, 0);
@@ -2536,7 +2544,8 @@ SjLoad(SjScanState *state)
 							 state->rows[s].values + r * state->natts[s],
 							 state->rows[s].isnull + r * state->natts[s]);
 		SjMarshalEnd(state);
-		if (state->stats.left_rows == 0 || state->stats.right_rows == 0)
+		if (state->source == SJ_SRC_ENGINE &&
+			(state->stats.left_rows == 0 || state->stats.right_rows == 0))
 			state->source = SJ_SRC_EMPTY;
 	}
 	if (state->source == SJ_SRC_ENGINE)

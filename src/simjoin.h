@@ -405,7 +405,8 @@ extern bool SjThetaCompilable(Node *cond, int *strategy, char **why);
 extern SjThetaPrepared *SjThetaPrepare(Node *cond, bool nokeys);
 extern void SjThetaAddRow(SjThetaPrepared *tp, int side, int64 key,
 						  const Datum *values, const bool *isnull);
-extern void SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec,
+extern bool SjThetaMayNeedRows(SjThetaPrepared *tp);
+extern bool SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec,
 						  int64 *nleft, int64 *nright, char *strategy, int len);
 extern void *SjThetaPreparedSide(SjThetaPrepared *tp, int side, int *ncols,
 								 int *positions, Oid *typids);

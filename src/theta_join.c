@@ -1383,18 +1383,19 @@ SjRankAll(SjThetaCompiler *c, SjThetaKind kind)
  * With date/time arithmetic in the condition, every date and timestamp
  * value it reads must be finite and far enough from its type's limits that
  * the condition's constants cannot carry it past them: then the engines'
- * int64 arithmetic is exactly PostgreSQL's.  Otherwise refuse.  Derived
- * columns (computed by PostgreSQL) are exempt unless the engines' own
- * arithmetic applies to them.
+ * int64 arithmetic is exactly PostgreSQL's.  Otherwise theta_join refuses,
+ * and the custom scan is told (false) to evaluate the join with
+ * PostgreSQL's own operators instead.  Derived columns (computed by
+ * PostgreSQL) are exempt unless the engines' own arithmetic applies to them.
  */
-static void
+static bool
 SjThetaCheckTemporal(SjThetaCompiler *c)
 {
 	int			s,
 				k;
 
 	if (!c->temporal_arith)
-		return;
+		return true;
 	for (s = 0; s < 2; s++)
 	{
 		SjThetaSide *side = c->sides[s];
@@ -1429,12 +1430,7 @@ SjThetaCheckTemporal(SjThetaCompiler *c)
 				if (col->nulls[i] || (col->ivals[i] >= lo && col->ivals[i] <= hi))
 					continue;
 				if (!OidIsValid(side->relid))
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("simjoin cannot evaluate date/time arithmetic over a value of %s in the join condition",
-									format_type_be(col->valtype)),
-							 errdetail("The value is infinite, or too close to the limits of its type for the condition's offsets."),
-							 errhint("Set simjoin.enable_customscan = off for this query, or filter such rows out first.")));
+					return false;	/* the custom scan's rows */
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("theta_join cannot evaluate date/time arithmetic over column \"%s\" of relation \"%s\"",
@@ -1445,6 +1441,7 @@ SjThetaCheckTemporal(SjThetaCompiler *c)
 			}
 		}
 	}
+	return true;
 }
 
 /*
@@ -1957,22 +1954,25 @@ SjThetaPlanJob(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan,
 /*
  * After both sides are read: check date/time ranges, rank text and numeric
  * values jointly, give the engines their view of the data and plan the
- * strategy.
+ * strategy.  False, having done nothing more, where the engines cannot
+ * compute the custom scan's rows exactly (SjThetaCheckTemporal).
  */
-static void
+static bool
 SjThetaJobInit(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan)
 {
 	char		errmsg[SJ_ERRMSG_LEN] = "";
 	SjStatus	status;
 
 	SjThetaDerivedErrors(comp);
-	SjThetaCheckTemporal(comp);
+	if (!SjThetaCheckTemporal(comp))
+		return false;
 	SjRankAll(comp, SJ_KIND_TEXT);
 	SjRankAll(comp, SJ_KIND_NUMERIC);
 	status = SjThetaPlanJob(comp, job, plan, errmsg);
 	SjReportStatus(status, errmsg, "theta_join");
 	elog(DEBUG1, "simjoin: theta_join strategy %s (%d instructions)",
 		 plan->description, comp->ninstr);
+	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -2146,12 +2146,29 @@ SjThetaIndexesInner(SjThetaPrepared *tp)
 	return plan.strategy != SJ_THETA_NESTED_LOOP && plan.probe_left;
 }
 
-/* Both sides are in: fill spec to run the join (emit left to the caller). */
-void
+/*
+ * Does the condition do date/time arithmetic, whose rows SjThetaFinish may
+ * find the engines cannot compute exactly?  The custom scan keeps its rows
+ * then, to evaluate the join with PostgreSQL's operators instead.
+ */
+bool
+SjThetaMayNeedRows(SjThetaPrepared *tp)
+{
+	return tp->comp.temporal_arith;
+}
+
+/*
+ * Both sides are in: fill spec to run the join (emit left to the caller).
+ * False where a value read is one the engines cannot compute exactly (an
+ * infinite date or timestamp under arithmetic): the caller evaluates the
+ * join with PostgreSQL's own operators.
+ */
+bool
 SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,
 			  int64 *nright, char *strategy, int len)
 {
-	SjThetaJobInit(&tp->comp, &tp->job, &tp->plan);
+	if (!SjThetaJobInit(&tp->comp, &tp->job, &tp->plan))
+		return false;
 	memset(spec, 0, sizeof(*spec));
 	spec->name = "theta_join";
 	spec->arg = &tp->job;
@@ -2159,6 +2176,7 @@ SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,
 	*nleft = tp->sides[0].n;
 	*nright = tp->sides[1].n;
 	strlcpy(strategy, tp->plan.description, len);
+	return true;
 }
 
 /* The body shared by theta_join and theta_join_count. */

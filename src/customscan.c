@@ -27,7 +27,9 @@
  * (outer columns, then inner columns), filtered by the residual quals and
  * projected by ExecScan.  Left and anti joins track matched outer rows;
  * semi joins emit an outer row at its first match.  A threshold outside the
- * engines' domain (NaN or infinite eps, a Jaccard threshold <= 0) is
+ * engines' domain (NaN or infinite eps, a Jaccard threshold <= 0), and a
+ * theta condition whose date/time arithmetic meets values the engines
+ * cannot compute exactly (infinities, values near the types' limits), are
  * evaluated row pair by row pair with PostgreSQL's own operators, so the
  * answer is always that of the SQL.  All memory, engine and device memory
  * included, belongs to one context reset on rescan and at the end.

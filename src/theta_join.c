@@ -13,7 +13,10 @@
  * The analysed tree is compiled into the engines' postfix program
  * (sjtheta.h).  Only a whitelist of nodes and built-in functions is
  * accepted (identified by function OID, never by name); anything else is
- * refused with an error that names the construct.  Types map to the
+ * refused with an error that names the construct.  theta_join checks the
+ * tree as parse analysis left it, before constants are folded or SQL
+ * functions inlined (SjThetaPrecheck), so no function the caller defined
+ * ever runs.  Types map to the
  * engines' two column types:
  *
  *	int2, int4, int8, date (days), timestamp, timestamptz (microseconds),

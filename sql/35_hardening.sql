@@ -127,12 +127,21 @@ INSERT INTO hdb VALUES (2001, 'infinity', 'infinity', 'infinity'),
                        (2003, '5874897-12-20', '294276-12-31 23:50:00', '294276-12-30 23:50:00+00');
 ANALYZE hda, hdb;
 SELECT h_cs($$SELECT count(*) FROM hda a JOIN hdb b ON a.d BETWEEN b.d - 1 AND b.d + 1$$);
+-- the engine joins the other rows: only pairs with a row set aside are
+-- evaluated by PostgreSQL's operators
+SELECT strategy <> 'nested loop (PostgreSQL)' AS on_the_engine FROM simjoin_last_stats();
 SELECT h_cs($$SELECT a.id, b.id FROM hda a JOIN hdb b ON a.d BETWEEN b.d - 1 AND b.d + 1$$);
 SELECT h_cs($$SELECT a.id, b.id FROM hda a JOIN hdb b
               ON a.ts BETWEEN b.ts - interval '5 minutes' AND b.ts + interval '5 minutes'$$);
 SELECT h_cs($$SELECT count(*) FROM hda a JOIN hdb b ON a.tz < b.tz - interval '1 hour'$$);
 SELECT h_cs($$SELECT a.id, b.id FROM hda a LEFT JOIN hdb b ON a.d = b.d + 7$$);
 SELECT h_cs($$SELECT a.id FROM hda a WHERE NOT EXISTS (SELECT 1 FROM hdb b WHERE a.d + 3 > b.d AND a.ts < b.ts)$$);
+SELECT h_cs($$SELECT a.id FROM hda a WHERE EXISTS (SELECT 1 FROM hdb b WHERE a.d = b.d - 1)$$);
+SELECT h_cs($$SELECT count(*) FROM hda a JOIN hdb b ON a.d BETWEEN b.d - 1 AND b.d + 1 AND a.id % 3 = b.id % 3$$);
+SELECT h_cs($$SELECT a.id, b.id FROM hda a LEFT JOIN (SELECT * FROM hdb WHERE id > 2000) b ON a.d <= b.d + 1$$);
+-- every row of one side set aside
+SELECT h_cs($$SELECT a.id, b.id FROM hda a LEFT JOIN (SELECT * FROM hdb WHERE id = 2001) b ON a.d <= b.d + 1$$);
+SELECT h_cs($$SELECT count(*) FROM (SELECT * FROM hda WHERE id > 1000) a JOIN hdb b ON a.d >= b.d + 1$$);
 -- PostgreSQL's own errors stay errors
 SELECT h_cs($$SELECT count(*) FROM hda a JOIN hdb b ON a.d - b.d BETWEEN 0 AND 3$$);
 SELECT h_cs($$SELECT count(*) FROM hda a JOIN hdb b ON a.ts < b.ts + interval '1 day'$$);

@@ -279,6 +279,12 @@ typedef struct SjScanState
 	const int64 *keys[2];		/* engine row -> input row */
 	int64		nl_i;
 	int64		nl_j;
+	const bool *aside[2];		/* theta: rows the engine does not see, by
+								 * row number (NULL: none) */
+	int64	   *aside_rows;		/* ... the inner's, listed */
+	int64		naside_rows;
+	bool		engine_done;	/* engine pairs done: now the set-aside
+								 * rows' pairs, by PostgreSQL's operators */
 	bool	   *matched;		/* left, semi, anti: outer rows matched */
 	int64		unmatched_pos;
 	bool		pairs_done;
@@ -2436,14 +2442,25 @@ SjMarshalEnd(SjScanState *state)
 		int64		nl,
 					nr;
 
-		/* values the engines cannot compute exactly: PostgreSQL's operators */
-		if (!SjThetaFinish(state->tp, &state->spec, &nl, &nr, state->stats.strategy,
-						   sizeof(state->stats.strategy)))
-		{
-			state->source = SJ_SRC_NESTLOOP;
-			return;
-		}
+		SjThetaFinish(state->tp, &state->spec, &nl, &nr, state->stats.strategy,
+					  sizeof(state->stats.strategy));
 		state->keys[0] = state->keys[1] = NULL;	/* theta keys are row numbers */
+		/* values the engines cannot compute exactly: PostgreSQL's operators */
+		for (s = 0; s < 2; s++)
+			state->aside[s] = SjThetaAside(state->tp, s, &state->keys[s]);
+		if (state->aside[1])
+		{
+			int64		r;
+
+			state->aside_rows = palloc_extended(Max(state->rows[1].n, 1) * sizeof(int64),
+												MCXT_ALLOC_HUGE);
+			for (r = 0; r < state->rows[1].n; r++)
+				if (state->aside[1][r])
+					state->aside_rows[state->naside_rows++] = r;
+		}
+		/* all of one side set aside: every pair by PostgreSQL's operators */
+		if ((state->aside[0] || state->aside[1]) && (nl == 0 || nr == 0))
+			state->source = SJ_SRC_NESTLOOP;
 		state->stats.left_rows = nl;
 		state->stats.right_rows = nr;
 	}
@@ -2546,7 +2563,8 @@ SjLoad(SjScanState *state)
 							 state->rows[s].values + r * state->natts[s],
 							 state->rows[s].isnull + r * state->natts[s]);
 		SjMarshalEnd(state);
-		if (state->source == SJ_SRC_ENGINE &&
+		if (state->source == SJ_SRC_ENGINE && state->aside[0] == NULL &&
+			state->aside[1] == NULL &&
 			(state->stats.left_rows == 0 || state->stats.right_rows == 0))
 			state->source = SJ_SRC_EMPTY;
 	}
@@ -2577,6 +2595,7 @@ SjLoad(SjScanState *state)
 	state->pos = 0;
 	state->nl_i = 0;
 	state->nl_j = 0;
+	state->engine_done = false;
 	state->unmatched_pos = 0;
 	state->pairs_done = false;
 	state->rows_out = 0;
@@ -2600,6 +2619,40 @@ SjFetch(SjScanState *state)
 	return more;
 }
 
+/*
+ * The next pair with a row the theta engine did not see (SjThetaAside):
+ * each outer row set aside with every inner row, then every other outer
+ * row with each inner row set aside.  False when none is left.
+ */
+static bool
+SjNextAsidePair(SjScanState *state, int64 *i, int64 *j)
+{
+	if (state->aside[0] == NULL && state->aside[1] == NULL)
+		return false;
+	while (state->nl_i < state->rows[0].n)
+	{
+		if (state->aside[0] && state->aside[0][state->nl_i])
+		{
+			if (state->nl_j < state->rows[1].n)
+			{
+				*i = state->nl_i;
+				*j = state->nl_j++;
+				return true;
+			}
+		}
+		else if (state->nl_j < state->naside_rows)
+		{
+			*i = state->nl_i;
+			*j = state->aside_rows[state->nl_j++];
+			return true;
+		}
+		state->nl_i++;
+		state->nl_j = 0;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return false;
+}
+
 /* The next candidate pair (outer row, inner row); false when none is left. */
 static bool
 SjNextPair(SjScanState *state, int64 *i, int64 *j)
@@ -2607,12 +2660,14 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 	switch (state->source)
 	{
 		case SJ_SRC_ENGINE:
-			while (state->pos >= state->batch.count)
+			while (!state->engine_done && state->pos >= state->batch.count)
 			{
 				state->pos = 0;
 				if (!SjFetch(state))
-					return false;
+					state->engine_done = true;
 			}
+			if (state->engine_done)
+				return SjNextAsidePair(state, i, j);
 			*i = state->batch.left[state->pos];
 			*j = state->batch.right[state->pos];
 			if (state->keys[0])
@@ -2677,11 +2732,11 @@ SjNextRow(SjScanState *state)
 		if ((jt == JOIN_SEMI || jt == JOIN_ANTI) && state->matched[i])
 			continue;
 		slot = SjFillSlot(state, i, j);
-		if (state->source == SJ_SRC_NESTLOOP || state->residual)
+		if (state->source == SJ_SRC_NESTLOOP || state->engine_done || state->residual)
 		{
 			econtext->ecxt_scantuple = slot;
 			ResetExprContext(econtext);
-			if (state->source == SJ_SRC_NESTLOOP &&
+			if ((state->source == SJ_SRC_NESTLOOP || state->engine_done) &&
 				!ExecQual(state->engine_qual, econtext))
 				continue;
 			if (!ExecQual(state->residual, econtext))
@@ -2737,7 +2792,10 @@ SjScanAccess(ScanState *ss)
 			while (SjFetch(state))
 				;				/* batches carry counts only */
 			n = state->cursor.pairs;
-			SjFinish(state);
+			/* then the pairs of rows set aside */
+			state->engine_done = true;
+			while (SjNextRow(state) != NULL)
+				n++;
 		}
 		else
 		{
@@ -2777,6 +2835,9 @@ SjResetRun(SjScanState *state)
 		SjCursorClose(&state->cursor);
 	MemoryContextReset(state->cxt);
 	memset(&state->rows, 0, sizeof(state->rows));
+	state->aside[0] = state->aside[1] = NULL;
+	state->aside_rows = NULL;
+	state->naside_rows = 0;
 	memset(&state->batch, 0, sizeof(state->batch));
 	state->matched = NULL;
 	state->escan = NULL;

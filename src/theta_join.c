@@ -1386,19 +1386,20 @@ SjRankAll(SjThetaCompiler *c, SjThetaKind kind)
  * With date/time arithmetic in the condition, every date and timestamp
  * value it reads must be finite and far enough from its type's limits that
  * the condition's constants cannot carry it past them: then the engines'
- * int64 arithmetic is exactly PostgreSQL's.  Otherwise theta_join refuses,
- * and the custom scan is told (false) to evaluate the join with
- * PostgreSQL's own operators instead.  Derived columns (computed by
- * PostgreSQL) are exempt unless the engines' own arithmetic applies to them.
+ * int64 arithmetic is exactly PostgreSQL's.  Otherwise theta_join refuses;
+ * the custom scan's rows (sides without a relation) are set aside instead
+ * (aside[s][i], allocated here), for the caller to join with PostgreSQL's
+ * own operators.  Derived columns (computed by PostgreSQL) are exempt
+ * unless the engines' own arithmetic applies to them.
  */
-static bool
-SjThetaCheckTemporal(SjThetaCompiler *c)
+static void
+SjThetaCheckTemporal(SjThetaCompiler *c, bool **aside)
 {
 	int			s,
 				k;
 
 	if (!c->temporal_arith)
-		return true;
+		return;
 	for (s = 0; s < 2; s++)
 	{
 		SjThetaSide *side = c->sides[s];
@@ -1433,7 +1434,14 @@ SjThetaCheckTemporal(SjThetaCompiler *c)
 				if (col->nulls[i] || (col->ivals[i] >= lo && col->ivals[i] <= hi))
 					continue;
 				if (!OidIsValid(side->relid))
-					return false;	/* the custom scan's rows */
+				{
+					/* the custom scan's rows */
+					if (aside[s] == NULL)
+						aside[s] = palloc_extended(Max(side->n, 1) * sizeof(bool),
+												   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+					aside[s][i] = true;
+					continue;
+				}
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("theta_join cannot evaluate date/time arithmetic over column \"%s\" of relation \"%s\"",
@@ -1444,7 +1452,6 @@ SjThetaCheckTemporal(SjThetaCompiler *c)
 			}
 		}
 	}
-	return true;
 }
 
 /*
@@ -1955,27 +1962,67 @@ SjThetaPlanJob(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan,
 }
 
 /*
- * After both sides are read: check date/time ranges, rank text and numeric
- * values jointly, give the engines their view of the data and plan the
- * strategy.  False, having done nothing more, where the engines cannot
- * compute the custom scan's rows exactly (SjThetaCheckTemporal).
+ * Drop the rows set aside (aside, NULL: none) from a side; returns the
+ * input row (key, or place) of each row kept.
  */
-static bool
-SjThetaJobInit(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan)
+static int64 *
+SjThetaSideCompact(SjThetaSide *side, const bool *aside)
+{
+	int64	   *map = palloc_extended(Max(side->n, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
+	size_t		i,
+				m = 0;
+	int			k;
+
+	for (i = 0; i < side->n; i++)
+	{
+		if (aside && aside[i])
+			continue;
+		map[m] = side->nokeys ? (int64) i : side->keys[i];
+		if (!side->nokeys)
+			side->keys[m] = side->keys[i];
+		for (k = 0; k < side->ncols; k++)
+		{
+			SjThetaCol *col = &side->cols[k];
+
+			col->nulls[m] = col->nulls[i];
+			if (col->kind == SJ_KIND_F64)
+				col->fvals[m] = col->fvals[i];
+			else if (col->kind == SJ_KIND_I64)
+				col->ivals[m] = col->ivals[i];
+			else
+				col->dvals[m] = col->dvals[i];
+		}
+		m++;
+	}
+	side->n = m;
+	return map;
+}
+
+/*
+ * After both sides are read: check date/time ranges (setting the custom
+ * scan's inexact rows aside, maps[s] then giving the input row of each row
+ * the engines see), rank text and numeric values jointly, give the engines
+ * their view of the data and plan the strategy.
+ */
+static void
+SjThetaJobInit(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan,
+			   bool **aside, int64 **maps)
 {
 	char		errmsg[SJ_ERRMSG_LEN] = "";
 	SjStatus	status;
+	int			s;
 
 	SjThetaDerivedErrors(comp);
-	if (!SjThetaCheckTemporal(comp))
-		return false;
+	SjThetaCheckTemporal(comp, aside);
+	if (aside[0] || aside[1])
+		for (s = 0; s < 2; s++)
+			maps[s] = SjThetaSideCompact(comp->sides[s], aside[s]);
 	SjRankAll(comp, SJ_KIND_TEXT);
 	SjRankAll(comp, SJ_KIND_NUMERIC);
 	status = SjThetaPlanJob(comp, job, plan, errmsg);
 	SjReportStatus(status, errmsg, "theta_join");
 	elog(DEBUG1, "simjoin: theta_join strategy %s (%d instructions)",
 		 plan->description, comp->ninstr);
-	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -1989,6 +2036,8 @@ struct SjThetaPrepared
 	SjThetaCompiler comp;
 	SjThetaJob	job;
 	SjThetaPlan plan;
+	bool	   *aside[2];		/* rows set aside by SjThetaCheckTemporal */
+	int64	   *maps[2];		/* engine row -> input row, where any are */
 };
 
 /*
@@ -2152,7 +2201,7 @@ SjThetaIndexesInner(SjThetaPrepared *tp)
 /*
  * Does the condition do date/time arithmetic, whose rows SjThetaFinish may
  * find the engines cannot compute exactly?  The custom scan keeps its rows
- * then, to evaluate the join with PostgreSQL's operators instead.
+ * then, to join those with PostgreSQL's operators.
  */
 bool
 SjThetaMayNeedRows(SjThetaPrepared *tp)
@@ -2162,16 +2211,14 @@ SjThetaMayNeedRows(SjThetaPrepared *tp)
 
 /*
  * Both sides are in: fill spec to run the join (emit left to the caller).
- * False where a value read is one the engines cannot compute exactly (an
- * infinite date or timestamp under arithmetic): the caller evaluates the
- * join with PostgreSQL's own operators.
+ * Rows whose values the engines cannot compute exactly (an infinite date
+ * or timestamp under arithmetic) are set aside: SjThetaAside tells which.
  */
-bool
+void
 SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,
 			  int64 *nright, char *strategy, int len)
 {
-	if (!SjThetaJobInit(&tp->comp, &tp->job, &tp->plan))
-		return false;
+	SjThetaJobInit(&tp->comp, &tp->job, &tp->plan, tp->aside, tp->maps);
 	memset(spec, 0, sizeof(*spec));
 	spec->name = "theta_join";
 	spec->arg = &tp->job;
@@ -2179,7 +2226,19 @@ SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,
 	*nleft = tp->sides[0].n;
 	*nright = tp->sides[1].n;
 	strlcpy(strategy, tp->plan.description, len);
-	return true;
+}
+
+/*
+ * After SjThetaFinish: the rows of side s set aside, by input row (NULL:
+ * none), for the caller to join with PostgreSQL's operators against every
+ * row of the other side; *map (NULL: the same) gives the input row of each
+ * row the engines see.
+ */
+const bool *
+SjThetaAside(SjThetaPrepared *tp, int side, const int64 **map)
+{
+	*map = tp->maps[side];
+	return tp->aside[side];
 }
 
 /* The body shared by theta_join and theta_join_count. */
@@ -2229,7 +2288,12 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	memset(&job, 0, sizeof(job));
 	job.store = store;
 	job.desc = desc;
-	SjThetaJobInit(&comp, &job, &plan);
+	{
+		bool	   *aside[2] = {NULL, NULL};	/* only the custom scan's */
+		int64	   *maps[2] = {NULL, NULL};
+
+		SjThetaJobInit(&comp, &job, &plan, aside, maps);
+	}
 
 	stats.left_rows = sides[0]->n;
 	stats.right_rows = sides[1]->n;

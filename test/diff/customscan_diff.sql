@@ -313,3 +313,20 @@ SELECT sjd_sql_case('special values: date to timestamp', $q$
     ON b.d::timestamp = a.ts - interval '1 hour' AND a.i2 = b.i2 $q$);
 SELECT sjd_sql_case('special values: text and bool', $q$
     SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b ON a.t = b.t AND a.b <> b.b $q$);
+
+-- Rows set aside (infinite dates under arithmetic) in a partial plan: each
+-- participant joins its outer share's and the shared inner's set-aside rows
+-- with PostgreSQL's operators, the rest on the engine.
+CREATE TABLE cs_spa AS
+SELECT i AS id, CASE WHEN i % 1000 = 0 THEN 'infinity'::date WHEN i % 1000 = 1 THEN '-infinity'::date
+                     ELSE date '2000-01-01' + (random() * 5000)::int END AS d
+FROM generate_series(1, 200000) i;
+CREATE TABLE cs_spb AS
+SELECT i AS id, CASE WHEN i % 1000 = 0 THEN 'infinity'::date
+                     ELSE date '2000-01-01' + (random() * 5000)::int END AS d
+FROM generate_series(1, 50000) i;
+ANALYZE cs_spa;
+ANALYZE cs_spb;
+SELECT sjd_parallel_case('partial theta date band, infinities set aside', $q$
+    SELECT a.id % 100 AS g, count(*) AS n, sum(b.id) AS s FROM cs_spa a JOIN cs_spb b
+    ON a.d BETWEEN b.d - 1 AND b.d + 1 GROUP BY 1 $q$);

@@ -151,6 +151,19 @@ DELETE FROM hdb WHERE id > 2000;
 SELECT h_cs($$SELECT a.id, b.id FROM hda a JOIN hdb b ON a.d BETWEEN b.d - 1 AND b.d + 1$$);
 SELECT strategy <> 'nested loop (PostgreSQL)' AS on_the_engine FROM simjoin_last_stats();
 
+-- vectors of different lengths: PostgreSQL's error only on the pairs its
+-- plan evaluates (a hash join on g never pairs the 3-vector here)
+CREATE TABLE hva (id int, g int, v float8[]);
+CREATE TABLE hvb (LIKE hva);
+INSERT INTO hva SELECT i, i % 10, ARRAY[i % 7, i % 5]::float8[] FROM generate_series(1, 200) i;
+INSERT INTO hva VALUES (1001, 99, '{0,0,0}'), (1002, 98, '{1,NULL}'), (1003, 97, NULL);
+INSERT INTO hvb SELECT i, i % 10, ARRAY[i % 5, i % 7]::float8[] FROM generate_series(1, 100) i;
+ANALYZE hva, hvb;
+SELECT h_cs($$SELECT a.id, b.id FROM hva a JOIN hvb b ON a.v <-> b.v <= 1.5 AND a.g = b.g$$);
+SELECT h_cs($$SELECT a.id, b.id FROM hva a LEFT JOIN hvb b ON l2_distance(a.v, b.v) < 2 AND a.g = b.g$$);
+DELETE FROM hva WHERE id = 1002;
+SELECT h_cs($$SELECT count(*) FROM hva a JOIN hvb b ON a.v <-> b.v <= 1.5 AND a.g + 1 > b.g$$);
+
 -- 3. statistics belong to the user who ran the join, and a session handed
 -- on (DISCARD ALL, SET ROLE, SESSION AUTHORIZATION) starts without them
 SELECT theta_join_count('hp', 'id', 'hp', 'id', 'l.a = r.a') AS pairs;

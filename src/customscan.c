@@ -27,11 +27,13 @@
  * (outer columns, then inner columns), filtered by the residual quals and
  * projected by ExecScan.  Left and anti joins track matched outer rows;
  * semi joins emit an outer row at its first match.  A threshold outside the
- * engines' domain (NaN or infinite eps, a Jaccard threshold <= 0), and a
- * theta condition whose date/time arithmetic meets values the engines
- * cannot compute exactly (infinities, values near the types' limits), are
- * evaluated row pair by row pair with PostgreSQL's own operators, so the
- * answer is always that of the SQL.  All memory, engine and device memory
+ * engines' domain (NaN or infinite eps, a Jaccard threshold <= 0), and
+ * vectors of different lengths, are evaluated row pair by row pair with
+ * PostgreSQL's own operators, so the answer is always that of the SQL; the
+ * rows whose dates or timestamps a theta condition's arithmetic cannot
+ * compute exactly on the engines (infinities, values near the types'
+ * limits) are set aside and joined that way with every row of the other
+ * side, the engine joining the rest.  All memory, engine and device memory
  * included, belongs to one context reset on rescan and at the end.
  */
 #include "postgres.h"
@@ -63,6 +65,7 @@
 #include "storage/barrier.h"
 #include "storage/condition_variable.h"
 #include "storage/spin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/datum.h"
@@ -285,6 +288,7 @@ typedef struct SjScanState
 	int64		naside_rows;
 	bool		engine_done;	/* engine pairs done: now the set-aside
 								 * rows' pairs, by PostgreSQL's operators */
+	bool		residual_first; /* nested loop: the other clauses first */
 	bool	   *matched;		/* left, semi, anti: outer rows matched */
 	int64		unmatched_pos;
 	bool		pairs_done;
@@ -2508,6 +2512,53 @@ SjChooseSource(SjScanState *state)
 }
 
 /*
+ * Eps: do the vectors read differ in length, or is one of them one the
+ * engines refuse (not one-dimensional, empty, with a NULL element)?  Then
+ * l2_distance raises an error on the pairs it is evaluated on, and the node
+ * evaluates the join pair by pair with PostgreSQL's operators, the other
+ * join clauses first, as PostgreSQL's plans order the cheaper clauses
+ * first: an error only where PostgreSQL's plan meets one too, not for rows
+ * a hash join on the other clauses never pairs.
+ */
+static bool
+SjVectorsIrregular(SjScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	int			dim = -1;
+	int			s;
+	int64		r;
+
+	for (s = 0; s < 2; s++)
+	{
+		SjSideRows *rows = &state->rows[s];
+
+		for (r = 0; r < rows->n; r++)
+		{
+			bool		isnull;
+			Datum		d = SjArgValue(state, s, rows->values + r * rows->natts,
+									   rows->isnull + r * rows->natts, &isnull);
+			MemoryContext old;
+			ArrayType  *a;
+			bool		bad;
+
+			if (isnull)
+				continue;
+			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+			a = DatumGetArrayTypeP(d);
+			bad = ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] < 1 || array_contains_nulls(a) ||
+				(dim >= 0 && ARR_DIMS(a)[0] != dim);
+			if (!bad)
+				dim = ARR_DIMS(a)[0];
+			MemoryContextSwitchTo(old);
+			ResetExprContext(econtext);
+			if (bad)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
  * Is the node kept on the CPU engine by its plan?  Under simjoin.device =
  * auto it runs on the device the plan was costed on (SjCostPath); cpu and
  * gpu decide for themselves, as SjUseGpu does for every join.
@@ -2552,6 +2603,14 @@ SjLoad(SjScanState *state)
 	if (state->jointype != JOIN_INNER)
 		state->matched = palloc_extended(Max(state->rows[0].n, 1) * sizeof(bool),
 										 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	state->residual_first = false;
+	if (state->source == SJ_SRC_ENGINE && state->op == SJ_OP_EPS && !state->streaming &&
+		!state->side_done[0] && !state->side_done[1] && state->inner_parts == 0 &&
+		SjVectorsIrregular(state))
+	{
+		state->source = SJ_SRC_NESTLOOP;
+		state->residual_first = true;
+	}
 	if (state->source == SJ_SRC_ENGINE)
 	{
 		int			s;
@@ -2734,12 +2793,15 @@ SjNextRow(SjScanState *state)
 		slot = SjFillSlot(state, i, j);
 		if (state->source == SJ_SRC_NESTLOOP || state->engine_done || state->residual)
 		{
+			bool		by_pg = state->source == SJ_SRC_NESTLOOP || state->engine_done;
+
 			econtext->ecxt_scantuple = slot;
 			ResetExprContext(econtext);
-			if ((state->source == SJ_SRC_NESTLOOP || state->engine_done) &&
-				!ExecQual(state->engine_qual, econtext))
+			if (state->residual_first && !ExecQual(state->residual, econtext))
 				continue;
-			if (!ExecQual(state->residual, econtext))
+			if (by_pg && !ExecQual(state->engine_qual, econtext))
+				continue;
+			if (!state->residual_first && !ExecQual(state->residual, econtext))
 				continue;
 		}
 		if (jt != JOIN_INNER)

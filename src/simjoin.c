@@ -37,7 +37,7 @@ bool		sj_enable_shared_index = true;
 
 SjStats		sj_last_stats;
 
-/* the user the last join ran as: simjoin_last_stats() shows it only to him */
+/* the user the last join ran as: simjoin_last_stats() shows it to no other */
 static Oid	sj_last_stats_user = InvalidOid;
 
 static ProcessUtility_hook_type sj_prev_utility_hook = NULL;

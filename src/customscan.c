@@ -27,9 +27,13 @@
  * (outer columns, then inner columns), filtered by the residual quals and
  * projected by ExecScan.  Left and anti joins track matched outer rows;
  * semi joins emit an outer row at its first match.  A threshold outside the
- * engines' domain (NaN or infinite eps, a Jaccard threshold <= 0) is
- * evaluated row pair by row pair with PostgreSQL's own operators, so the
- * answer is always that of the SQL.  All memory, engine and device memory
+ * engines' domain (NaN or infinite eps, a Jaccard threshold <= 0), and
+ * vectors of different lengths, are evaluated row pair by row pair with
+ * PostgreSQL's own operators, so the answer is always that of the SQL; the
+ * rows whose dates or timestamps a theta condition's arithmetic cannot
+ * compute exactly on the engines (infinities, values near the types'
+ * limits) are set aside and joined that way with every row of the other
+ * side, the engine joining the rest.  All memory, engine and device memory
  * included, belongs to one context reset on rescan and at the end.
  */
 #include "postgres.h"
@@ -61,6 +65,7 @@
 #include "storage/barrier.h"
 #include "storage/condition_variable.h"
 #include "storage/spin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/datum.h"
@@ -282,6 +287,13 @@ typedef struct SjScanState
 	const int64 *keys[2];		/* engine row -> input row */
 	int64		nl_i;
 	int64		nl_j;
+	const bool *aside[2];		/* theta: rows the engine does not see, by
+								 * row number (NULL: none) */
+	int64	   *aside_rows;		/* ... the inner's, listed */
+	int64		naside_rows;
+	bool		engine_done;	/* engine pairs done: now the set-aside
+								 * rows' pairs, by PostgreSQL's operators */
+	bool		residual_first; /* nested loop: the other clauses first */
 	bool	   *matched;		/* left, semi, anti: outer rows matched */
 	int64		unmatched_pos;
 	bool		pairs_done;
@@ -2450,6 +2462,22 @@ SjMarshalEnd(SjScanState *state)
 		SjThetaFinish(state->tp, &state->spec, &nl, &nr, state->stats.strategy,
 					  sizeof(state->stats.strategy));
 		state->keys[0] = state->keys[1] = NULL;	/* theta keys are row numbers */
+		/* values the engines cannot compute exactly: PostgreSQL's operators */
+		for (s = 0; s < 2; s++)
+			state->aside[s] = SjThetaAside(state->tp, s, &state->keys[s]);
+		if (state->aside[1])
+		{
+			int64		r;
+
+			state->aside_rows = palloc_extended(Max(state->rows[1].n, 1) * sizeof(int64),
+												MCXT_ALLOC_HUGE);
+			for (r = 0; r < state->rows[1].n; r++)
+				if (state->aside[1][r])
+					state->aside_rows[state->naside_rows++] = r;
+		}
+		/* all of one side set aside: every pair by PostgreSQL's operators */
+		if ((state->aside[0] || state->aside[1]) && (nl == 0 || nr == 0))
+			state->source = SJ_SRC_NESTLOOP;
 		state->stats.left_rows = nl;
 		state->stats.right_rows = nr;
 	}
@@ -2497,6 +2525,53 @@ SjChooseSource(SjScanState *state)
 }
 
 /*
+ * Eps: do the vectors read differ in length, or is one of them one the
+ * engines refuse (not one-dimensional, empty, with a NULL element)?  Then
+ * l2_distance raises an error on the pairs it is evaluated on, and the node
+ * evaluates the join pair by pair with PostgreSQL's operators, the other
+ * join clauses first, as PostgreSQL's plans order the cheaper clauses
+ * first: an error only where PostgreSQL's plan meets one too, not for rows
+ * a hash join on the other clauses never pairs.
+ */
+static bool
+SjVectorsIrregular(SjScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	int			dim = -1;
+	int			s;
+	int64		r;
+
+	for (s = 0; s < 2; s++)
+	{
+		SjSideRows *rows = &state->rows[s];
+
+		for (r = 0; r < rows->n; r++)
+		{
+			bool		isnull;
+			Datum		d = SjArgValue(state, s, rows->values + r * rows->natts,
+									   rows->isnull + r * rows->natts, &isnull);
+			MemoryContext old;
+			ArrayType  *a;
+			bool		bad;
+
+			if (isnull)
+				continue;
+			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+			a = DatumGetArrayTypeP(d);
+			bad = ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] < 1 || array_contains_nulls(a) ||
+				(dim >= 0 && ARR_DIMS(a)[0] != dim);
+			if (!bad)
+				dim = ARR_DIMS(a)[0];
+			MemoryContextSwitchTo(old);
+			ResetExprContext(econtext);
+			if (bad)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
  * Is the node kept on the CPU engine by its plan?  Under simjoin.device =
  * auto it runs on the device the plan was costed on (SjCostPath); cpu and
  * gpu decide for themselves, as SjUseGpu does for every join.
@@ -2529,6 +2604,9 @@ SjLoad(SjScanState *state)
 	state->streaming = count_only;
 	if (state->source == SJ_SRC_ENGINE)
 		SjMarshalBegin(state);
+	/* rows the engines may not compute exactly are joined from the rows kept */
+	if (state->streaming && state->op == SJ_OP_THETA && SjThetaMayNeedRows(state->tp))
+		state->streaming = false;
 	if (!(state->streaming && SjReadBothParallel(state)))
 	{
 		SjReadSide(state, 0);
@@ -2538,6 +2616,14 @@ SjLoad(SjScanState *state)
 	if (state->jointype != JOIN_INNER)
 		state->matched = palloc_extended(Max(state->rows[0].n, 1) * sizeof(bool),
 										 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	state->residual_first = false;
+	if (state->source == SJ_SRC_ENGINE && state->op == SJ_OP_EPS && !state->streaming &&
+		!state->side_done[0] && !state->side_done[1] && state->inner_parts == 0 &&
+		SjVectorsIrregular(state))
+	{
+		state->source = SJ_SRC_NESTLOOP;
+		state->residual_first = true;
+	}
 	if (state->source == SJ_SRC_ENGINE)
 	{
 		int			s;
@@ -2549,7 +2635,9 @@ SjLoad(SjScanState *state)
 							 state->rows[s].values + r * state->natts[s],
 							 state->rows[s].isnull + r * state->natts[s]);
 		SjMarshalEnd(state);
-		if (state->stats.left_rows == 0 || state->stats.right_rows == 0)
+		if (state->source == SJ_SRC_ENGINE && state->aside[0] == NULL &&
+			state->aside[1] == NULL &&
+			(state->stats.left_rows == 0 || state->stats.right_rows == 0))
 			state->source = SJ_SRC_EMPTY;
 	}
 	if (state->source == SJ_SRC_ENGINE)
@@ -2579,6 +2667,7 @@ SjLoad(SjScanState *state)
 	state->pos = 0;
 	state->nl_i = 0;
 	state->nl_j = 0;
+	state->engine_done = false;
 	state->unmatched_pos = 0;
 	state->pairs_done = false;
 	state->rows_out = 0;
@@ -2602,6 +2691,40 @@ SjFetch(SjScanState *state)
 	return more;
 }
 
+/*
+ * The next pair with a row the theta engine did not see (SjThetaAside):
+ * each outer row set aside with every inner row, then every other outer
+ * row with each inner row set aside.  False when none is left.
+ */
+static bool
+SjNextAsidePair(SjScanState *state, int64 *i, int64 *j)
+{
+	if (state->aside[0] == NULL && state->aside[1] == NULL)
+		return false;
+	while (state->nl_i < state->rows[0].n)
+	{
+		if (state->aside[0] && state->aside[0][state->nl_i])
+		{
+			if (state->nl_j < state->rows[1].n)
+			{
+				*i = state->nl_i;
+				*j = state->nl_j++;
+				return true;
+			}
+		}
+		else if (state->nl_j < state->naside_rows)
+		{
+			*i = state->nl_i;
+			*j = state->aside_rows[state->nl_j++];
+			return true;
+		}
+		state->nl_i++;
+		state->nl_j = 0;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return false;
+}
+
 /* The next candidate pair (outer row, inner row); false when none is left. */
 static bool
 SjNextPair(SjScanState *state, int64 *i, int64 *j)
@@ -2609,12 +2732,14 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 	switch (state->source)
 	{
 		case SJ_SRC_ENGINE:
-			while (state->pos >= state->batch.count)
+			while (!state->engine_done && state->pos >= state->batch.count)
 			{
 				state->pos = 0;
 				if (!SjFetch(state))
-					return false;
+					state->engine_done = true;
 			}
+			if (state->engine_done)
+				return SjNextAsidePair(state, i, j);
 			*i = state->batch.left[state->pos];
 			*j = state->batch.right[state->pos];
 			if (state->keys[0])
@@ -2679,14 +2804,17 @@ SjNextRow(SjScanState *state)
 		if ((jt == JOIN_SEMI || jt == JOIN_ANTI) && state->matched[i])
 			continue;
 		slot = SjFillSlot(state, i, j);
-		if (state->source == SJ_SRC_NESTLOOP || state->residual)
+		if (state->source == SJ_SRC_NESTLOOP || state->engine_done || state->residual)
 		{
+			bool		by_pg = state->source == SJ_SRC_NESTLOOP || state->engine_done;
+
 			econtext->ecxt_scantuple = slot;
 			ResetExprContext(econtext);
-			if (state->source == SJ_SRC_NESTLOOP &&
-				!ExecQual(state->engine_qual, econtext))
+			if (state->residual_first && !ExecQual(state->residual, econtext))
 				continue;
-			if (!ExecQual(state->residual, econtext))
+			if (by_pg && !ExecQual(state->engine_qual, econtext))
+				continue;
+			if (!state->residual_first && !ExecQual(state->residual, econtext))
 				continue;
 		}
 		if (jt != JOIN_INNER)
@@ -2739,7 +2867,10 @@ SjScanAccess(ScanState *ss)
 			while (SjFetch(state))
 				;				/* batches carry counts only */
 			n = state->cursor.pairs;
-			SjFinish(state);
+			/* then the pairs of rows set aside */
+			state->engine_done = true;
+			while (SjNextRow(state) != NULL)
+				n++;
 		}
 		else
 		{
@@ -2779,6 +2910,9 @@ SjResetRun(SjScanState *state)
 		SjCursorClose(&state->cursor);
 	MemoryContextReset(state->cxt);
 	memset(&state->rows, 0, sizeof(state->rows));
+	state->aside[0] = state->aside[1] = NULL;
+	state->aside_rows = NULL;
+	state->naside_rows = 0;
 	memset(&state->batch, 0, sizeof(state->batch));
 	state->matched = NULL;
 	state->escan = NULL;

@@ -21,6 +21,7 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "common/shortest_dec.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -373,7 +374,8 @@ SjEpsCheck(double eps)
 	if (isnan(eps) || eps < 0 || isinf(eps))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("eps must be a finite number >= 0, not %g", eps)));
+				 errmsg("eps must be a finite number >= 0, not %s",
+						double_to_shortest_decimal(eps))));
 }
 
 /* Engine dispatch: CPU */

@@ -19,6 +19,7 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "common/shortest_dec.h"
 #include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -620,7 +621,8 @@ SjThresholdCheck(double t)
 	if (isnan(t) || t <= 0.0 || t > 1.0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("threshold must be greater than 0 and at most 1, not %g", t)));
+				 errmsg("threshold must be greater than 0 and at most 1, not %s",
+						double_to_shortest_decimal(t))));
 }
 
 /* Engine dispatch: CPU */

@@ -17,7 +17,9 @@
 
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
 #include "storage/ipc.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/tuplestore.h"
@@ -35,6 +37,11 @@ bool		sj_enable_customscan = true;
 bool		sj_enable_shared_index = true;
 
 SjStats		sj_last_stats;
+
+/* the user the last join ran as: simjoin_last_stats() shows it to no other */
+static Oid	sj_last_stats_user = InvalidOid;
+
+static ProcessUtility_hook_type sj_prev_utility_hook = NULL;
 
 /* -1 unknown, 0 no usable GPU, 1 usable */
 static int	sj_gpu_state = -1;
@@ -54,6 +61,40 @@ static const struct config_enum_entry sj_device_options[] = {
 };
 
 void		_PG_init(void);
+
+/* Forget the last join's statistics. */
+static void
+SjStatsForget(void)
+{
+	memset(&sj_last_stats, 0, sizeof(sj_last_stats));
+	sj_last_stats_user = InvalidOid;
+}
+
+/*
+ * Utility hook: a session handed on by a connection pooler (DISCARD ALL) or
+ * to another role (SET ROLE, SET/RESET SESSION AUTHORIZATION) starts with no
+ * statistics, so none of the previous user's row counts leak.
+ */
+static void
+SjProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+				 ProcessUtilityContext context, ParamListInfo params,
+				 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+
+	if (sj_prev_utility_hook)
+		sj_prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,
+							 queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
+	if (IsA(stmt, DiscardStmt) && ((DiscardStmt *) stmt)->target == DISCARD_ALL)
+		SjStatsForget();
+	else if (IsA(stmt, VariableSetStmt) && ((VariableSetStmt *) stmt)->name != NULL &&
+			 (strcmp(((VariableSetStmt *) stmt)->name, "role") == 0 ||
+			  strcmp(((VariableSetStmt *) stmt)->name, "session_authorization") == 0))
+		SjStatsForget();
+}
 
 /* Define the settings. */
 void
@@ -99,6 +140,8 @@ _PG_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("simjoin");
 	SjCustomScanInit();
+	sj_prev_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = SjProcessUtility;
 }
 
 /*
@@ -563,6 +606,7 @@ SjStatsFinish(SjStats *stats, double start_ms)
 {
 	stats->total_ms = sj_now_ms() - start_ms;
 	sj_last_stats = *stats;
+	sj_last_stats_user = GetUserId();
 	elog(DEBUG1,
 		 "simjoin: %s on %s (%s): %lld x %lld rows, %lld pairs in %lld batches; "
 		 "scan %.1f ms (%d workers), device start %.1f ms, build %.1f ms, probe %.1f ms, "
@@ -618,7 +662,10 @@ simjoin_devices(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(simjoin_last_stats);
 
-/* simjoin_last_stats(): where the time of this backend's last join went. */
+/*
+ * simjoin_last_stats(): where the time of this backend's last join went;
+ * NULL when that join ran as another user than the current one.
+ */
 Datum
 simjoin_last_stats(PG_FUNCTION_ARGS)
 {
@@ -629,7 +676,7 @@ simjoin_last_stats(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	if (s->operator_name[0] == '\0')
+	if (s->operator_name[0] == '\0' || sj_last_stats_user != GetUserId())
 		PG_RETURN_NULL();
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = CStringGetTextDatum(s->operator_name);

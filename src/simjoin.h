@@ -431,8 +431,10 @@ extern bool SjThetaCompilable(Node *cond, int *strategy, char **why);
 extern SjThetaPrepared *SjThetaPrepare(Node *cond, bool nokeys);
 extern void SjThetaAddRow(SjThetaPrepared *tp, int side, int64 key,
 						  const Datum *values, const bool *isnull);
+extern bool SjThetaMayNeedRows(SjThetaPrepared *tp);
 extern void SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec,
 						  int64 *nleft, int64 *nright, char *strategy, int len);
+extern const bool *SjThetaAside(SjThetaPrepared *tp, int side, const int64 **map);
 extern void *SjThetaPreparedSide(SjThetaPrepared *tp, int side, int *ncols,
 								 int *positions, Oid *typids);
 extern void SjThetaSideAddParts(void *side, const SjParts *parts);

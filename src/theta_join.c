@@ -13,7 +13,10 @@
  * The analysed tree is compiled into the engines' postfix program
  * (sjtheta.h).  Only a whitelist of nodes and built-in functions is
  * accepted (identified by function OID, never by name); anything else is
- * refused with an error that names the construct.  Types map to the
+ * refused with an error that names the construct.  theta_join checks the
+ * tree as parse analysis left it, before constants are folded or SQL
+ * functions inlined (SjThetaPrecheck), so no function the caller defined
+ * ever runs.  Types map to the
  * engines' two column types:
  *
  *	int2, int4, int8, date (days), timestamp, timestamptz (microseconds),
@@ -61,7 +64,9 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/transam.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_proc.h"
 #include "common/int.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
@@ -1056,6 +1061,154 @@ SjCompileConst(SjThetaCompiler *c, Const *k)
 	return t;
 }
 
+/* The name an operator is refused under: "the operator + for int and int". */
+static char *
+SjOpWhat(OpExpr *op)
+{
+	return psprintf("the operator %s for %s",
+					get_opname(op->opno),
+					list_length(op->args) == 2 ?
+					psprintf("%s and %s",
+							 format_type_be(exprType(linitial(op->args))),
+							 format_type_be(exprType(lsecond(op->args)))) :
+					format_type_be(exprType(llast(op->args))));
+}
+
+/* The name a function call or cast is refused under. */
+static char *
+SjFuncWhat(FuncExpr *f)
+{
+	if (f->funcformat == COERCE_EXPLICIT_CALL)
+		return psprintf("the function %s()", get_func_name(f->funcid));
+	return psprintf("a cast to %s", format_type_be(f->funcresulttype));
+}
+
+/* Refuse a node that no engine evaluates, naming it. */
+static void
+SjRefuseNode(Node *node)
+{
+	switch (nodeTag(node))
+	{
+		case T_SubLink:
+			SjThetaRefuse("subqueries");
+			break;
+		case T_Aggref:
+			SjThetaRefuse("aggregate functions");
+			break;
+		case T_WindowFunc:
+			SjThetaRefuse("window functions");
+			break;
+		case T_CaseExpr:
+			SjThetaRefuse("CASE expressions");
+			break;
+		case T_CoalesceExpr:
+			SjThetaRefuse("COALESCE");
+			break;
+		case T_ScalarArrayOpExpr:
+			SjThetaRefuse("IN lists and ANY/ALL");
+			break;
+		case T_BooleanTest:
+			SjThetaRefuse("IS [NOT] TRUE/FALSE/UNKNOWN");
+			break;
+		case T_DistinctExpr:
+			SjThetaRefuse("IS [NOT] DISTINCT FROM");
+			break;
+		case T_CoerceViaIO:
+			SjThetaRefuse(psprintf("a cast to %s",
+								   format_type_be(((CoerceViaIO *) node)->resulttype)));
+			break;
+		case T_CoerceToDomain:
+			SjThetaRefuse(psprintf("a cast to the domain %s",
+								   format_type_be(((CoerceToDomain *) node)->resulttype)));
+			break;
+		default:
+			break;
+	}
+	SjThetaRefuse(psprintf("this kind of expression (node %d)", (int) nodeTag(node)));
+}
+
+static bool SjThetaPrecheck(Node *node);
+
+/* SjThetaPrecheck over a list of arguments: does any read a column? */
+static bool
+SjThetaPrecheckArgs(List *args)
+{
+	ListCell   *lc;
+	bool		vars = false;
+
+	foreach(lc, args)
+		vars |= SjThetaPrecheck(lfirst(lc));
+	return vars;
+}
+
+/*
+ * Check the condition as the user wrote it, after parse analysis and before
+ * any constant folding or inlining, so that nothing the user defined ever
+ * runs: only columns, constants, AND/OR/NOT, IS [NOT] NULL, COLLATE and
+ * calls of the built-in functions and operators of sj_fn_map (by OID) pass,
+ * and, on constants alone, built-in immutable casts (the numeric literal 1.5
+ * compared with a float8 column), which the folding then computes.  A
+ * user-defined function, operator or cast (an SQL function too, before it
+ * could be inlined) and a cast to a domain (whose checks may call functions)
+ * are refused with 0A000, naming them.  Returns whether node reads a column.
+ */
+static bool
+SjThetaPrecheck(Node *node)
+{
+	check_stack_depth();
+	if (node == NULL)
+		return false;
+	switch (nodeTag(node))
+	{
+		case T_Var:
+			return true;
+		case T_Const:
+			return false;
+		case T_RelabelType:
+			return SjThetaPrecheck((Node *) ((RelabelType *) node)->arg);
+		case T_CollateExpr:
+			return SjThetaPrecheck((Node *) ((CollateExpr *) node)->arg);
+		case T_BoolExpr:
+			return SjThetaPrecheckArgs(((BoolExpr *) node)->args);
+		case T_NullTest:
+			return SjThetaPrecheck((Node *) ((NullTest *) node)->arg);
+		case T_OpExpr:
+			{
+				OpExpr	   *op = (OpExpr *) node;
+
+				set_opfuncid(op);
+				if (op->opno >= FirstNormalObjectId || op->opfuncid >= FirstNormalObjectId)
+					SjThetaRefuse(psprintf("the user-defined operator %s",
+										   get_opname(op->opno)));
+				if (SjFnLookup(op->opfuncid) == NULL)
+					SjThetaRefuse(SjOpWhat(op));
+				return SjThetaPrecheckArgs(op->args);
+			}
+		case T_FuncExpr:
+			{
+				FuncExpr   *f = (FuncExpr *) node;
+				bool		vars;
+
+				if (f->funcid >= FirstNormalObjectId)
+					SjThetaRefuse(f->funcformat == COERCE_EXPLICIT_CALL ?
+								  psprintf("the user-defined function %s()",
+										   get_func_name(f->funcid)) :
+								  psprintf("a cast to %s through the user-defined function %s()",
+										   format_type_be(f->funcresulttype),
+										   get_func_name(f->funcid)));
+				vars = SjThetaPrecheckArgs(f->args);
+				if (SjFnLookup(f->funcid) == NULL &&
+					(vars || f->funcformat == COERCE_EXPLICIT_CALL || f->funcretset ||
+					 func_volatile(f->funcid) != PROVOLATILE_IMMUTABLE))
+					SjThetaRefuse(SjFuncWhat(f));
+				return vars;
+			}
+		default:
+			SjRefuseNode(node);
+	}
+	return false;				/* not reached */
+}
+
 /* Compile one node of the analysed condition; returns its value type. */
 static SjValType
 SjCompile(SjThetaCompiler *c, Node *node)
@@ -1087,22 +1240,14 @@ SjCompile(SjThetaCompiler *c, Node *node)
 
 				set_opfuncid(op);	/* unset where the folding negated NOT */
 				return SjCompileCall(c, node, op->opfuncid, op->args, op->inputcollid,
-									 psprintf("the operator %s for %s",
-											  get_opname(op->opno),
-											  list_length(op->args) == 2 ?
-											  psprintf("%s and %s",
-													   format_type_be(exprType(linitial(op->args))),
-													   format_type_be(exprType(lsecond(op->args)))) :
-											  format_type_be(exprType(llast(op->args)))));
+									 SjOpWhat(op));
 			}
 		case T_FuncExpr:
 			{
 				FuncExpr   *f = (FuncExpr *) node;
 
 				return SjCompileCall(c, node, f->funcid, f->args, f->inputcollid,
-									 f->funcformat == COERCE_EXPLICIT_CALL ?
-									 psprintf("the function %s()", get_func_name(f->funcid)) :
-									 psprintf("a cast to %s", format_type_be(f->funcresulttype)));
+									 SjFuncWhat(f));
 			}
 		case T_BoolExpr:
 			{
@@ -1135,34 +1280,10 @@ SjCompile(SjThetaCompiler *c, Node *node)
 				SjEmit(c, nt->nulltesttype == IS_NULL ? SJ_OP_IS_NULL : SJ_OP_IS_NOT_NULL, 0, 0, 0);
 				return SJ_V_BOOL;
 			}
-		case T_SubLink:
-			SjThetaRefuse("subqueries");
-			break;
-		case T_Aggref:
-			SjThetaRefuse("aggregate functions");
-			break;
-		case T_CaseExpr:
-			SjThetaRefuse("CASE expressions");
-			break;
-		case T_CoalesceExpr:
-			SjThetaRefuse("COALESCE");
-			break;
-		case T_ScalarArrayOpExpr:
-			SjThetaRefuse("IN lists and ANY/ALL");
-			break;
-		case T_BooleanTest:
-			SjThetaRefuse("IS [NOT] TRUE/FALSE/UNKNOWN");
-			break;
-		case T_DistinctExpr:
-			SjThetaRefuse("IS [NOT] DISTINCT FROM");
-			break;
-		case T_CoerceViaIO:
-			SjThetaRefuse(psprintf("a cast to %s", format_type_be(((CoerceViaIO *) node)->resulttype)));
-			break;
 		default:
 			break;
 	}
-	SjThetaRefuse(psprintf("this kind of expression (node %d)", (int) nodeTag(node)));
+	SjRefuseNode(node);
 	return SJ_V_BOOL;			/* not reached */
 }
 
@@ -1237,6 +1358,8 @@ SjThetaAnalyze(Relation lrel, Relation rrel, const char *condition)
 	expr = transformExpr(pstate, rt->val, EXPR_KIND_JOIN_ON);
 	expr = coerce_to_boolean(pstate, expr, "theta_join condition");
 	assign_expr_collations(pstate, expr);
+	/* nothing is folded, inlined or run before the whole tree is checked */
+	SjThetaPrecheck(expr);
 	/* fold constant subexpressions (casts of literals), as the planner would */
 	expr = eval_const_expressions(NULL, expr);
 
@@ -1737,12 +1860,14 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
  * With date/time arithmetic in the condition, every date and timestamp
  * value it reads must be finite and far enough from its type's limits that
  * the condition's constants cannot carry it past them: then the engines'
- * int64 arithmetic is exactly PostgreSQL's.  Otherwise refuse.  Derived
- * columns (computed by PostgreSQL) are exempt unless the engines' own
- * arithmetic applies to them.
+ * int64 arithmetic is exactly PostgreSQL's.  Otherwise theta_join refuses;
+ * the custom scan's rows (sides without a relation) are set aside instead
+ * (aside[s][i], allocated here), for the caller to join with PostgreSQL's
+ * own operators.  Derived columns (computed by PostgreSQL) are exempt
+ * unless the engines' own arithmetic applies to them.
  */
 static void
-SjThetaCheckTemporal(SjThetaCompiler *c)
+SjThetaCheckTemporal(SjThetaCompiler *c, bool **aside)
 {
 	int			s,
 				k;
@@ -1783,12 +1908,14 @@ SjThetaCheckTemporal(SjThetaCompiler *c)
 				if (col->nulls[i] || (col->ivals[i] >= lo && col->ivals[i] <= hi))
 					continue;
 				if (!OidIsValid(side->relid))
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("simjoin cannot evaluate date/time arithmetic over a value of %s in the join condition",
-									format_type_be(col->valtype)),
-							 errdetail("The value is infinite, or too close to the limits of its type for the condition's offsets."),
-							 errhint("Set simjoin.enable_customscan = off for this query, or filter such rows out first.")));
+				{
+					/* the custom scan's rows */
+					if (aside[s] == NULL)
+						aside[s] = palloc_extended(Max(side->n, 1) * sizeof(bool),
+												   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+					aside[s][i] = true;
+					continue;
+				}
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("theta_join cannot evaluate date/time arithmetic over column \"%s\" of relation \"%s\"",
@@ -2309,18 +2436,61 @@ SjThetaPlanJob(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan,
 }
 
 /*
- * After both sides are read: check date/time ranges, rank text and numeric
- * values jointly, give the engines their view of the data and plan the
- * strategy.
+ * Drop the rows set aside (aside, NULL: none) from a side; returns the
+ * input row (key, or place) of each row kept.
+ */
+static int64 *
+SjThetaSideCompact(SjThetaSide *side, const bool *aside)
+{
+	int64	   *map = palloc_extended(Max(side->n, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
+	size_t		i,
+				m = 0;
+	int			k;
+
+	for (i = 0; i < side->n; i++)
+	{
+		if (aside && aside[i])
+			continue;
+		map[m] = side->nokeys ? (int64) i : side->keys[i];
+		if (!side->nokeys)
+			side->keys[m] = side->keys[i];
+		for (k = 0; k < side->ncols; k++)
+		{
+			SjThetaCol *col = &side->cols[k];
+
+			col->nulls[m] = col->nulls[i];
+			if (col->kind == SJ_KIND_F64)
+				col->fvals[m] = col->fvals[i];
+			else if (col->kind == SJ_KIND_I64)
+				col->ivals[m] = col->ivals[i];
+			else
+				col->dvals[m] = col->dvals[i];
+		}
+		m++;
+	}
+	side->n = m;
+	return map;
+}
+
+/*
+ * After both sides are read: check date/time ranges (setting the custom
+ * scan's inexact rows aside, maps[s] then giving the input row of each row
+ * the engines see), rank text and numeric values jointly, give the engines
+ * their view of the data and plan the strategy.
  */
 static void
-SjThetaJobInit(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan)
+SjThetaJobInit(SjThetaCompiler *comp, SjThetaJob *job, SjThetaPlan *plan,
+			   bool **aside, int64 **maps)
 {
 	char		errmsg[SJ_ERRMSG_LEN] = "";
 	SjStatus	status;
+	int			s;
 
 	SjThetaDerivedErrors(comp);
-	SjThetaCheckTemporal(comp);
+	SjThetaCheckTemporal(comp, aside);
+	if (aside[0] || aside[1])
+		for (s = 0; s < 2; s++)
+			maps[s] = SjThetaSideCompact(comp->sides[s], aside[s]);
 	SjRankAll(comp, SJ_KIND_TEXT);
 	SjNumericCasts(comp);
 	if (comp->numeric_arith)
@@ -2344,6 +2514,8 @@ struct SjThetaPrepared
 	SjThetaCompiler comp;
 	SjThetaJob	job;
 	SjThetaPlan plan;
+	bool	   *aside[2];		/* rows set aside by SjThetaCheckTemporal */
+	int64	   *maps[2];		/* engine row -> input row, where any are */
 };
 
 /*
@@ -2508,12 +2680,27 @@ SjThetaIndexesInner(SjThetaPrepared *tp)
 	return plan.strategy != SJ_THETA_NESTED_LOOP && plan.probe_left;
 }
 
-/* Both sides are in: fill spec to run the join (emit left to the caller). */
+/*
+ * Does the condition do date/time arithmetic, whose rows SjThetaFinish may
+ * find the engines cannot compute exactly?  The custom scan keeps its rows
+ * then, to join those with PostgreSQL's operators.
+ */
+bool
+SjThetaMayNeedRows(SjThetaPrepared *tp)
+{
+	return tp->comp.temporal_arith;
+}
+
+/*
+ * Both sides are in: fill spec to run the join (emit left to the caller).
+ * Rows whose values the engines cannot compute exactly (an infinite date
+ * or timestamp under arithmetic) are set aside: SjThetaAside tells which.
+ */
 void
 SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,
 			  int64 *nright, char *strategy, int len)
 {
-	SjThetaJobInit(&tp->comp, &tp->job, &tp->plan);
+	SjThetaJobInit(&tp->comp, &tp->job, &tp->plan, tp->aside, tp->maps);
 	memset(spec, 0, sizeof(*spec));
 	spec->name = "theta_join";
 	spec->arg = &tp->job;
@@ -2521,6 +2708,19 @@ SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,
 	*nleft = tp->sides[0].n;
 	*nright = tp->sides[1].n;
 	strlcpy(strategy, tp->plan.description, len);
+}
+
+/*
+ * After SjThetaFinish: the rows of side s set aside, by input row (NULL:
+ * none), for the caller to join with PostgreSQL's operators against every
+ * row of the other side; *map (NULL: the same) gives the input row of each
+ * row the engines see.
+ */
+const bool *
+SjThetaAside(SjThetaPrepared *tp, int side, const int64 **map)
+{
+	*map = tp->maps[side];
+	return tp->aside[side];
 }
 
 /* The body shared by theta_join and theta_join_count. */
@@ -2570,7 +2770,12 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	memset(&job, 0, sizeof(job));
 	job.store = store;
 	job.desc = desc;
-	SjThetaJobInit(&comp, &job, &plan);
+	{
+		bool	   *aside[2] = {NULL, NULL};	/* only the custom scan's */
+		int64	   *maps[2] = {NULL, NULL};
+
+		SjThetaJobInit(&comp, &job, &plan, aside, maps);
+	}
 
 	stats.left_rows = sides[0]->n;
 	stats.right_rows = sides[1]->n;

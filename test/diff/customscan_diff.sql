@@ -240,3 +240,93 @@ SELECT sjd_auto_case('device auto, theta equi', $q$
 SELECT sjd_auto_case('device auto, theta band', $q$
     SELECT a.id % 100 AS g, count(*) AS n, sum(b.id) AS s FROM cs_pa a JOIN cs_pb b
     ON b.f BETWEEN a.f - 0.01 AND a.f + 0.01 GROUP BY 1 $q$);
+
+-- Special values in every type the theta engines take: the types' extremes,
+-- NaN, infinities and -0 of float4, float8 and numeric, infinite dates and
+-- timestamps and values near their limits, NULLs.  Where date/time
+-- arithmetic meets a value the engines cannot compute exactly, the node
+-- evaluates the join with PostgreSQL's operators; the answer is PostgreSQL's.
+CREATE OR REPLACE FUNCTION sjd_pick(i int, specials anyarray, normal anyelement)
+RETURNS anyelement LANGUAGE sql AS $$
+    SELECT CASE WHEN i % 7 = 0 THEN specials[1 + (i / 7) % array_length(specials, 1)]
+                ELSE normal END $$;
+CREATE TABLE cs_sa AS
+SELECT i AS id,
+       sjd_pick(i, '{-32768,32767,NULL,0}'::int2[], (random() * 20)::int2) AS i2,
+       sjd_pick(i, '{-2147483648,2147483647,NULL,0}'::int4[], (random() * 50)::int4) AS i4,
+       sjd_pick(i, '{-9223372036854775808,9223372036854775807,NULL}'::int8[], (random() * 50)::int8) AS i8,
+       sjd_pick(i, '{NaN,Infinity,-Infinity,-0,3.4e38,-3.4e38,1e-45,NULL}'::float4[],
+                (floor(random() * 40) / 4)::float4) AS f4,
+       sjd_pick(i, '{NaN,Infinity,-Infinity,-0,1.7976931348623157e308,-1.7976931348623157e308,5e-324,NULL}'::float8[],
+                floor(random() * 40) / 4) AS f8,
+       sjd_pick(i, '{NaN,Infinity,-Infinity,0,-0.000,1e-1000,NULL}'::numeric[],
+                round((random() * 10)::numeric, 1)) AS n,
+       sjd_pick(i, '{infinity,-infinity,4713-01-10 BC,5874897-12-20,NULL}'::date[],
+                date '2024-01-01' + (random() * 60)::int) AS d,
+       sjd_pick(i, '{infinity,-infinity,4713-11-25 BC,294276-11-01,NULL}'::timestamp[],
+                timestamp '2024-01-01' + (random() * 600)::int * interval '1 minute') AS ts,
+       sjd_pick(i, '{infinity,-infinity,4713-11-25 00:00+00 BC,294276-11-01 00:00+00,NULL}'::timestamptz[],
+                timestamptz '2024-01-01 00:00+00' + (random() * 600)::int * interval '1 minute') AS tz,
+       sjd_pick(i, '{NULL,true,false}'::bool[], random() < 0.5) AS b,
+       sjd_pick(i, '{"",NULL," "}'::text[], md5((random() * 30)::int::text)) AS t
+FROM generate_series(1, 700) i;
+CREATE TABLE cs_sb AS SELECT * FROM cs_sa ORDER BY random() LIMIT 500;
+UPDATE cs_sb SET id = id + 10000, f8 = f8 + 0.25 WHERE id % 3 = 0;
+ANALYZE cs_sa;
+ANALYZE cs_sb;
+
+SELECT sjd_sql_case('special values: int2 equi, float4 inequality', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b ON a.i2 = b.i2 AND a.f4 < b.f4 $q$);
+SELECT sjd_sql_case('special values: int4 extremes, band in bigint', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b
+    ON a.i4 BETWEEN b.i4 - 1::bigint AND b.i4 + 1::bigint $q$);
+SELECT sjd_sql_case('special values: int8 extremes', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b ON a.i8 <= b.i8 AND a.i2 = b.i2 $q$);
+SELECT sjd_sql_case('special values: float8 NaN and infinities, band', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b ON a.f8 BETWEEN b.f8 - 0.5 AND b.f8 + 0.5 $q$);
+SELECT sjd_sql_case('special values: float8 equality (NaN = NaN, -0 = 0)', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b ON a.f8 = b.f8 $q$);
+SELECT sjd_sql_case('special values: float4 and float8 mixed, left join', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a LEFT JOIN cs_sb b ON a.f4 > b.f8 AND a.i2 = b.i2 $q$);
+SELECT sjd_sql_case('special values: numeric NaN and infinities', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b ON a.n < b.n AND a.i2 = b.i2 $q$);
+SELECT sjd_sql_case('special values: numeric equality', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b ON a.n = b.n $q$);
+SELECT sjd_sql_case('special values: date band', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b ON a.d BETWEEN b.d - 1 AND b.d + 1 $q$);
+SELECT sjd_sql_case('special values: date band, count', $q$
+    SELECT count(*) AS n FROM cs_sa a JOIN cs_sb b ON a.d BETWEEN b.d - 1 AND b.d + 1 $q$);
+SELECT sjd_sql_case('special values: date plus days, left join', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a LEFT JOIN cs_sb b ON a.d = b.d + 7 $q$);
+SELECT sjd_sql_case('special values: date compared, no arithmetic', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b ON a.d < b.d AND a.i2 = b.i2 $q$);
+SELECT sjd_sql_case('special values: timestamp band of minutes', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b
+    ON a.ts BETWEEN b.ts - interval '5 minutes' AND b.ts + interval '5 minutes' $q$);
+SELECT sjd_sql_case('special values: timestamptz minus an hour, anti join', $q$
+    SELECT a.id FROM cs_sa a WHERE NOT EXISTS (
+        SELECT 1 FROM cs_sb b WHERE a.tz > b.tz - interval '1 hour' AND a.i2 = b.i2) $q$);
+SELECT sjd_sql_case('special values: timestamp plus a month (derived)', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b ON a.ts >= b.ts + interval '1 month' AND a.i2 = b.i2 $q$);
+SELECT sjd_sql_case('special values: date to timestamp', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN (SELECT * FROM cs_sb WHERE d < '100000-01-01') b
+    ON b.d::timestamp = a.ts - interval '1 hour' AND a.i2 = b.i2 $q$);
+SELECT sjd_sql_case('special values: text and bool', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_sa a JOIN cs_sb b ON a.t = b.t AND a.b <> b.b $q$);
+
+-- Rows set aside (infinite dates under arithmetic) in a partial plan: each
+-- participant joins its outer share's and the shared inner's set-aside rows
+-- with PostgreSQL's operators, the rest on the engine.
+CREATE TABLE cs_spa AS
+SELECT i AS id, CASE WHEN i % 1000 = 0 THEN 'infinity'::date WHEN i % 1000 = 1 THEN '-infinity'::date
+                     ELSE date '2000-01-01' + (random() * 5000)::int END AS d
+FROM generate_series(1, 200000) i;
+CREATE TABLE cs_spb AS
+SELECT i AS id, CASE WHEN i % 1000 = 0 THEN 'infinity'::date
+                     ELSE date '2000-01-01' + (random() * 5000)::int END AS d
+FROM generate_series(1, 50000) i;
+ANALYZE cs_spa;
+ANALYZE cs_spb;
+SELECT sjd_parallel_case('partial theta date band, infinities set aside', $q$
+    SELECT a.id % 100 AS g, count(*) AS n, sum(b.id) AS s FROM cs_spa a JOIN cs_spb b
+    ON a.d BETWEEN b.d - 1 AND b.d + 1 GROUP BY 1 $q$);

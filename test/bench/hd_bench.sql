@@ -1,0 +1,203 @@
+-- hd_bench.sql: high-dimensional eps_join (embeddings), GPU against the CPU
+-- engine and PostgreSQL's plan without simjoin.  Data generated in SQL,
+-- deterministic (hashes of row and dimension numbers, no random()), in
+-- parallel.  Workloads (issue "High-dimensional eps_join"):
+--   hd128   (a) 1,000,000 x 128-D float4, 100,000 centres x 10 copies, L2
+--   hd96    (b) the same in 96-D
+--   hd384c  (c) 1,000,000 x 384-D, a mixture of 1,000 Gaussians of varied
+--               spread, 10 near-copies a sub-centre, cosine; eps chosen on
+--               the GPU for about 10 neighbours a point
+--   hd1536c (d) 200,000 x 1,536-D, the same shape, cosine
+--   sweep   50,000 points (5,000 centres x 10) at d = 3 ... 1,536, eps
+--           scaled with sqrt(d) so that the pair density stays fixed
+-- PostgreSQL's plan (simjoin.enable_customscan = off) is a nested loop over
+-- l2_distance / cosine_distance: it is timed on a sample of the outer side
+-- and scaled to the whole join (sjb_time's scale), as marked in the form.
+-- psql -v hd_scale=0.01 shrinks every table (a quick check of the script).
+\set ON_ERROR_STOP 1
+\if :{?hd_scale}
+\else
+\set hd_scale 1
+\endif
+SET max_parallel_workers_per_gather = 8;
+SET client_min_messages = notice;
+
+-- uniform in (0, 1) from two integers; a standard normal from two more
+CREATE OR REPLACE FUNCTION sjb_u(a bigint, b int) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT ((hashint8(a * 8191 + b)::bigint & 16777215) + 0.5) / 16777216.0 $$;
+CREATE OR REPLACE FUNCTION sjb_g(a bigint, b int) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT sqrt(-2 * ln(sjb_u(a, 2 * b))) * cos(2 * pi() * sjb_u(a, 2 * b + 1)) $$;
+
+-- row numbers 0 .. n-1 in a table, so that the generating SELECT runs in
+-- parallel workers (a function scan would not)
+CREATE OR REPLACE FUNCTION sjb_ids(n int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    DROP TABLE IF EXISTS sjb_id;
+    CREATE TABLE sjb_id AS SELECT i FROM generate_series(0, n - 1) i;
+    ALTER TABLE sjb_id SET (parallel_workers = 8);
+    ANALYZE sjb_id;
+END $$;
+
+-- n points, copies of n/10 centres uniform in [0,1]^dim, each coordinate
+-- jittered by at most jit
+CREATE OR REPLACE FUNCTION sjb_clustered(name text, n int, dim int, jit float8)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM sjb_ids(n);
+    EXECUTE format('DROP TABLE IF EXISTS %I', name);
+    EXECUTE format($q$CREATE TABLE %I AS
+        SELECT i AS id, ARRAY(SELECT (sjb_u(i / 10, k) + (sjb_u(i + 1000000000, k) - 0.5) * 2 * %s)::float4
+                              FROM generate_series(1, %s) k) AS v
+        FROM sjb_id$q$, name, jit, dim);
+    EXECUTE format('ANALYZE %I', name);
+END $$;
+
+-- n unit-scale points: 1,000 Gaussian components N(c_m, s_m^2) with spread
+-- s_m in [0.1, 0.5], n/10 sub-centres drawn from them, 10 near-copies of
+-- each (noise 0.05 s_m): cosine neighbours are the near-copies
+CREATE OR REPLACE FUNCTION sjb_mixture(name text, n int, dim int)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    DROP TABLE IF EXISTS sjb_comp;
+    CREATE TABLE sjb_comp AS
+        SELECT m, 0.1 + 0.4 * sjb_u(m, 777777) AS s,
+               ARRAY(SELECT sjb_g(m, k) FROM generate_series(1, dim) k) AS c
+        FROM generate_series(0, 999) m;
+    PERFORM sjb_ids(n);
+    EXECUTE format('DROP TABLE IF EXISTS %I', name);
+    EXECUTE format($q$CREATE TABLE %I AS
+        SELECT i AS id,
+               ARRAY(SELECT (p.c[k] + p.s * (2 * sjb_u(i / 10 + 2000000000, k) - 1)
+                             + 0.05 * p.s * (2 * sjb_u(i + 3000000000, k) - 1))::float4
+                     FROM generate_series(1, %s) k) AS v
+        FROM sjb_id JOIN sjb_comp p ON p.m = (i / 10) %% 1000$q$, name, dim);
+    EXECUTE format('ANALYZE %I', name);
+END $$;
+
+-- the largest eps of a list whose self-join gives at most 10 neighbours a
+-- point on average (counted on the GPU, or the CPU engine without one)
+CREATE OR REPLACE FUNCTION sjb_pick_eps(tbl text, metric text, eps float8[])
+RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE e float8; best float8 := eps[1]; n bigint; c bigint;
+BEGIN
+    EXECUTE format('SELECT count(*) FROM %I', tbl) INTO n;
+    FOREACH e IN ARRAY eps LOOP
+        c := eps_join_count(tbl::regclass, 'id', 'v', e, metric);
+        RAISE NOTICE '% eps % : % pairs, % neighbours a point', tbl, e, c, round(2.0 * c / n, 2);
+        EXIT WHEN 2.0 * c / n > 10;
+        best := e;
+    END LOOP;
+    RETURN best;
+END $$;
+
+-- one engine on one workload: 'gpu' and 'cpu' count the self-join with
+-- eps_join_count; 'native' is PostgreSQL's nested loop over l2_distance or
+-- cosine_distance on the rows of a sample of the outer side (each unordered
+-- pair once: a sample row against all later rows), scaled to the whole join.
+-- Each runs as a statement of its own, so that statement_timeout bounds it.
+CREATE OR REPLACE FUNCTION sjb_hd(workload text, tbl text, eps float8, metric text,
+                                  engine text, sample int DEFAULT 500)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE n bigint; fn text := CASE metric WHEN 'cosine' THEN 'cosine_distance' ELSE 'l2_distance' END;
+BEGIN
+    EXECUTE format('SELECT count(*) FROM %I', tbl) INTO n;
+    IF engine = 'native' THEN
+        PERFORM sjb_time(workload, 'count', 'native',
+            format('SELECT count(*) FROM %I a JOIN %I b ON %s(a.v, b.v) <= %s AND a.id < b.id WHERE a.id %% %s = 0',
+                   tbl, tbl, fn, eps, greatest(1, n / sample)), 1, greatest(1, n / sample)::float8);
+    ELSE
+        PERFORM sjb_time(workload, 'count', engine,
+            format('SELECT eps_join_count(%L, %L, %L, %s, %L)', tbl, 'id', 'v', eps, metric),
+            CASE engine WHEN 'gpu' THEN 3 ELSE 1 END);
+    END IF;
+END $$;
+
+-- one workload on every engine: \set ws (its name), tbl, eps and metric
+-- first.  The CPU engine and the nested loop may take long: a
+-- statement_timeout of 150 s records a lower bound instead
+\set hd_run 'SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''gpu''); SET statement_timeout = ''150s''; SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''cpu''); SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''native''); RESET statement_timeout'
+
+\if :{?hd_part}
+\else
+\set hd_part all
+\endif
+SELECT :'hd_part' IN ('all', 'l2') AS hd_l2, :'hd_part' IN ('all', 'cosine') AS hd_cosine,
+       :'hd_part' IN ('all', 'sweep') AS hd_sweep \gset
+
+\if :hd_l2
+SELECT sjb_clustered('hd128', (1000000 * :hd_scale)::int, 128, 0.01);
+\set ws 'hd128 (a) 1M x 128-D L2 eps=0.1'
+\set tbl hd128
+\set eps 0.1
+\set metric l2
+:hd_run;
+DROP TABLE hd128;
+SELECT sjb_clustered('hd96', (1000000 * :hd_scale)::int, 96, 0.01);
+\set ws 'hd96 (b) 1M x 96-D L2 eps=0.09'
+\set tbl hd96
+\set eps 0.09
+:hd_run;
+DROP TABLE hd96;
+\endif
+
+\if :hd_cosine
+\set metric cosine
+SELECT sjb_mixture('hd384c', (1000000 * :hd_scale)::int, 384);
+SELECT sjb_pick_eps('hd384c', 'cosine', '{0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01}') AS eps \gset
+\set ws 'hd384c (c) 1M x 384-D cosine eps=' :eps
+\set tbl hd384c
+:hd_run;
+DROP TABLE hd384c;
+SELECT sjb_mixture('hd1536c', (200000 * :hd_scale)::int, 1536);
+SELECT sjb_pick_eps('hd1536c', 'cosine', '{0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01}') AS eps \gset
+\set ws 'hd1536c (d) 200K x 1536-D cosine eps=' :eps
+\set tbl hd1536c
+:hd_run;
+DROP TABLE hd1536c;
+\endif
+
+-- the sweep: the same shape and pair density at every dimension
+\if :hd_sweep
+\set metric l2
+\set tbl hdsweep
+SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 3, 0.01);
+\set ws 'sweep d=   3 L2 eps=0.0142'
+\set eps 0.0142
+:hd_run;
+SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 8, 0.01);
+\set ws 'sweep d=   8 L2 eps=0.0232'
+\set eps 0.0232
+:hd_run;
+SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 16, 0.01);
+\set ws 'sweep d=  16 L2 eps=0.0328'
+\set eps 0.0328
+:hd_run;
+SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 33, 0.01);
+\set ws 'sweep d=  33 L2 eps=0.0471'
+\set eps 0.0471
+:hd_run;
+SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 64, 0.01);
+\set ws 'sweep d=  64 L2 eps=0.0656'
+\set eps 0.0656
+:hd_run;
+SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 128, 0.01);
+\set ws 'sweep d= 128 L2 eps=0.0928'
+\set eps 0.0928
+:hd_run;
+SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 384, 0.01);
+\set ws 'sweep d= 384 L2 eps=0.1607'
+\set eps 0.1607
+:hd_run;
+SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 768, 0.01);
+\set ws 'sweep d= 768 L2 eps=0.2272'
+\set eps 0.2272
+:hd_run;
+SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 1536, 0.01);
+\set ws 'sweep d=1536 L2 eps=0.3214'
+\set eps 0.3214
+:hd_run;
+DROP TABLE hdsweep;
+\endif
+DROP TABLE IF EXISTS sjb_id, sjb_comp;

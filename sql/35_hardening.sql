@@ -2,6 +2,9 @@
 -- SimJoin answers wherever PostgreSQL's own plan does; statistics belong to
 -- the session's current user
 
+-- work_mem is a setting a condition could change: start from a known value
+SET work_mem = '4MB';
+
 -- 1. the condition is checked as written, before anything is folded or
 -- inlined: user functions, operators, casts and domains never run
 CREATE TABLE hp (id int, a int, f8 float8);
@@ -200,3 +203,7 @@ INSERT INTO hj VALUES (1, '{1,2}', '{0,0}'), (2, '{2,3}', '{1,1}');
 SELECT sj_err($$SELECT count(*) FROM jaccard_join('hj', 'id', 's', 1.000001)$$);
 SELECT sj_err($$SELECT count(*) FROM jaccard_join('hj', 'id', 's', 1.0000000000000002)$$);
 SELECT sj_err($$SELECT count(*) FROM eps_join('hj', 'id', 'v', -0.0000001234567)$$);
+
+-- roles are the cluster's: leave none behind for the next run
+DROP OWNED BY regress_sj_hard;
+DROP ROLE regress_sj_hard;

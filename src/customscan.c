@@ -7,6 +7,9 @@
  *
  *	- l2_distance(a, b) <= c (also <, the <-> operator, either order),
  *	- jaccard(a, b) >= c (also >, either order),
+ *	- PostGIS's ST_DWithin(a, b, c), ST_Distance(a, b) <= c and their 3-D and
+ *	  geography forms over point columns (postgis.c, SjGisCondition): an eps
+ *	  join at a widened c whose candidates the clause itself decides,
  *	- otherwise the clauses comparing columns of both sides that the theta
  *	  compiler accepts (theta_join.c),
  *

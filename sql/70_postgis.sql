@@ -94,6 +94,85 @@ SELECT eps_join_count('gg', 'id', 'g', 25000000) =
        (SELECT count(*) FROM gg a JOIN gg b ON a.id < b.id AND ST_DWithin(a.g, b.g, 25000000))
     AS all_pairs;
 
+-- plain SQL joins on PostGIS distance conditions between point columns run as
+-- Custom Scan (SimJoin); the results are PostgreSQL's own (customscan off)
+CREATE TABLE sp (id int, g geometry(Point, 3857));
+INSERT INTO sp SELECT id, ST_SetSRID(g, 3857) FROM gp;
+CREATE TABLE sq (id int, g geometry(Point, 3857));
+INSERT INTO sq SELECT id, ST_SetSRID(g, 3857) FROM gq;
+CREATE TABLE sz (id int, g geometry(PointZ, 3857));
+INSERT INTO sz SELECT id, ST_SetSRID(g, 3857) FROM gz WHERE ST_Zmflag(g) = 2;
+CREATE TABLE sg (id int, g geography(Point));
+INSERT INTO sg SELECT id, g FROM gg;
+CREATE TABLE sg2 (id int, g geography(Point, 4326));
+INSERT INTO sg2 SELECT id, g FROM gg WHERE id % 3 = 0;
+ANALYZE sp, sq, sz, sg, sg2;
+-- q's rows with and without the custom scan: how many, and how they differ
+CREATE FUNCTION gis_compare(q text, OUT n bigint, OUT extra bigint, OUT missing bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE 'CREATE TEMP TABLE cmp_got AS ' || q;
+    PERFORM set_config('simjoin.enable_customscan', 'off', true);
+    EXECUTE 'CREATE TEMP TABLE cmp_want AS ' || q;
+    PERFORM set_config('simjoin.enable_customscan', 'on', true);
+    SELECT count(*) INTO n FROM cmp_want;
+    SELECT count(*) INTO extra FROM (SELECT * FROM cmp_got EXCEPT ALL SELECT * FROM cmp_want) x;
+    SELECT count(*) INTO missing FROM (SELECT * FROM cmp_want EXCEPT ALL SELECT * FROM cmp_got) x;
+    DROP TABLE cmp_got, cmp_want;
+END $$;
+SET enable_nestloop = off;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM sp a JOIN sq b ON ST_DWithin(a.g, b.g, 0.75);
+EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM sp a JOIN sq b ON ST_Distance(b.g, a.g) <= 0.75;
+EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM sp a LEFT JOIN sq b ON 0.75 > (a.g <-> b.g);
+EXPLAIN (COSTS OFF) SELECT count(*) FROM sz a JOIN sz b ON ST_3DDWithin(a.g, b.g, 1.2);
+EXPLAIN (COSTS OFF) SELECT a.id FROM sg a WHERE EXISTS
+    (SELECT FROM sg2 b WHERE ST_DWithin(b.g, a.g, 100000));
+EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM sg a JOIN sg2 b ON ST_Distance(a.g, b.g, false) < 50000;
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sp a JOIN sq b ON ST_DWithin(a.g, b.g, 0.75)');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sp a JOIN sq b ON ST_DWithin(b.g, a.g, 0.75)');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sp a JOIN sp b ON a.id < b.id AND ST_DWithin(a.g, b.g, 1)');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sp a JOIN sp b ON ST_Distance(a.g, b.g) <= 5');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sp a JOIN sp b ON ST_Distance(a.g, b.g) < 5');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sp a JOIN sp b ON 5 >= (a.g <-> b.g)');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sp a JOIN sp b ON ST_DWithin(a.g, b.g, 0)');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sp a LEFT JOIN sq b ON ST_DWithin(a.g, b.g, 0.5)');
+SELECT * FROM gis_compare('SELECT a.id FROM sp a WHERE EXISTS (SELECT FROM sq b WHERE ST_DWithin(a.g, b.g, 0.5))');
+SELECT * FROM gis_compare('SELECT a.id FROM sp a WHERE NOT EXISTS (SELECT FROM sq b WHERE ST_DWithin(b.g, a.g, 0.5))');
+SELECT * FROM gis_compare('SELECT count(*) FROM sp a JOIN sq b ON ST_DWithin(a.g, b.g, 0.75)');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sz a JOIN sz b ON ST_3DDWithin(a.g, b.g, 1.2)');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sz a JOIN sz b ON ST_3DDistance(b.g, a.g) <= 3');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sg a JOIN sg b ON ST_DWithin(a.g, b.g, 100000)');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sg a JOIN sg2 b ON ST_DWithin(b.g, a.g, 200, false)');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sg a JOIN sg2 b ON ST_Distance(a.g, b.g) < 100000');
+SELECT * FROM gis_compare('SELECT a.id AS l, b.id AS r FROM sg a LEFT JOIN sg2 b ON ST_Distance(a.g, b.g, false) <= 100000');
+SELECT * FROM gis_compare('SELECT a.id FROM sg a WHERE NOT EXISTS (SELECT FROM sg2 b WHERE ST_DWithin(a.g, b.g, 25000000))');
+-- pairs exactly at the distance, and a parameter of a generic plan
+SELECT a.id, b.id FROM sp a JOIN sp b ON a.id < b.id AND ST_DWithin(a.g, b.g, 5)
+WHERE a.id > 1000 ORDER BY 1, 2;
+PREPARE gis_q(float8) AS SELECT count(*) FROM sg a JOIN sg b ON ST_DWithin(a.g, b.g, $1);
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE gis_q(100000);
+EXECUTE gis_q(100000);
+EXECUTE gis_q(NULL);
+-- a negative tolerance is PostGIS's own error
+SELECT count(*) FROM sp a JOIN sq b ON ST_DWithin(a.g, b.g, -1);
+RESET plan_cache_mode;
+DEALLOCATE gis_q;
+-- other geometries, mixed SRIDs, mixed dimensions: PostgreSQL's plan
+EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM gp a JOIN sq b ON ST_DWithin(a.g, b.g, 0.75);
+CREATE TABLE s4326 (id int, g geometry(Point, 4326));
+EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM s4326 a JOIN sq b ON ST_DWithin(a.g, b.g, 0.75);
+EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM sz a JOIN sz b ON ST_DWithin(a.g, b.g, 0.75);
+CREATE TABLE sl (id int, g geometry(LineString, 3857));
+EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM sl a JOIN sq b ON ST_DWithin(a.g, b.g, 0.75);
+RESET enable_nestloop;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+DROP FUNCTION gis_compare;
+DROP TABLE sp, sq, sz, sg, sg2, s4326, sl;
+
 -- errors
 INSERT INTO gq VALUES (2004, 'LINESTRING(0 0, 1 1)');
 SELECT eps_join_count('gq', 'id', 'g', 1);

@@ -7,6 +7,9 @@
  *
  *	- l2_distance(a, b) <= c (also <, the <-> operator, either order),
  *	- jaccard(a, b) >= c (also >, either order),
+ *	- PostGIS's ST_DWithin(a, b, c), ST_Distance(a, b) <= c and their 3-D and
+ *	  geography forms over point columns (postgis.c, SjGisCondition): an eps
+ *	  join at a widened c whose candidates the clause itself decides,
  *	- otherwise the clauses comparing columns of both sides that the theta
  *	  compiler accepts (theta_join.c),
  *
@@ -98,6 +101,7 @@ typedef struct SjJoinPlanInfo
 	bool		swapped;		/* the call's first argument reads the inner */
 	bool		count;			/* the counting node of an aggregate */
 	int			metric;			/* eps: SjMetric (sjdist.h) */
+	int			gis;			/* eps over PostGIS points: SJ_GIS_* flags */
 	Expr	   *outer_arg;		/* eps/jaccard: argument over the outer */
 	Expr	   *inner_arg;
 	Expr	   *threshold;
@@ -131,6 +135,7 @@ enum
 	SJ_PRIV_CPU,				/* device = auto: run on the CPU engine */
 	SJ_PRIV_PAIRS,				/* the pairs planned (EXPLAIN) */
 	SJ_PRIV_METRIC,				/* eps: SjMetric */
+	SJ_PRIV_GIS,				/* eps over PostGIS points: SJ_GIS_* flags */
 	SJ_PRIV_N
 };
 
@@ -262,6 +267,7 @@ typedef struct SjScanState
 	bool		swapped;
 	bool		count;
 	int			metric;			/* eps: SjMetric */
+	int			gis;			/* eps over PostGIS points: SJ_GIS_* flags */
 	int			workers;
 	bool		plan_cpu;		/* planned for the CPU engine (device = auto) */
 	int			nprefix;
@@ -300,6 +306,7 @@ typedef struct SjScanState
 	double		param;			/* the threshold the engine runs with */
 	bool		streaming;		/* marshal while reading, keep no rows */
 	SjEpsScan  *escan;			/* the engine's input being built */
+	void	   *pscan[2];		/* ... PostGIS points (postgis.c) */
 	SjSetScan  *sscan;
 	SjDict	   *dict;
 	SjThetaPrepared *tp;
@@ -610,7 +617,9 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 		engine_ms = cpu_ms;
 		start_ms = 0;
 	}
-	cost_qual_eval(&residual, info->residual, root);
+	cost_qual_eval(&residual, info->gis ?
+				   list_concat_copy(info->residual, info->engine_clauses) :
+				   info->residual, root);
 
 	*startup = outer_path->total_cost + inner_path->total_cost +
 		SjMs(SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_rows)) +
@@ -772,6 +781,45 @@ SjMatchSimilarity(PlannerInfo *root, Expr *clause, Relids outer, Relids inner,
 	else
 		return false;
 	info->threshold = (Expr *) other;
+	return true;
+}
+
+/*
+ * Is clause a PostGIS distance condition between point columns of the two
+ * sides (postgis.c, SjGisCondition)?  It runs as an eps join that keeps
+ * every pair PostGIS could accept, the clause deciding each one.
+ */
+static bool
+SjMatchGis(PlannerInfo *root, Expr *clause, Relids outer, Relids inner,
+		   SjJoinPlanInfo *info)
+{
+	Expr	   *a,
+			   *b,
+			   *threshold;
+	bool		strict;
+	int			gis = SjGisCondition(clause, &a, &b, &threshold, &strict);
+
+	if (gis == 0 || !SjIsThreshold((Node *) threshold))
+		return false;
+	if (SjReadsOnly(root, (Node *) a, outer) && SjReadsOnly(root, (Node *) b, inner))
+	{
+		info->outer_arg = a;
+		info->inner_arg = b;
+		info->swapped = false;
+	}
+	else if (SjReadsOnly(root, (Node *) a, inner) && SjReadsOnly(root, (Node *) b, outer))
+	{
+		info->outer_arg = b;
+		info->inner_arg = a;
+		info->swapped = true;
+	}
+	else
+		return false;
+	info->op = SJ_OP_EPS;
+	info->metric = SJ_METRIC_L2;
+	info->strict = strict;
+	info->gis = gis;
+	info->threshold = threshold;
 	return true;
 }
 
@@ -1140,8 +1188,10 @@ SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	{
 		Expr	   *clause = lfirst(lc);
 
-		if (!found && SjMatchSimilarity(root, clause, outerrel->relids,
-										innerrel->relids, &info))
+		if (!found && (SjMatchSimilarity(root, clause, outerrel->relids,
+										 innerrel->relids, &info) ||
+					   SjMatchGis(root, clause, outerrel->relids,
+								  innerrel->relids, &info)))
 		{
 			found = true;
 			info.engine_clauses = list_make1(clause);
@@ -1329,7 +1379,7 @@ SjUpperPaths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
 	cpath = makeNode(CustomPath);
 	/* counting reads plain table scans with parallel workers (parscan.c) */
 	read_discount = 0;
-	if (info->jointype == JOIN_INNER && info->residual == NIL)
+	if (info->jointype == JOIN_INNER && info->residual == NIL && !info->gis)
 	{
 		Path	   *outer = linitial(join->custom_paths);
 		Path	   *inner = lsecond(join->custom_paths);
@@ -1350,7 +1400,8 @@ SjUpperPaths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
 	cpath->path.rows = 1;
 	cpath->path.pathkeys = NIL;
 	cpath->path.startup_cost = join->path.total_cost - info->emit_cost +
-		(info->residual ? info->emit_cost / 2 : 0) + cpu_tuple_cost - read_discount;
+		(info->residual || info->gis ? info->emit_cost / 2 : 0) + cpu_tuple_cost -
+		read_discount;
 	cpath->path.total_cost = cpath->path.startup_cost;
 	cpath->flags = 0;
 	cpath->custom_paths = join->custom_paths;
@@ -1431,6 +1482,7 @@ SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_private = lappend(cscan->custom_private,
 									makeFloat(psprintf("%.0f", info->pairs)));
 	cscan->custom_private = lappend(cscan->custom_private, makeInteger(info->metric));
+	cscan->custom_private = lappend(cscan->custom_private, makeInteger(info->gis));
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_relids = bms_copy(info->relids);
 	cscan->methods = &sj_scan_methods;
@@ -1483,6 +1535,7 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->workers = intVal(list_nth(priv, SJ_PRIV_WORKERS));
 	state->plan_cpu = intVal(list_nth(priv, SJ_PRIV_CPU));
 	state->metric = intVal(list_nth(priv, SJ_PRIV_METRIC));
+	state->gis = intVal(list_nth(priv, SJ_PRIV_GIS));
 	state->engine_exprs = lsecond(cscan->custom_exprs);
 
 	node->custom_ps = list_make2(ExecInitNode(linitial(cscan->custom_plans), estate, eflags),
@@ -1531,6 +1584,11 @@ SjSideSpec(SjScanState *state, int s, SjPartKind *kind, void **side, int *ncols,
 	typids[1] = TupleDescAttr(ExecGetResultType(child), state->arg_var[s])->atttypid;
 	*kind = state->op == SJ_OP_EPS ? SJ_PART_EPS : SJ_PART_SETS;
 	*side = state->op == SJ_OP_EPS ? (void *) &state->escan[s] : (void *) &state->sscan[s];
+	if (state->gis)
+	{
+		*kind = SJ_PART_POINTS;
+		*side = state->pscan[s];
+	}
 	return true;
 }
 
@@ -1538,6 +1596,8 @@ SjSideSpec(SjScanState *state, int s, SjPartKind *kind, void **side, int *ncols,
 static const char *
 SjSideWhat(SjScanState *state)
 {
+	if (state->gis)
+		return "point";
 	return state->op == SJ_OP_EPS ? "vector" : "set";
 }
 
@@ -1552,6 +1612,8 @@ SjSideAddParts(SjScanState *state, int s, void *side, SjParts *parts)
 	state->stats.scan_workers = Max(state->stats.scan_workers, parts->workers);
 	if (state->op == SJ_OP_THETA)
 		SjThetaSideAddParts(side, parts);
+	else if (state->gis)
+		SjPointSideDone(side, parts, &state->eps_in[s]);
 	else if (state->op == SJ_OP_EPS)
 		SjEpsSideFinish(side, parts, &state->eps_in[s]);
 	else
@@ -2346,7 +2408,13 @@ SjMarshalBegin(SjScanState *state)
 {
 	int			s;
 
-	if (state->op == SJ_OP_EPS)
+	if (state->gis)
+	{
+		for (s = 0; s < 2; s++)
+			state->pscan[s] = SjPointSideNew((state->gis & SJ_GIS_GEOGRAPHY) != 0,
+											 "point");
+	}
+	else if (state->op == SJ_OP_EPS)
 	{
 		state->escan = palloc0(2 * sizeof(SjEpsScan));
 		for (s = 0; s < 2; s++)
@@ -2386,7 +2454,9 @@ SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
 	vals[0] = Int64GetDatum(r);
 	vals[1] = SjArgValue(state, s, values, nulls, &isnull[1]);
 	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-	if (state->op == SJ_OP_EPS)
+	if (state->gis)
+		SjPointRow(state->pscan[s], vals, isnull);
+	else if (state->op == SJ_OP_EPS)
 		SjEpsRow(&state->escan[s], vals, isnull);
 	else
 		SjSetRow(&state->sscan[s], vals, isnull);
@@ -2402,7 +2472,31 @@ SjMarshalEnd(SjScanState *state)
 
 	memset(&state->spec, 0, sizeof(state->spec));
 	state->spec.name = sj_op_names[state->op];
-	if (state->op == SJ_OP_EPS)
+	if (state->gis)
+	{
+		SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
+
+		for (s = 0; s < 2; s++)
+		{
+			SjVectorInput *in = s == 0 ? &job->left : &job->right;
+
+			if (state->side_done[s])
+				*in = state->eps_in[s];
+			else
+				SjPointSideDone(state->pscan[s], NULL, in);
+		}
+		/* a superset of PostGIS's pairs; its own clause decides each */
+		job->eps = SjPointEngineEps(state->pscan[0], state->pscan[1], &job->left,
+									&job->right, state->param);
+		job->metric = SJ_METRIC_L2;
+		state->keys[0] = job->left.keys;
+		state->keys[1] = job->right.keys;
+		state->spec.arg = job;
+		state->spec.begin = SjEpsBegin;
+		state->stats.left_rows = job->left.vectors.n;
+		state->stats.right_rows = job->right.vectors.n;
+	}
+	else if (state->op == SJ_OP_EPS)
 	{
 		SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
 		SjEpsScan  *sc = state->escan;
@@ -2508,6 +2602,17 @@ SjChooseSource(SjScanState *state)
 		/* distances are >= 0 or NaN; NaN compares above every number */
 		if (isnan(c) || c == INFINITY)
 			return SJ_SRC_NESTLOOP;
+		/* a negative tolerance: PostGIS's own error, on the first pair */
+		if ((state->gis & SJ_GIS_TOLERANCE) && c < 0)
+			return SJ_SRC_NESTLOOP;
+		/* PostGIS's clause decides each pair the engine keeps */
+		if (state->gis)
+		{
+			if (c < 0)
+				return SJ_SRC_EMPTY;
+			state->param = c;
+			return SJ_SRC_ENGINE;
+		}
 		if (c < 0 || (state->strict && c <= 0))
 			return SJ_SRC_EMPTY;
 		state->param = state->strict ? nextafter(c, -INFINITY) : c;
@@ -2600,7 +2705,7 @@ SjLoad(SjScanState *state)
 		SjStartDevice();
 	/* counting with nothing else to check: the engine's count mode */
 	count_only = state->source == SJ_SRC_ENGINE && state->count &&
-		state->jointype == JOIN_INNER && state->residual == NULL;
+		state->jointype == JOIN_INNER && state->residual == NULL && !state->gis;
 	state->streaming = count_only;
 	if (state->source == SJ_SRC_ENGINE)
 		SjMarshalBegin(state);
@@ -2804,9 +2909,12 @@ SjNextRow(SjScanState *state)
 		if ((jt == JOIN_SEMI || jt == JOIN_ANTI) && state->matched[i])
 			continue;
 		slot = SjFillSlot(state, i, j);
-		if (state->source == SJ_SRC_NESTLOOP || state->engine_done || state->residual)
+		if (state->source == SJ_SRC_NESTLOOP || state->engine_done || state->residual ||
+			state->gis)
 		{
-			bool		by_pg = state->source == SJ_SRC_NESTLOOP || state->engine_done;
+			/* PostGIS's clause decides the pairs of an eps join of points */
+			bool		by_pg = state->source == SJ_SRC_NESTLOOP || state->engine_done ||
+				state->gis;
 
 			econtext->ecxt_scantuple = slot;
 			ResetExprContext(econtext);
@@ -2916,6 +3024,7 @@ SjResetRun(SjScanState *state)
 	memset(&state->batch, 0, sizeof(state->batch));
 	state->matched = NULL;
 	state->escan = NULL;
+	state->pscan[0] = state->pscan[1] = NULL;
 	state->sscan = NULL;
 	state->dict = NULL;
 	state->tp = NULL;
@@ -3056,6 +3165,10 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyText("Join Type", jt, es);
 	if (state->op == SJ_OP_EPS && state->metric == SJ_METRIC_COSINE)
 		ExplainPropertyText("Metric", "cosine", es);
+	if (state->gis)
+		ExplainPropertyText("Metric", (state->gis & SJ_GIS_GEOGRAPHY) ?
+							"geography (decided by PostGIS)" :
+							"geometry (decided by PostGIS)", es);
 	cond = deparse_expression((Node *) make_ands_explicit(state->engine_exprs),
 							  context, true, false);
 	ExplainPropertyText("Join Condition", cond, es);

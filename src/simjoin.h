@@ -371,6 +371,32 @@ extern void SjEpsPartWrite(void *side, char *dst);
 extern SjStatus SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options,
 						   SjRun *run, char *errmsg);
 
+/* postgis.c: the custom scan's joins of PostGIS points */
+#define SJ_GIS_GEOMETRY		1	/* SjGisCondition's flags */
+#define SJ_GIS_GEOGRAPHY	2
+#define SJ_GIS_TOLERANCE	4	/* a tolerance argument: < 0 is PostGIS's error */
+
+/* The PostGIS functions the planner recognises. */
+enum
+{
+	SJ_GIS_FN_NONE,
+	SJ_GIS_FN_DWITHIN,			/* ST_DWithin(geometry, geometry, float8) */
+	SJ_GIS_FN_DWITHIN3D,		/* ST_3DDWithin(geometry, geometry, float8) */
+	SJ_GIS_FN_DISTANCE,			/* ST_Distance(geometry, geometry) */
+	SJ_GIS_FN_DISTANCE3D,		/* ST_3DDistance(geometry, geometry) */
+	SJ_GIS_FN_KNN,				/* geometry <-> geometry */
+	SJ_GIS_FN_GDWITHIN,			/* ST_DWithin(geography, geography, float8, bool) */
+	SJ_GIS_FN_GDISTANCE,		/* ST_Distance(geography, geography, bool) */
+	SJ_GIS_FN_N
+};
+
+extern int	SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold,
+						   bool *strict);
+extern void *SjPointSideNew(bool geography, const char *what);
+extern void SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out);
+extern double SjPointEngineEps(void *left, void *right, SjVectorInput *lin,
+							   SjVectorInput *rin, double d);
+
 /* jaccard_join.c: one side's sets, dictionary-encoded */
 typedef struct SjDict SjDict;
 

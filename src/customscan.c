@@ -2630,7 +2630,8 @@ SjChooseSource(SjScanState *state)
 }
 
 /*
- * Eps: do the vectors read differ in length, or is one of them one the
+ * Eps over arrays (not PostGIS points, whose clause PostGIS decides): do
+ * the vectors read differ in length, or is one of them one the
  * engines refuse (not one-dimensional, empty, with a NULL element)?  Then
  * l2_distance raises an error on the pairs it is evaluated on, and the node
  * evaluates the join pair by pair with PostgreSQL's operators, the other
@@ -2722,9 +2723,9 @@ SjLoad(SjScanState *state)
 		state->matched = palloc_extended(Max(state->rows[0].n, 1) * sizeof(bool),
 										 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	state->residual_first = false;
-	if (state->source == SJ_SRC_ENGINE && state->op == SJ_OP_EPS && !state->streaming &&
-		!state->side_done[0] && !state->side_done[1] && state->inner_parts == 0 &&
-		SjVectorsIrregular(state))
+	if (state->source == SJ_SRC_ENGINE && state->op == SJ_OP_EPS && !state->gis &&
+		!state->streaming && !state->side_done[0] && !state->side_done[1] &&
+		state->inner_parts == 0 && SjVectorsIrregular(state))
 	{
 		state->source = SJ_SRC_NESTLOOP;
 		state->residual_first = true;

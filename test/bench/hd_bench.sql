@@ -19,6 +19,16 @@
 \else
 \set hd_scale 1
 \endif
+-- the CPU engine's and the nested loop's time limit (a lower bound past it)
+-- and the nested loop's sample of outer rows
+\if :{?hd_timeout}
+\else
+\set hd_timeout 150s
+\endif
+\if :{?hd_sample}
+\else
+\set hd_sample 500
+\endif
 SET max_parallel_workers_per_gather = 8;
 SET client_min_messages = notice;
 
@@ -115,18 +125,18 @@ BEGIN
 END $$;
 
 -- one workload on every engine: \set ws (its name), tbl, eps and metric
--- first.  The CPU engine and the nested loop may take long: a
--- statement_timeout of 150 s records a lower bound instead
-\set hd_run 'SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''gpu''); SET statement_timeout = ''150s''; SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''cpu''); SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''native''); RESET statement_timeout'
+-- first.  The CPU engine and the nested loop may take long: past
+-- hd_timeout the time is recorded as a lower bound
+\set hd_run 'SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''gpu''); SET statement_timeout = :''hd_timeout''; SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''cpu''); SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''native'', :hd_sample); RESET statement_timeout'
 
 \if :{?hd_part}
 \else
 \set hd_part all
 \endif
-SELECT :'hd_part' IN ('all', 'l2') AS hd_l2, :'hd_part' IN ('all', 'cosine') AS hd_cosine,
+SELECT :'hd_part' IN ('all', 'l2') AS hd_l2, :'hd_part' IN ('all', 'l2', 'a') AS hd_a, :'hd_part' IN ('all', 'cosine') AS hd_cosine,
        :'hd_part' IN ('all', 'sweep') AS hd_sweep \gset
 
-\if :hd_l2
+\if :hd_a
 SELECT sjb_clustered('hd128', (1000000 * :hd_scale)::int, 128, 0.01);
 \set ws 'hd128 (a) 1M x 128-D L2 eps=0.1'
 \set tbl hd128
@@ -134,6 +144,8 @@ SELECT sjb_clustered('hd128', (1000000 * :hd_scale)::int, 128, 0.01);
 \set metric l2
 :hd_run;
 DROP TABLE hd128;
+\endif
+\if :hd_l2
 SELECT sjb_clustered('hd96', (1000000 * :hd_scale)::int, 96, 0.01);
 \set ws 'hd96 (b) 1M x 96-D L2 eps=0.09'
 \set tbl hd96
@@ -144,6 +156,7 @@ DROP TABLE hd96;
 
 \if :hd_cosine
 \set metric cosine
+\set tbl hd384c
 SELECT sjb_mixture('hd384c', (1000000 * :hd_scale)::int, 384);
 SELECT sjb_pick_eps('hd384c', 'cosine', '{0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01}') AS eps \gset
 \set ws 'hd384c (c) 1M x 384-D cosine eps=' :eps

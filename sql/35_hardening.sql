@@ -197,6 +197,17 @@ SELECT h_definer('l.a = r.a') AS definer_join;
 SELECT simjoin_last_stats() IS NULL AS definer_join_hidden;
 RESET ROLE;
 
+-- the node evaluates a condition's clauses in PostgreSQL's order (cheapest
+-- first, as order_qual_clauses does): a division by zero is raised only
+-- where PostgreSQL's plan meets one; here never, since a.g <> b.g is false
+-- for every row with b.y = 0
+CREATE TABLE hza (id int, g int, x float8);
+CREATE TABLE hzb (id int, g int, y float8);
+INSERT INTO hza SELECT i, 0, i FROM generate_series(1, 20) i;
+INSERT INTO hzb SELECT i, i % 3, CASE WHEN i % 3 = 0 THEN 0 ELSE i END FROM generate_series(1, 30) i;
+SELECT h_cs($$SELECT count(*) FROM hza a JOIN hzb b ON a.x / b.y > 1 AND a.g <> b.g$$);
+SELECT h_cs($$SELECT a.id, b.id FROM hza a JOIN hzb b ON a.x / b.y > 1 AND a.g <> b.g$$);
+
 -- 4. messages print the value given, told apart from the limit
 CREATE TABLE hj (id int, s int4[], v float8[]);
 INSERT INTO hj VALUES (1, '{1,2}', '{0,0}'), (2, '{2,3}', '{1,1}');

@@ -1433,6 +1433,51 @@ SjAppendTlist(List *scan_tlist, List *tlist)
  * columns; every expression refers to it (setrefs turns Vars into
  * INDEX_VAR references).
  */
+/*
+ * A copy of clauses, cheapest first (stable), as PostgreSQL's
+ * order_qual_clauses (static in createplan.c) orders a join's quals: the
+ * theta engines evaluate the conjuncts left to right with short-circuits,
+ * so an error (division by zero) is raised for exactly the pairs on which
+ * PostgreSQL's own plan would raise it.
+ */
+static List *
+SjOrderQuals(PlannerInfo *root, List *clauses)
+{
+	int			n = list_length(clauses);
+	Node	  **items;
+	Cost	   *costs;
+	List	   *result = NIL;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (n <= 1)
+		return copyObject(clauses);
+	items = palloc(n * sizeof(Node *));
+	costs = palloc(n * sizeof(Cost));
+	foreach(lc, clauses)
+	{
+		QualCost	qcost;
+		Node	   *clause = (Node *) lfirst(lc);
+		int			j;
+
+		cost_qual_eval_node(&qcost, clause, root);
+		/* insertion sort: equal costs keep their order */
+		for (j = i; j > 0 && costs[j - 1] > qcost.per_tuple; j--)
+		{
+			items[j] = items[j - 1];
+			costs[j] = costs[j - 1];
+		}
+		items[j] = clause;
+		costs[j] = qcost.per_tuple;
+		i++;
+	}
+	for (i = 0; i < n; i++)
+		result = lappend(result, copyObject(items[i]));
+	pfree(items);
+	pfree(costs);
+	return result;
+}
+
 static Plan *
 SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 				 List *tlist, List *clauses, List *custom_plans)
@@ -1461,7 +1506,10 @@ SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->scan.scanrelid = 0;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
-	cscan->custom_exprs = list_make3(args, copyObject(info->engine_clauses),
+	cscan->custom_exprs = list_make3(args,
+									 info->op == SJ_OP_THETA ?
+									 SjOrderQuals(root, info->engine_clauses) :
+									 copyObject(info->engine_clauses),
 									 copyObject(info->residual));
 	cscan->custom_private = list_make5(makeInteger(info->op),
 									   makeInteger(info->jointype),

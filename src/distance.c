@@ -88,20 +88,33 @@ SjErrorDims(int a, int b)
 		PG_RETURN_FLOAT8(sj_cosine_finish(dot, na, nb)); \
 	} while (0)
 
+/* The two vector arguments of a distance function, checked; their dimension. */
+static int
+SjVectorArgs(FunctionCallInfo fcinfo, ArrayType **a, ArrayType **b)
+{
+	int			da,
+				db;
+
+	*a = PG_GETARG_ARRAYTYPE_P(0);
+	*b = PG_GETARG_ARRAYTYPE_P(1);
+	da = SjVectorDim(*a, "vector");
+	db = SjVectorDim(*b, "vector");
+	if (da != db)
+		SjErrorDims(da, db);
+	return da;
+}
+
 PG_FUNCTION_INFO_V1(l2_distance_float8);
 
 /* l2_distance(float8[], float8[]) and float8[] <-> float8[] */
 Datum
 l2_distance_float8(PG_FUNCTION_ARGS)
 {
-	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(0);
-	ArrayType  *b = PG_GETARG_ARRAYTYPE_P(1);
-	int			da = SjVectorDim(a, "vector");
-	int			db = SjVectorDim(b, "vector");
+	ArrayType  *a;
+	ArrayType  *b;
+	int			dim = SjVectorArgs(fcinfo, &a, &b);
 
-	if (da != db)
-		SjErrorDims(da, db);
-	SJ_L2(float8, a, b, da);
+	SJ_L2(float8, a, b, dim);
 }
 
 PG_FUNCTION_INFO_V1(l2_distance_float4);
@@ -110,14 +123,11 @@ PG_FUNCTION_INFO_V1(l2_distance_float4);
 Datum
 l2_distance_float4(PG_FUNCTION_ARGS)
 {
-	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(0);
-	ArrayType  *b = PG_GETARG_ARRAYTYPE_P(1);
-	int			da = SjVectorDim(a, "vector");
-	int			db = SjVectorDim(b, "vector");
+	ArrayType  *a;
+	ArrayType  *b;
+	int			dim = SjVectorArgs(fcinfo, &a, &b);
 
-	if (da != db)
-		SjErrorDims(da, db);
-	SJ_L2(float4, a, b, da);
+	SJ_L2(float4, a, b, dim);
 }
 
 PG_FUNCTION_INFO_V1(cosine_distance_float8);
@@ -126,14 +136,11 @@ PG_FUNCTION_INFO_V1(cosine_distance_float8);
 Datum
 cosine_distance_float8(PG_FUNCTION_ARGS)
 {
-	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(0);
-	ArrayType  *b = PG_GETARG_ARRAYTYPE_P(1);
-	int			da = SjVectorDim(a, "vector");
-	int			db = SjVectorDim(b, "vector");
+	ArrayType  *a;
+	ArrayType  *b;
+	int			dim = SjVectorArgs(fcinfo, &a, &b);
 
-	if (da != db)
-		SjErrorDims(da, db);
-	SJ_COSINE(float8, a, b, da);
+	SJ_COSINE(float8, a, b, dim);
 }
 
 PG_FUNCTION_INFO_V1(cosine_distance_float4);
@@ -142,12 +149,9 @@ PG_FUNCTION_INFO_V1(cosine_distance_float4);
 Datum
 cosine_distance_float4(PG_FUNCTION_ARGS)
 {
-	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(0);
-	ArrayType  *b = PG_GETARG_ARRAYTYPE_P(1);
-	int			da = SjVectorDim(a, "vector");
-	int			db = SjVectorDim(b, "vector");
+	ArrayType  *a;
+	ArrayType  *b;
+	int			dim = SjVectorArgs(fcinfo, &a, &b);
 
-	if (da != db)
-		SjErrorDims(da, db);
-	SJ_COSINE(float4, a, b, da);
+	SJ_COSINE(float4, a, b, dim);
 }

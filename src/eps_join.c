@@ -562,39 +562,8 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 						   &stats, t0);
 }
 
-/*
- * Unpack the SQL arguments of one of the four functions (the metric is the
- * last) and run the join.
- */
-static Datum
-SjEpsCall(FunctionCallInfo fcinfo, bool self, bool count)
-{
-	Tuplestorestate *store = NULL;
-	TupleDesc	desc = NULL;
-	int			metric = SjEpsMetric(PG_GETARG_TEXT_PP(self ? 4 : 7));
-	int64		pairs;
-
-	if (!count)
-	{
-		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-		InitMaterializedSRF(fcinfo, 0);
-		store = rsinfo->setResult;
-		desc = rsinfo->setDesc;
-	}
-	if (self)
-		pairs = SjEpsJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1),
-							 PG_GETARG_TEXT_PP(2), InvalidOid, NULL, NULL,
-							 PG_GETARG_FLOAT8(3), metric, store, desc);
-	else
-		pairs = SjEpsJoinRun(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1),
-							 PG_GETARG_TEXT_PP(2), PG_GETARG_OID(3),
-							 PG_GETARG_TEXT_PP(4), PG_GETARG_TEXT_PP(5),
-							 PG_GETARG_FLOAT8(6), metric, store, desc);
-	if (count)
-		PG_RETURN_INT64(pairs);
-	return (Datum) 0;
-}
+/* The metric argument (the last) of one of the four functions. */
+#define SJ_EPS_METRIC_ARG(self) SjEpsMetric(PG_GETARG_TEXT_PP((self) ? 4 : 7))
 
 PG_FUNCTION_INFO_V1(eps_join);
 
@@ -602,7 +571,8 @@ PG_FUNCTION_INFO_V1(eps_join);
 Datum
 eps_join(PG_FUNCTION_ARGS)
 {
-	return SjEpsCall(fcinfo, false, false);
+	return SjPairJoinCall(fcinfo, SjEpsJoinRun, false, false,
+						  SJ_EPS_METRIC_ARG(false));
 }
 
 PG_FUNCTION_INFO_V1(eps_join_self);
@@ -611,7 +581,8 @@ PG_FUNCTION_INFO_V1(eps_join_self);
 Datum
 eps_join_self(PG_FUNCTION_ARGS)
 {
-	return SjEpsCall(fcinfo, true, false);
+	return SjPairJoinCall(fcinfo, SjEpsJoinRun, true, false,
+						  SJ_EPS_METRIC_ARG(true));
 }
 
 PG_FUNCTION_INFO_V1(eps_join_count);
@@ -620,7 +591,8 @@ PG_FUNCTION_INFO_V1(eps_join_count);
 Datum
 eps_join_count(PG_FUNCTION_ARGS)
 {
-	return SjEpsCall(fcinfo, false, true);
+	return SjPairJoinCall(fcinfo, SjEpsJoinRun, false, true,
+						  SJ_EPS_METRIC_ARG(false));
 }
 
 PG_FUNCTION_INFO_V1(eps_join_count_self);
@@ -629,5 +601,6 @@ PG_FUNCTION_INFO_V1(eps_join_count_self);
 Datum
 eps_join_count_self(PG_FUNCTION_ARGS)
 {
-	return SjEpsCall(fcinfo, true, true);
+	return SjPairJoinCall(fcinfo, SjEpsJoinRun, true, true,
+						  SJ_EPS_METRIC_ARG(true));
 }

@@ -712,7 +712,8 @@ SjJaccardEmit(void *arg, const SjPairBatch *batch)
 static int64
 SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 				 Oid right_relid, text *right_key, text *right_set,
-				 double threshold, Tuplestorestate *store, TupleDesc desc)
+				 double threshold, int option, Tuplestorestate *store,
+				 TupleDesc desc)
 {
 	SjSetScan	lscan,
 				rscan;
@@ -776,7 +777,7 @@ PG_FUNCTION_INFO_V1(jaccard_join);
 Datum
 jaccard_join(PG_FUNCTION_ARGS)
 {
-	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, false, false);
+	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, false, false, 0);
 }
 
 PG_FUNCTION_INFO_V1(jaccard_join_self);
@@ -785,7 +786,7 @@ PG_FUNCTION_INFO_V1(jaccard_join_self);
 Datum
 jaccard_join_self(PG_FUNCTION_ARGS)
 {
-	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, true, false);
+	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, true, false, 0);
 }
 
 PG_FUNCTION_INFO_V1(jaccard_join_count);
@@ -794,7 +795,7 @@ PG_FUNCTION_INFO_V1(jaccard_join_count);
 Datum
 jaccard_join_count(PG_FUNCTION_ARGS)
 {
-	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, false, true);
+	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, false, true, 0);
 }
 
 PG_FUNCTION_INFO_V1(jaccard_join_count_self);
@@ -803,5 +804,5 @@ PG_FUNCTION_INFO_V1(jaccard_join_count_self);
 Datum
 jaccard_join_count_self(PG_FUNCTION_ARGS)
 {
-	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, true, true);
+	return SjPairJoinCall(fcinfo, SjJaccardJoinRun, true, true, 0);
 }

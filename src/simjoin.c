@@ -566,7 +566,8 @@ SjJoinAndReport(const SjRunSpec *spec, bool empty, SjStats *stats, double start_
  * count) unpack their arguments here.
  */
 Datum
-SjPairJoinCall(FunctionCallInfo fcinfo, SjPairJoinFn fn, bool self, bool count)
+SjPairJoinCall(FunctionCallInfo fcinfo, SjPairJoinFn fn, bool self, bool count,
+			   int option)
 {
 	Tuplestorestate *store = NULL;
 	TupleDesc	desc = NULL;
@@ -582,11 +583,11 @@ SjPairJoinCall(FunctionCallInfo fcinfo, SjPairJoinFn fn, bool self, bool count)
 	}
 	if (self)
 		pairs = fn(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
-				   InvalidOid, NULL, NULL, PG_GETARG_FLOAT8(3), store, desc);
+				   InvalidOid, NULL, NULL, PG_GETARG_FLOAT8(3), option, store, desc);
 	else
 		pairs = fn(PG_GETARG_OID(0), PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
 				   PG_GETARG_OID(3), PG_GETARG_TEXT_PP(4), PG_GETARG_TEXT_PP(5),
-				   PG_GETARG_FLOAT8(6), store, desc);
+				   PG_GETARG_FLOAT8(6), option, store, desc);
 	if (count)
 		PG_RETURN_INT64(pairs);
 	return (Datum) 0;

@@ -150,10 +150,10 @@ extern void SjCursorClose(SjCursor *cur);
  */
 typedef int64 (*SjPairJoinFn) (Oid left_relid, text *left_key, text *left_col,
 							   Oid right_relid, text *right_key, text *right_col,
-							   double param, struct Tuplestorestate *store,
-							   TupleDesc desc);
+							   double param, int option,
+							   struct Tuplestorestate *store, TupleDesc desc);
 extern Datum SjPairJoinCall(FunctionCallInfo fcinfo, SjPairJoinFn fn,
-							bool self, bool count);
+							bool self, bool count, int option);
 extern int64 SjJoinAndReport(const SjRunSpec *spec, bool empty, SjStats *stats,
 							 double start_ms);
 extern void SjEmitKeyPairs(struct Tuplestorestate *store, TupleDesc desc,

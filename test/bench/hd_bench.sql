@@ -66,7 +66,8 @@ END $$;
 
 -- n unit-scale points: 1,000 Gaussian components N(c_m, s_m^2) with spread
 -- s_m in [0.1, 0.5], n/10 sub-centres drawn from them, 10 near-copies of
--- each (noise 0.05 s_m): cosine neighbours are the near-copies
+-- each (noise 0.05 s_m): cosine neighbours are the near-copies.  The
+-- centre is unnested once a row (a subscript would detoast it per element)
 CREATE OR REPLACE FUNCTION sjb_mixture(name text, n int, dim int)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
@@ -79,10 +80,10 @@ BEGIN
     EXECUTE format('DROP TABLE IF EXISTS %I', name);
     EXECUTE format($q$CREATE TABLE %I AS
         SELECT i AS id,
-               ARRAY(SELECT (p.c[k] + p.s * (2 * sjb_u(i / 10 + 2000000000, k) - 1)
-                             + 0.05 * p.s * (2 * sjb_u(i + 3000000000, k) - 1))::float4
-                     FROM generate_series(1, %s) k) AS v
-        FROM sjb_id JOIN sjb_comp p ON p.m = (i / 10) %% 1000$q$, name, dim);
+               ARRAY(SELECT (u.c + p.s * (2 * sjb_u(i / 10 + 2000000000, u.k::int) - 1)
+                             + 0.05 * p.s * (2 * sjb_u(i + 3000000000, u.k::int) - 1))::float4
+                     FROM unnest(p.c) WITH ORDINALITY AS u(c, k)) AS v
+        FROM sjb_id JOIN sjb_comp p ON p.m = (i / 10) %% 1000$q$, name);
     EXECUTE format('ANALYZE %I', name);
 END $$;
 

@@ -850,7 +850,7 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 }
 
 /* ---------------------------------------------------------------------
- * Custom Scan (SimJoin) over PostGIS points (customscan.c)
+ * Custom Scan (SimJoin) over PostGIS points (cs_planner.c, cs_exec.c)
  *
  * The planner recognises ST_DWithin(a, b, d), ST_3DDWithin(a, b, d),
  * ST_Distance(a, b) <= d and ST_3DDistance(a, b) <= d (also <, the

@@ -162,7 +162,7 @@ extern void SjEmitKeyPairs(struct Tuplestorestate *store, TupleDesc desc,
 extern void SjStatsStart(SjStats *stats, const char *operator_name);
 extern void SjStatsFinish(SjStats *stats, double start_ms);
 
-/* customscan.c */
+/* cs_planner.c: the Custom Scan node (its files share customscan.h) */
 extern void SjCustomScanInit(void);
 
 /* marshal.c: reading relations */

@@ -1,0 +1,1027 @@
+/*
+ * cs_exec.c
+ *		Custom Scan (SimJoin), execution: state, loading, pairs and rows.
+ *
+ * The node reads both inputs to the end, keeping each row's values (a copy
+ * of its tuple), evaluates the condition's arguments on each row and
+ * marshals them for the engine, then streams the engine's pair batches
+ * through a cursor (simjoin.c): each pair becomes a scan tuple (outer
+ * columns, then inner columns), filtered by the residual quals and projected
+ * by ExecScan.  Left and anti joins track matched outer rows; semi joins
+ * emit an outer row at its first match.  A threshold outside the engines'
+ * domain (NaN or infinite eps, a Jaccard threshold <= 0), and vectors of
+ * different lengths, are evaluated row pair by row pair with PostgreSQL's
+ * own operators, so the answer is always that of the SQL; the rows whose
+ * dates or timestamps a theta condition's arithmetic cannot compute exactly
+ * on the engines (infinities, values near the types' limits) are set aside
+ * and joined that way with every row of the other side, the engine joining
+ * the rest.  All memory, engine and device memory included, belongs to one
+ * context reset on rescan and at the end.  Reading an input with parallel
+ * workers and the shared inner input are in cs_parallel.c, EXPLAIN in
+ * cs_explain.c.
+ */
+
+#include "postgres.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+
+#include "customscan.h"
+
+static void SjBeginScan(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *SjExecScan(CustomScanState *node);
+static void SjEndScan(CustomScanState *node);
+static void SjRescan(CustomScanState *node);
+
+static const CustomExecMethods sj_exec_methods = {
+	.CustomName = "SimJoin",
+	.BeginCustomScan = SjBeginScan,
+	.ExecCustomScan = SjExecScan,
+	.EndCustomScan = SjEndScan,
+	.ReScanCustomScan = SjRescan,
+	.ExplainCustomScan = SjExplainScan,
+	.EstimateDSMCustomScan = SjEstimateDSM,
+	.InitializeDSMCustomScan = SjInitializeDSM,
+	.ReInitializeDSMCustomScan = SjReInitializeDSM,
+	.InitializeWorkerCustomScan = SjInitializeWorker,
+	.ShutdownCustomScan = SjShutdownScan,
+};
+
+/* SjOperator as messages and EXPLAIN name it. */
+const char *const sj_op_names[] = {"eps_join", "jaccard_join", "theta_join"};
+
+/* ---------------------------------------------------------------------
+ * Executor
+ * --------------------------------------------------------------------- */
+
+/* A new node's scan state (CustomScanMethods). */
+Node *
+SjCreateScanState(CustomScan *cscan)
+{
+	SjScanState *state = palloc0(sizeof(SjScanState));
+
+	NodeSetTag(state, T_CustomScanState);
+	state->css.methods = &sj_exec_methods;
+	return (Node *) state;
+}
+
+/* Column (0-based, in the side's row) an argument reads, or -1. */
+static int
+SjArgColumn(Expr *arg, int base, int natts)
+{
+	while (arg && IsA(arg, RelabelType))
+		arg = ((RelabelType *) arg)->arg;
+	if (arg && IsA(arg, Var) && ((Var *) arg)->varno == INDEX_VAR &&
+		((Var *) arg)->varattno > base && ((Var *) arg)->varattno <= base + natts)
+		return ((Var *) arg)->varattno - base - 1;
+	return -1;
+}
+
+static void
+SjBeginScan(CustomScanState *node, EState *estate, int eflags)
+{
+	SjScanState *state = (SjScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *priv = cscan->custom_private;
+	List	   *args = linitial(cscan->custom_exprs);
+
+	state->op = intVal(list_nth(priv, SJ_PRIV_OP));
+	state->jointype = intVal(list_nth(priv, SJ_PRIV_JOINTYPE));
+	state->strict = intVal(list_nth(priv, SJ_PRIV_STRICT));
+	state->count = intVal(list_nth(priv, SJ_PRIV_COUNT));
+	state->nprefix = intVal(list_nth(priv, SJ_PRIV_NPREFIX));
+	state->natts[0] = intVal(list_nth(priv, SJ_PRIV_OUTER_NATTS));
+	state->natts[1] = intVal(list_nth(priv, SJ_PRIV_INNER_NATTS));
+	state->theta_strategy = intVal(list_nth(priv, SJ_PRIV_THETA_STRATEGY));
+	state->swapped = intVal(list_nth(priv, SJ_PRIV_SWAPPED));
+	state->workers = intVal(list_nth(priv, SJ_PRIV_WORKERS));
+	state->plan_cpu = intVal(list_nth(priv, SJ_PRIV_CPU));
+	state->metric = intVal(list_nth(priv, SJ_PRIV_METRIC));
+	state->gis = intVal(list_nth(priv, SJ_PRIV_GIS));
+	state->engine_exprs = lsecond(cscan->custom_exprs);
+
+	node->custom_ps = list_make2(ExecInitNode(linitial(cscan->custom_plans), estate, eflags),
+								 ExecInitNode(lsecond(cscan->custom_plans), estate, eflags));
+	if (args != NIL)
+	{
+		state->arg[0] = ExecInitExpr(linitial(args), &node->ss.ps);
+		state->arg[1] = ExecInitExpr(lsecond(args), &node->ss.ps);
+		state->arg_var[0] = SjArgColumn(linitial(args), state->nprefix, state->natts[0]);
+		state->arg_var[1] = SjArgColumn(lsecond(args), state->nprefix + state->natts[0],
+										state->natts[1]);
+		state->threshold = ExecInitExpr(lthird(args), &node->ss.ps);
+	}
+	state->engine_qual = ExecInitQual(state->engine_exprs, &node->ss.ps);
+	state->residual = ExecInitQual(lthird(cscan->custom_exprs), &node->ss.ps);
+	state->cxt = AllocSetContextCreate(estate->es_query_cxt, "SimJoin",
+									   ALLOCSET_DEFAULT_SIZES);
+}
+
+static void SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
+						 const bool *nulls);
+
+/* The next row of child (NULL at its end), run in the query's context. */
+TupleTableSlot *
+SjChildNext(SjScanState *state, PlanState *child)
+{
+	MemoryContext old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
+	TupleTableSlot *slot = ExecProcNode(child);
+
+	MemoryContextSwitchTo(old);
+	return TupIsNull(slot) ? NULL : slot;
+}
+
+/* Room for cap rows of natts values in rows, which is emptied. */
+void
+SjRowsAlloc(SjSideRows *rows, int natts, int64 cap)
+{
+	rows->natts = natts;
+	rows->n = 0;
+	rows->cap = cap;
+	rows->values = palloc_extended(cap * Max(natts, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
+	rows->isnull = palloc_extended(cap * Max(natts, 1) * sizeof(bool), MCXT_ALLOC_HUGE);
+}
+
+/* Deform a minimal tuple into values/nulls; byref values point into it. */
+void
+SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values, bool *nulls)
+{
+	HeapTupleData htup;
+
+	htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
+	htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
+	heap_deform_tuple(&htup, desc, values, nulls);
+}
+
+/* Read one input to its end, keeping each row's values. */
+static void
+SjReadSide(SjScanState *state, int s)
+{
+	PlanState  *child = list_nth(state->css.custom_ps, s);
+	SjSideRows *rows = &state->rows[s];
+	TupleDesc	desc = ExecGetResultType(child);
+	bool		byval = true;
+	int			natts = state->natts[s];
+	int			k;
+
+	for (k = 0; k < desc->natts; k++)
+		if (!TupleDescAttr(desc, k)->attbyval)
+			byval = false;
+	Assert(desc->natts == natts);
+	if (state->streaming && SjReadSideParallel(state, s))
+		return;
+	SjRowsAlloc(rows, natts, 1024);
+	for (;;)
+	{
+		TupleTableSlot *slot = SjChildNext(state, child);
+		Datum	   *dst;
+		bool	   *dnull;
+
+		if (slot == NULL)
+			break;
+		if (state->streaming)
+		{
+			/* counting: marshal the join value, keep nothing else */
+			slot_getallattrs(slot);
+			SjMarshalRow(state, s, rows->n++, slot->tts_values, slot->tts_isnull);
+			continue;
+		}
+		if (rows->n == rows->cap)
+		{
+			rows->cap *= 2;
+			rows->values = repalloc_huge(rows->values, rows->cap * Max(natts, 1) * sizeof(Datum));
+			rows->isnull = repalloc_huge(rows->isnull, rows->cap * Max(natts, 1) * sizeof(bool));
+		}
+		dst = rows->values + rows->n * natts;
+		dnull = rows->isnull + rows->n * natts;
+		if (byval)
+		{
+			slot_getallattrs(slot);
+			memcpy(dst, slot->tts_values, natts * sizeof(Datum));
+			memcpy(dnull, slot->tts_isnull, natts * sizeof(bool));
+		}
+		else
+		{
+			/* a copy of the tuple; the values point into it */
+			SjDeformMinimal(ExecCopySlotMinimalTuple(slot), desc, dst, dnull);
+		}
+		rows->n++;
+	}
+}
+
+/* Fill the scan slot from an outer and an inner row's values (NULL: NULLs). */
+static TupleTableSlot *
+SjFillSlotFrom(SjScanState *state, const Datum *ov, const bool *on,
+			   const Datum *iv, const bool *in)
+{
+	TupleTableSlot *slot = state->css.ss.ss_ScanTupleSlot;
+	int			base1 = state->nprefix + state->natts[0];
+
+	ExecClearTuple(slot);
+	if (state->nprefix > 0)
+		memset(slot->tts_isnull, true, state->nprefix * sizeof(bool));
+	if (ov)
+	{
+		memcpy(slot->tts_values + state->nprefix, ov, state->natts[0] * sizeof(Datum));
+		memcpy(slot->tts_isnull + state->nprefix, on, state->natts[0] * sizeof(bool));
+	}
+	else
+		memset(slot->tts_isnull + state->nprefix, true, state->natts[0] * sizeof(bool));
+	if (iv)
+	{
+		memcpy(slot->tts_values + base1, iv, state->natts[1] * sizeof(Datum));
+		memcpy(slot->tts_isnull + base1, in, state->natts[1] * sizeof(bool));
+	}
+	else
+		memset(slot->tts_isnull + base1, true, state->natts[1] * sizeof(bool));
+	return ExecStoreVirtualTuple(slot);
+}
+
+/* Fill the scan slot with outer row i and inner row j (-1: NULLs). */
+static TupleTableSlot *
+SjFillSlot(SjScanState *state, int64 i, int64 j)
+{
+	SjSideRows *o = &state->rows[0];
+	SjSideRows *n = &state->rows[1];
+
+	return SjFillSlotFrom(state,
+						  i >= 0 ? o->values + i * o->natts : NULL,
+						  i >= 0 ? o->isnull + i * o->natts : NULL,
+						  j >= 0 ? n->values + j * n->natts : NULL,
+						  j >= 0 ? n->isnull + j * n->natts : NULL);
+}
+
+/* The value of side s's argument on a row of that side. */
+static Datum
+SjArgValue(SjScanState *state, int s, const Datum *values, const bool *nulls,
+		   bool *isnull)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+
+	if (state->arg_var[s] >= 0)
+	{
+		*isnull = nulls[state->arg_var[s]];
+		return values[state->arg_var[s]];
+	}
+	econtext->ecxt_scantuple = s == 0 ?
+		SjFillSlotFrom(state, values, nulls, NULL, NULL) :
+		SjFillSlotFrom(state, NULL, NULL, values, nulls);
+	return ExecEvalExprSwitchContext(state->arg[s], econtext, isnull);
+}
+
+/* Context of SjIndexVarsToSides. */
+typedef struct SjSideVarsContext
+{
+	int			nprefix;
+	int			outer_natts;
+} SjSideVarsContext;
+
+static Node *
+SjIndexVarsMutator(Node *node, SjSideVarsContext *cxt)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varno == INDEX_VAR)
+	{
+		Var		   *v = copyObject((Var *) node);
+		int			k = v->varattno - cxt->nprefix;
+
+		v->varno = k <= cxt->outer_natts ? 1 : 2;
+		v->varattno = k <= cxt->outer_natts ? k : k - cxt->outer_natts;
+		return (Node *) v;
+	}
+	return expression_tree_mutator(node, SjIndexVarsMutator, (void *) cxt);
+}
+
+/*
+ * The plan's theta condition, whose Vars refer to the scan tuple, with
+ * Vars of side 1 (outer) and 2 (inner) numbered within their side's row:
+ * the theta compiler's form.
+ */
+static Node *
+SjIndexVarsToSides(Node *expr, int nprefix, int outer_natts)
+{
+	SjSideVarsContext cxt;
+
+	cxt.nprefix = nprefix;
+	cxt.outer_natts = outer_natts;
+	return SjIndexVarsMutator(expr, &cxt);
+}
+
+/* Context of SjParamsToConsts. */
+typedef struct SjParamContext
+{
+	PlanState  *ps;
+	ExprContext *econtext;
+} SjParamContext;
+
+static Node *
+SjParamsMutator(Node *node, SjParamContext *cxt)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Param))
+	{
+		Param	   *p = (Param *) node;
+		ExprState  *es = ExecInitExpr((Expr *) p, cxt->ps);
+		bool		isnull;
+		Datum		value = ExecEvalExprSwitchContext(es, cxt->econtext, &isnull);
+		int16		typlen;
+		bool		typbyval;
+
+		get_typlenbyval(p->paramtype, &typlen, &typbyval);
+		if (!isnull)
+			value = datumCopy(value, typbyval, typlen);
+		return (Node *) makeConst(p->paramtype, p->paramtypmod, p->paramcollid,
+								  typlen, value, isnull, typbyval);
+	}
+	return expression_tree_mutator(node, SjParamsMutator, (void *) cxt);
+}
+
+/*
+ * The condition with each parameter (of a prepared statement, an initplan,
+ * an enclosing query) replaced by its value for this run: constants the
+ * theta compiler folds into its program.
+ */
+static Node *
+SjParamsToConsts(SjScanState *state, Node *expr)
+{
+	SjParamContext cxt;
+
+	cxt.ps = &state->css.ss.ps;
+	cxt.econtext = state->css.ss.ps.ps_ExprContext;
+	return SjParamsMutator(expr, &cxt);
+}
+
+/* Prepare the engine's input for the rows to come. */
+static void
+SjMarshalBegin(SjScanState *state)
+{
+	int			s;
+
+	if (state->gis)
+	{
+		for (s = 0; s < 2; s++)
+			state->pscan[s] = SjPointSideNew((state->gis & SJ_GIS_GEOGRAPHY) != 0,
+											 "point");
+	}
+	else if (state->op == SJ_OP_EPS)
+	{
+		state->escan = palloc0(2 * sizeof(SjEpsScan));
+		for (s = 0; s < 2; s++)
+			SjEpsSideInit(&state->escan[s], "vector");	/* l2_distance's word */
+	}
+	else if (state->op == SJ_OP_JACCARD)
+	{
+		List	   *args = linitial(((CustomScan *) state->css.ss.ps.plan)->custom_exprs);
+
+		state->dict = SjDictCreate(get_element_type(exprType(linitial(args))));
+		state->sscan = palloc0(2 * sizeof(SjSetScan));
+		for (s = 0; s < 2; s++)
+			SjSetSideInit(&state->sscan[s], "set", state->dict);
+	}
+	else
+		state->tp = SjThetaPrepare(SjParamsToConsts(state,
+													SjIndexVarsToSides((Node *) make_ands_explicit(state->engine_exprs),
+																	   state->nprefix, state->natts[0])),
+								   state->streaming);	/* counting: no row numbers */
+}
+
+/* Marshal row r of side s: its join value (or values, for theta). */
+static void
+SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
+			 const bool *nulls)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	Datum		vals[2];
+	bool		isnull[2] = {false, false};
+	MemoryContext old;
+
+	if (state->op == SJ_OP_THETA)
+	{
+		SjThetaAddRow(state->tp, s, r, values, nulls);
+		return;
+	}
+	vals[0] = Int64GetDatum(r);
+	vals[1] = SjArgValue(state, s, values, nulls, &isnull[1]);
+	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	if (state->gis)
+		SjPointRow(state->pscan[s], vals, isnull);
+	else if (state->op == SJ_OP_EPS)
+		SjEpsRow(&state->escan[s], vals, isnull);
+	else
+		SjSetRow(&state->sscan[s], vals, isnull);
+	MemoryContextSwitchTo(old);
+	ResetExprContext(econtext);
+}
+
+/* Both sides are in: the engine's input and the spec that runs it. */
+static void
+SjMarshalEnd(SjScanState *state)
+{
+	int			s;
+
+	memset(&state->spec, 0, sizeof(state->spec));
+	state->spec.name = sj_op_names[state->op];
+	if (state->gis)
+	{
+		SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
+
+		for (s = 0; s < 2; s++)
+		{
+			SjVectorInput *in = s == 0 ? &job->left : &job->right;
+
+			if (state->side_done[s])
+				*in = state->eps_in[s];
+			else
+				SjPointSideDone(state->pscan[s], NULL, in);
+		}
+		/* a superset of PostGIS's pairs; its own clause decides each */
+		job->eps = SjPointEngineEps(state->pscan[0], state->pscan[1], &job->left,
+									&job->right, state->param);
+		job->metric = SJ_METRIC_L2;
+		state->keys[0] = job->left.keys;
+		state->keys[1] = job->right.keys;
+		state->spec.arg = job;
+		state->spec.begin = SjEpsBegin;
+		state->stats.left_rows = job->left.vectors.n;
+		state->stats.right_rows = job->right.vectors.n;
+	}
+	else if (state->op == SJ_OP_EPS)
+	{
+		SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
+		SjEpsScan  *sc = state->escan;
+
+		for (s = 0; s < 2; s++)
+		{
+			SjVectorInput *in = s == 0 ? &job->left : &job->right;
+
+			if (state->side_done[s])
+				*in = state->eps_in[s];
+			else
+				SjEpsSideFinish(&sc[s], NULL, in);
+		}
+		/* in the order of l2_distance's arguments, as its own error */
+		if (sc[0].dim >= 0 && sc[1].dim >= 0 && sc[0].dim != sc[1].dim)
+			SjErrorDims(sc[state->swapped ? 1 : 0].dim, sc[state->swapped ? 0 : 1].dim);
+		job->eps = state->param;
+		job->metric = state->metric;
+		state->keys[0] = job->left.keys;
+		state->keys[1] = job->right.keys;
+		state->spec.arg = job;
+		state->spec.begin = SjEpsBegin;
+		state->stats.left_rows = job->left.vectors.n;
+		state->stats.right_rows = job->right.vectors.n;
+	}
+	else if (state->op == SJ_OP_JACCARD)
+	{
+		SjJaccardJob *job = palloc0(sizeof(SjJaccardJob));
+
+		for (s = 0; s < 2; s++)
+		{
+			SjSets	   *in = s == 0 ? &job->left : &job->right;
+			int64	  **keys = s == 0 ? &job->left_keys : &job->right_keys;
+
+			if (state->side_done[s])
+			{
+				*in = state->set_in[s];
+				*keys = state->set_keys[s];
+			}
+			else
+				SjSetSideFinish(&state->sscan[s], NULL, in, keys);
+		}
+		job->left.universe = job->right.universe = SjDictSize(state->dict);
+		job->threshold = state->param;
+		state->keys[0] = job->left_keys;
+		state->keys[1] = job->right_keys;
+		state->spec.arg = job;
+		state->spec.begin = SjJaccardBegin;
+		state->stats.left_rows = job->left.n;
+		state->stats.right_rows = job->right.n;
+	}
+	else
+	{
+		int64		nl,
+					nr;
+
+		SjThetaFinish(state->tp, &state->spec, &nl, &nr, state->stats.strategy,
+					  sizeof(state->stats.strategy));
+		state->keys[0] = state->keys[1] = NULL;	/* theta keys are row numbers */
+		/* values the engines cannot compute exactly: PostgreSQL's operators */
+		for (s = 0; s < 2; s++)
+			state->aside[s] = SjThetaAside(state->tp, s, &state->keys[s]);
+		if (state->aside[1])
+		{
+			int64		r;
+
+			state->aside_rows = palloc_extended(Max(state->rows[1].n, 1) * sizeof(int64),
+												MCXT_ALLOC_HUGE);
+			for (r = 0; r < state->rows[1].n; r++)
+				if (state->aside[1][r])
+					state->aside_rows[state->naside_rows++] = r;
+		}
+		/* all of one side set aside: every pair by PostgreSQL's operators */
+		if ((state->aside[0] || state->aside[1]) && (nl == 0 || nr == 0))
+			state->source = SJ_SRC_NESTLOOP;
+		state->stats.left_rows = nl;
+		state->stats.right_rows = nr;
+	}
+}
+
+/*
+ * Where the pairs of this run come from: the engine, with the threshold
+ * turned into the engine's parameter, or, outside the engines' domain, a
+ * nested loop with PostgreSQL's own operators (NaN or infinite eps, a
+ * Jaccard threshold <= 0), or nothing (a NULL threshold, or one no pair
+ * can reach).
+ */
+static SjPairSource
+SjChooseSource(SjScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	bool		isnull;
+	double		c;
+
+	if (state->op == SJ_OP_THETA)
+		return SJ_SRC_ENGINE;
+	c = DatumGetFloat8(ExecEvalExprSwitchContext(state->threshold, econtext, &isnull));
+	ResetExprContext(econtext);
+	if (isnull)
+		return SJ_SRC_EMPTY;
+	if (state->op == SJ_OP_EPS)
+	{
+		/* distances are >= 0 or NaN; NaN compares above every number */
+		if (isnan(c) || c == INFINITY)
+			return SJ_SRC_NESTLOOP;
+		/* a negative tolerance: PostGIS's own error, on the first pair */
+		if ((state->gis & SJ_GIS_TOLERANCE) && c < 0)
+			return SJ_SRC_NESTLOOP;
+		/* PostGIS's clause decides each pair the engine keeps */
+		if (state->gis)
+		{
+			if (c < 0)
+				return SJ_SRC_EMPTY;
+			state->param = c;
+			return SJ_SRC_ENGINE;
+		}
+		if (c < 0 || (state->strict && c <= 0))
+			return SJ_SRC_EMPTY;
+		state->param = state->strict ? nextafter(c, -INFINITY) : c;
+	}
+	else
+	{
+		/* similarities are in [0, 1] */
+		if (isnan(c) || c > 1 || (state->strict && c >= 1))
+			return SJ_SRC_EMPTY;
+		if (c <= 0)
+			return SJ_SRC_NESTLOOP;
+		state->param = state->strict ? nextafter(c, INFINITY) : c;
+	}
+	return SJ_SRC_ENGINE;
+}
+
+/*
+ * Eps over arrays (not PostGIS points, whose clause PostGIS decides): do
+ * the vectors read differ in length, or is one of them one the
+ * engines refuse (not one-dimensional, empty, with a NULL element)?  Then
+ * l2_distance raises an error on the pairs it is evaluated on, and the node
+ * evaluates the join pair by pair with PostgreSQL's operators, the other
+ * join clauses first, as PostgreSQL's plans order the cheaper clauses
+ * first: an error only where PostgreSQL's plan meets one too, not for rows
+ * a hash join on the other clauses never pairs.
+ */
+static bool
+SjVectorsIrregular(SjScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	int			dim = -1;
+	int			s;
+	int64		r;
+
+	for (s = 0; s < 2; s++)
+	{
+		SjSideRows *rows = &state->rows[s];
+
+		for (r = 0; r < rows->n; r++)
+		{
+			bool		isnull;
+			Datum		d = SjArgValue(state, s, rows->values + r * rows->natts,
+									   rows->isnull + r * rows->natts, &isnull);
+			MemoryContext old;
+			ArrayType  *a;
+			bool		bad;
+
+			if (isnull)
+				continue;
+			old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+			a = DatumGetArrayTypeP(d);
+			bad = ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] < 1 || array_contains_nulls(a) ||
+				(dim >= 0 && ARR_DIMS(a)[0] != dim);
+			if (!bad)
+				dim = ARR_DIMS(a)[0];
+			MemoryContextSwitchTo(old);
+			ResetExprContext(econtext);
+			if (bad)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Is the node kept on the CPU engine by its plan?  Under simjoin.device =
+ * auto it runs on the device the plan was costed on (SjCostPath); cpu and
+ * gpu decide for themselves, as SjUseGpu does for every join.
+ */
+bool
+SjPlanKeepsCpu(SjScanState *state)
+{
+	return sj_device == SJ_DEVICE_AUTO && state->plan_cpu;
+}
+
+/* Read both inputs, marshal, and open the engine's cursor. */
+static void
+SjLoad(SjScanState *state)
+{
+	MemoryContext old = MemoryContextSwitchTo(state->cxt);
+	bool		count_only;
+
+	SjStatsStart(&state->stats, state->count ? "SimJoin count" : "SimJoin");
+	strlcpy(state->stats.operator_name, sj_op_names[state->op],
+			sizeof(state->stats.operator_name));
+	state->t0 = sj_now_ms();
+	state->fetch_ms = 0;
+	state->source = SjChooseSource(state);
+	/* before SjCursorOpen: under auto, the thread probes for the GPU too */
+	if (state->source == SJ_SRC_ENGINE && !SjPlanKeepsCpu(state))
+		SjStartDevice();
+	/* counting with nothing else to check: the engine's count mode */
+	count_only = state->source == SJ_SRC_ENGINE && state->count &&
+		state->jointype == JOIN_INNER && state->residual == NULL && !state->gis;
+	state->streaming = count_only;
+	if (state->source == SJ_SRC_ENGINE)
+		SjMarshalBegin(state);
+	/* rows the engines may not compute exactly are joined from the rows kept */
+	if (state->streaming && state->op == SJ_OP_THETA && SjThetaMayNeedRows(state->tp))
+		state->streaming = false;
+	if (!(state->streaming && SjReadBothParallel(state)))
+	{
+		SjReadSide(state, 0);
+		if (!SjReadInnerShared(state))
+			SjReadSide(state, 1);
+	}
+	if (state->jointype != JOIN_INNER)
+		state->matched = palloc_extended(Max(state->rows[0].n, 1) * sizeof(bool),
+										 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	state->residual_first = false;
+	if (state->source == SJ_SRC_ENGINE && state->op == SJ_OP_EPS && !state->gis &&
+		!state->streaming && !state->side_done[0] && !state->side_done[1] &&
+		state->inner_parts == 0 && SjVectorsIrregular(state))
+	{
+		state->source = SJ_SRC_NESTLOOP;
+		state->residual_first = true;
+	}
+	if (state->source == SJ_SRC_ENGINE)
+	{
+		int			s;
+		int64		r;
+
+		for (s = 0; s < 2 && !state->streaming; s++)
+			for (r = 0; r < state->rows[s].n && !state->side_done[s]; r++)
+				SjMarshalRow(state, s, r,
+							 state->rows[s].values + r * state->natts[s],
+							 state->rows[s].isnull + r * state->natts[s]);
+		SjMarshalEnd(state);
+		if (state->source == SJ_SRC_ENGINE && state->aside[0] == NULL &&
+			state->aside[1] == NULL &&
+			(state->stats.left_rows == 0 || state->stats.right_rows == 0))
+			state->source = SJ_SRC_EMPTY;
+	}
+	if (state->source == SJ_SRC_ENGINE)
+	{
+		SjCursorOpen(&state->cursor, &state->spec, count_only);
+		if (SjPlanKeepsCpu(state))
+			state->cursor.gpu = false;
+		/* the leader and each worker run a join: share the CPU's threads */
+		if (state->workers > 0)
+			state->cursor.cpu_threads = Max(1, sj_cpu_threads / (state->workers + 1));
+		state->cursor.shared_index = SjSharedIndex(state);
+	}
+	else
+	{
+		strlcpy(state->stats.device, "none", sizeof(state->stats.device));
+		strlcpy(state->stats.strategy,
+				state->source == SJ_SRC_EMPTY ? "empty" : "nested loop (PostgreSQL)",
+				sizeof(state->stats.strategy));
+		state->stats.left_rows = state->rows[0].n;
+		state->stats.right_rows = state->rows[1].n;
+	}
+	/* building or waiting for the shared index counts as building */
+	state->stats.scan_ms = sj_now_ms() - state->t0 - state->index_ms;
+	state->stats.build_ms += state->index_ms;
+	state->load_done_ms = sj_now_ms();
+	state->batch.count = 0;
+	state->pos = 0;
+	state->nl_i = 0;
+	state->nl_j = 0;
+	state->engine_done = false;
+	state->unmatched_pos = 0;
+	state->pairs_done = false;
+	state->rows_out = 0;
+	state->loaded = true;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The engine's next batch, fetched in the run's context (which owns the
+ * engine handle); false when the join is done.
+ */
+static bool
+SjFetch(SjScanState *state)
+{
+	MemoryContext old = MemoryContextSwitchTo(state->cxt);
+	double		t = sj_now_ms();
+	bool		more = SjCursorFetch(&state->cursor, &state->batch, &state->stats);
+
+	state->fetch_ms += sj_now_ms() - t;
+	MemoryContextSwitchTo(old);
+	return more;
+}
+
+/*
+ * The next pair with a row the theta engine did not see (SjThetaAside):
+ * each outer row set aside with every inner row, then every other outer
+ * row with each inner row set aside.  False when none is left.
+ */
+static bool
+SjNextAsidePair(SjScanState *state, int64 *i, int64 *j)
+{
+	if (state->aside[0] == NULL && state->aside[1] == NULL)
+		return false;
+	while (state->nl_i < state->rows[0].n)
+	{
+		if (state->aside[0] && state->aside[0][state->nl_i])
+		{
+			if (state->nl_j < state->rows[1].n)
+			{
+				*i = state->nl_i;
+				*j = state->nl_j++;
+				return true;
+			}
+		}
+		else if (state->nl_j < state->naside_rows)
+		{
+			*i = state->nl_i;
+			*j = state->aside_rows[state->nl_j++];
+			return true;
+		}
+		state->nl_i++;
+		state->nl_j = 0;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return false;
+}
+
+/* The next candidate pair (outer row, inner row); false when none is left. */
+static bool
+SjNextPair(SjScanState *state, int64 *i, int64 *j)
+{
+	switch (state->source)
+	{
+		case SJ_SRC_ENGINE:
+			while (!state->engine_done && state->pos >= state->batch.count)
+			{
+				state->pos = 0;
+				if (!SjFetch(state))
+					state->engine_done = true;
+			}
+			if (state->engine_done)
+				return SjNextAsidePair(state, i, j);
+			*i = state->batch.left[state->pos];
+			*j = state->batch.right[state->pos];
+			if (state->keys[0])
+			{
+				*i = state->keys[0][*i];
+				*j = state->keys[1][*j];
+			}
+			state->pos++;
+			return true;
+		case SJ_SRC_NESTLOOP:
+			if (state->nl_j >= state->rows[1].n)
+			{
+				state->nl_j = 0;
+				state->nl_i++;
+				CHECK_FOR_INTERRUPTS();
+			}
+			if (state->nl_i >= state->rows[0].n || state->rows[1].n == 0)
+				return false;
+			*i = state->nl_i;
+			*j = state->nl_j++;
+			return true;
+		case SJ_SRC_EMPTY:
+			return false;
+	}
+	return false;
+}
+
+/* Publish the statistics of a finished run. */
+static void
+SjFinish(SjScanState *state)
+{
+	if (state->finished)
+		return;
+	state->finished = true;
+	state->stats.emit_ms = Max(0, sj_now_ms() - state->load_done_ms - state->fetch_ms);
+	if (state->source != SJ_SRC_ENGINE)
+		state->stats.pairs = 0;
+	SjStatsFinish(&state->stats, state->t0);
+}
+
+/*
+ * The next row of the join in the scan slot, or NULL: pairs that pass the
+ * residual quals, then (left and anti joins) the unmatched outer rows.
+ */
+static TupleTableSlot *
+SjNextRow(SjScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	JoinType	jt = state->jointype;
+	int64		i,
+				j;
+
+	while (!state->pairs_done)
+	{
+		TupleTableSlot *slot;
+
+		if (!SjNextPair(state, &i, &j))
+		{
+			state->pairs_done = true;
+			break;
+		}
+		if ((jt == JOIN_SEMI || jt == JOIN_ANTI) && state->matched[i])
+			continue;
+		slot = SjFillSlot(state, i, j);
+		if (state->source == SJ_SRC_NESTLOOP || state->engine_done || state->residual ||
+			state->gis)
+		{
+			/* PostGIS's clause decides the pairs of an eps join of points */
+			bool		by_pg = state->source == SJ_SRC_NESTLOOP || state->engine_done ||
+				state->gis;
+
+			econtext->ecxt_scantuple = slot;
+			ResetExprContext(econtext);
+			if (state->residual_first && !ExecQual(state->residual, econtext))
+				continue;
+			if (by_pg && !ExecQual(state->engine_qual, econtext))
+				continue;
+			if (!state->residual_first && !ExecQual(state->residual, econtext))
+				continue;
+		}
+		if (jt != JOIN_INNER)
+			state->matched[i] = true;
+		if (jt == JOIN_ANTI)
+			continue;
+		if (jt == JOIN_SEMI)
+			return SjFillSlot(state, i, -1);
+		return slot;
+	}
+	if (jt == JOIN_LEFT || jt == JOIN_ANTI)
+	{
+		while (state->unmatched_pos < state->rows[0].n)
+		{
+			i = state->unmatched_pos++;
+			if (!state->matched[i])
+				return SjFillSlot(state, i, -1);
+		}
+	}
+	SjFinish(state);
+	return NULL;
+}
+
+/* ExecScan's access method. */
+static TupleTableSlot *
+SjScanAccess(ScanState *ss)
+{
+	SjScanState *state = (SjScanState *) ss;
+	TupleTableSlot *slot;
+
+	if (!state->loaded)
+		SjLoad(state);
+	if (state->finished)
+		return ExecClearTuple(ss->ss_ScanTupleSlot);
+	if (!state->count)
+	{
+		slot = SjNextRow(state);
+		if (slot)
+			state->rows_out++;
+		return slot ? slot : ExecClearTuple(ss->ss_ScanTupleSlot);
+	}
+	else
+	{
+		/* the counting node: one row of count(*) values */
+		int64		n = 0;
+		int			k;
+
+		if (state->source == SJ_SRC_ENGINE && state->cursor.count_only)
+		{
+			while (SjFetch(state))
+				;				/* batches carry counts only */
+			n = state->cursor.pairs;
+			/* then the pairs of rows set aside */
+			state->engine_done = true;
+			while (SjNextRow(state) != NULL)
+				n++;
+		}
+		else
+		{
+			while (SjNextRow(state) != NULL)
+				n++;
+		}
+		slot = ss->ss_ScanTupleSlot;
+		ExecClearTuple(slot);
+		memset(slot->tts_isnull, true, slot->tts_tupleDescriptor->natts * sizeof(bool));
+		for (k = 0; k < state->nprefix; k++)
+		{
+			slot->tts_values[k] = Int64GetDatum(n);
+			slot->tts_isnull[k] = false;
+		}
+		state->rows_out = 1;
+		return ExecStoreVirtualTuple(slot);
+	}
+}
+
+static bool
+SjScanRecheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+SjExecScan(CustomScanState *node)
+{
+	return ExecScan(&node->ss, SjScanAccess, SjScanRecheck);
+}
+
+/* Forget the current run: engine, device memory and rows. */
+static void
+SjResetRun(SjScanState *state)
+{
+	if (state->loaded && state->source == SJ_SRC_ENGINE)
+		SjCursorClose(&state->cursor);
+	MemoryContextReset(state->cxt);
+	memset(&state->rows, 0, sizeof(state->rows));
+	state->aside[0] = state->aside[1] = NULL;
+	state->aside_rows = NULL;
+	state->naside_rows = 0;
+	memset(&state->batch, 0, sizeof(state->batch));
+	state->matched = NULL;
+	state->escan = NULL;
+	state->pscan[0] = state->pscan[1] = NULL;
+	state->sscan = NULL;
+	state->dict = NULL;
+	state->tp = NULL;
+	state->side_done[0] = state->side_done[1] = false;
+	state->inner_readers = 0;
+	state->inner_parts = 0;
+	state->inner_read = 0;
+	state->index_role = SJ_INDEX_ROLE_NONE;
+	state->index_ms = 0;
+	state->loaded = false;
+	state->finished = false;
+}
+
+static void
+SjEndScan(CustomScanState *node)
+{
+	SjScanState *state = (SjScanState *) node;
+	ListCell   *lc;
+
+	if (state->loaded && !state->finished && state->source == SJ_SRC_ENGINE)
+		SjCursorClose(&state->cursor);
+	MemoryContextDelete(state->cxt);
+	foreach(lc, node->custom_ps)
+		ExecEndNode(lfirst(lc));
+}
+
+static void
+SjRescan(CustomScanState *node)
+{
+	SjScanState *state = (SjScanState *) node;
+	ListCell   *lc;
+
+	SjResetRun(state);
+	foreach(lc, node->custom_ps)
+	{
+		PlanState  *child = lfirst(lc);
+
+		if (node->ss.ps.chgParam != NULL)
+			UpdateChangedParamSet(child, node->ss.ps.chgParam);
+		if (child->chgParam == NULL)
+			ExecReScan(child);
+	}
+}

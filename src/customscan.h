@@ -1,0 +1,284 @@
+/*
+ * customscan.h
+ *		Custom Scan (SimJoin): the node's private types and the functions its
+ *		files call across each other.
+ *
+ * The node is one family of files, by lifecycle: cs_planner.c (clause
+ * matching, paths, plans, registration), cs_cost.c (the cost model),
+ * cs_exec.c (execution), cs_parallel.c (parallel execution in shared
+ * memory) and cs_explain.c (EXPLAIN).  Only they include this header;
+ * simjoin.h is the module-wide one (SjCustomScanInit).
+ */
+#ifndef CUSTOMSCAN_H
+#define CUSTOMSCAN_H
+
+#include "access/parallel.h"
+#include "commands/explain.h"
+#include "nodes/extensible.h"
+#include "nodes/pathnodes.h"
+#include "storage/barrier.h"
+#include "storage/condition_variable.h"
+#include "storage/spin.h"
+#include "utils/dsa.h"
+
+#include "simjoin.h"
+#include "sjdist.h"
+#include "sjtheta.h"
+
+/* What the planner hook found in a join's clauses (path-private). */
+typedef struct SjJoinPlanInfo
+{
+	SjOperator	op;
+	JoinType	jointype;
+	bool		strict;			/* < (eps) or > (jaccard) */
+	bool		swapped;		/* the call's first argument reads the inner */
+	bool		count;			/* the counting node of an aggregate */
+	int			metric;			/* eps: SjMetric (sjdist.h) */
+	int			gis;			/* eps over PostGIS points: SJ_GIS_* flags */
+	Expr	   *outer_arg;		/* eps/jaccard: argument over the outer */
+	Expr	   *inner_arg;
+	Expr	   *threshold;
+	List	   *engine_clauses; /* Exprs the engine evaluates */
+	List	   *residual;		/* other join clauses (Exprs) */
+	List	   *other_quals;	/* outer joins: filters above the join */
+	int			theta_strategy; /* SjThetaStrategy planned, theta only */
+	bool		cpu;			/* simjoin.device = auto with a GPU: the CPU
+								 * engine costs less for this path */
+	double		clause_sel;		/* PostgreSQL's estimate of engine_clauses
+								 * over the cross product, as an inner join */
+	double		pair_sel;		/* the engine's (theta: selectivity.c) */
+	double		pairs;			/* the pairs the engine is costed for */
+	Relids		relids;			/* the join's relids */
+	Cost		emit_cost;		/* part of the total spent forming pairs */
+} SjJoinPlanInfo;
+
+/* Indexes of CustomScan.custom_private (Integers, the pairs a Float). */
+enum
+{
+	SJ_PRIV_OP,
+	SJ_PRIV_JOINTYPE,
+	SJ_PRIV_STRICT,
+	SJ_PRIV_COUNT,
+	SJ_PRIV_NPREFIX,			/* scan tuple columns before the outer's */
+	SJ_PRIV_OUTER_NATTS,
+	SJ_PRIV_INNER_NATTS,
+	SJ_PRIV_THETA_STRATEGY,
+	SJ_PRIV_SWAPPED,
+	SJ_PRIV_WORKERS,			/* parallel workers sharing the outer side */
+	SJ_PRIV_CPU,				/* device = auto: run on the CPU engine */
+	SJ_PRIV_PAIRS,				/* the pairs planned (EXPLAIN) */
+	SJ_PRIV_METRIC,				/* eps: SjMetric */
+	SJ_PRIV_GIS,				/* eps over PostGIS points: SJ_GIS_* flags */
+	SJ_PRIV_N
+};
+
+/* Indexes of CustomScan.custom_exprs (a list of lists). */
+enum
+{
+	SJ_EXPR_ARGS,				/* eps/jaccard: outer arg, inner arg, threshold */
+	SJ_EXPR_ENGINE,				/* clauses the engine evaluates */
+	SJ_EXPR_RESIDUAL,			/* other join clauses */
+	SJ_EXPR_N
+};
+
+/* Where pairs come from in one run. */
+typedef enum SjPairSource
+{
+	SJ_SRC_ENGINE,				/* the engine's cursor */
+	SJ_SRC_NESTLOOP,			/* every pair, condition by PostgreSQL */
+	SJ_SRC_EMPTY				/* no pair can satisfy the condition */
+} SjPairSource;
+
+/* One input's rows, deformed once. */
+typedef struct SjSideRows
+{
+	int			natts;
+	int64		n;
+	int64		cap;
+	Datum	   *values;			/* n * natts */
+	bool	   *isnull;
+} SjSideRows;
+
+/*
+ * The inner input of a parallel-aware node, read once by all participants
+ * together (dynamic shared memory).  Each participant that attaches while
+ * the barrier is in phase 0 takes a share: it reads its part of the
+ * (partial) inner plan into chunks of minimal tuples in the query's DSA
+ * area and, where the operator's part format can hold the join columns,
+ * marshals their values as it goes into a part of its own, then arrives.
+ * In phase 1 nobody writes: every participant has all of the inner rows,
+ * shares in slot order, each share's rows in reading order, read in place,
+ * and merges the parts into its engine input instead of marshalling every
+ * inner row itself.
+ */
+typedef struct SjInnerShare
+{
+	dsa_pointer first;			/* its chunks, in reading order */
+	int64		ntuples;
+	dsa_pointer part;			/* its join values, or InvalidDsaPointer */
+} SjInnerShare;
+
+typedef struct SjSharedInner
+{
+	Barrier		barrier;
+	slock_t		mutex;
+	int			nshares;		/* shares taken, under mutex */
+	int			maxshares;		/* participants at most */
+	int			index_state;	/* SjIndexState, under mutex */
+	dsa_pointer index;			/* the engine's index, once READY */
+	ConditionVariable index_cv; /* index_state left BUILDING */
+	SjInnerShare share[FLEXIBLE_ARRAY_MEMBER];
+	/* then, MAXALIGNed, an SjWorkerReport per planned worker */
+} SjSharedInner;
+
+/*
+ * What a worker did, for the leader's EXPLAIN ANALYZE: written by the
+ * worker when it shuts its node down, copied by the leader when it shuts
+ * its own down (the workers have finished by then, their tuple queues
+ * being drained), before the shared memory goes.
+ */
+typedef struct SjWorkerReport
+{
+	bool		filled;			/* written, after the fields below */
+	int			index_role;
+	double		index_ms;
+	int64		inner_read;
+	SjStats		stats;
+} SjWorkerReport;
+
+/* What this participant did with the shared index (SjScanState.index_role). */
+#define SJ_INDEX_ROLE_NONE		0
+#define SJ_INDEX_ROLE_BUILT		1
+#define SJ_INDEX_ROLE_PROBED	2
+
+typedef struct SjScanState
+{
+	CustomScanState css;
+
+	/* from the plan */
+	SjOperator	op;
+	JoinType	jointype;
+	bool		strict;
+	bool		swapped;
+	bool		count;
+	int			metric;			/* eps: SjMetric */
+	int			gis;			/* eps over PostGIS points: SJ_GIS_* flags */
+	int			workers;
+	bool		plan_cpu;		/* planned for the CPU engine (device = auto) */
+	int			nprefix;
+	int			natts[2];
+	int			theta_strategy;
+	List	   *engine_exprs;	/* plan's engine clauses (for theta) */
+	ExprState  *arg[2];			/* eps/jaccard arguments, outer and inner */
+	int			arg_var[2];		/* >= 0: the argument is that column */
+	ExprState  *threshold;
+	ExprState  *engine_qual;	/* the engine's clauses, for the nested loop */
+	ExprState  *residual;
+
+	/* one run */
+	MemoryContext cxt;
+	bool		loaded;
+	bool		finished;
+	SjPairSource source;
+	SjSideRows	rows[2];
+	SjRunSpec	spec;
+	SjCursor	cursor;
+	SjPairBatch batch;
+	size_t		pos;
+	const int64 *keys[2];		/* engine row -> input row */
+	int64		nl_i;
+	int64		nl_j;
+	const bool *aside[2];		/* theta: rows the engine does not see, by
+								 * row number (NULL: none) */
+	int64	   *aside_rows;		/* ... the inner's, listed */
+	int64		naside_rows;
+	bool		engine_done;	/* engine pairs done: now the set-aside
+								 * rows' pairs, by PostgreSQL's operators */
+	bool		residual_first; /* nested loop: the other clauses first */
+	bool	   *matched;		/* left, semi, anti: outer rows matched */
+	int64		unmatched_pos;
+	bool		pairs_done;
+	double		param;			/* the threshold the engine runs with */
+	bool		streaming;		/* marshal while reading, keep no rows */
+	SjEpsScan  *escan;			/* the engine's input being built */
+	void	   *pscan[2];		/* ... PostGIS points (postgis.c) */
+	SjSetScan  *sscan;
+	SjDict	   *dict;
+	SjThetaPrepared *tp;
+	bool		side_done[2];	/* side read by workers and finished */
+	SjVectorInput eps_in[2];	/* ... its input, eps */
+	SjSets		set_in[2];		/* ... jaccard */
+	int64	   *set_keys[2];
+	int64		rows_out;
+	SjSharedInner *shared;		/* parallel-aware: the shared inner input */
+	int64		inner_read;		/* inner rows this participant read */
+	int			inner_readers;	/* participants that read the inner */
+	int			inner_parts;	/* their parts merged (0: marshalled here) */
+	int			index_role;		/* SJ_INDEX_ROLE_* */
+	double		index_ms;		/* building or waiting for the shared index */
+	SjWorkerReport *reports;	/* leader: the workers', copied at shutdown */
+	int			nreports;
+	SjStats		stats;
+	double		t0;
+	double		fetch_ms;
+	double		load_done_ms;
+} SjScanState;
+
+/* The paths offered for a join. */
+typedef enum SjPathMode
+{
+	SJ_PATH_SERIAL,				/* one process reads both inputs */
+	SJ_PATH_PARTIAL,			/* outer split across workers, each reads the inner */
+	SJ_PATH_SHARED_INNER		/* outer split, inner read once by all together */
+} SjPathMode;
+
+/*
+ * Rates of the cost model (cs_cost.c, measured with the others there) that
+ * the counting node's path (cs_planner.c) uses too.
+ */
+#define SJ_MARSHAL_MS_PER_ROW	0.0002	/* keep a tuple, marshal its value */
+/*
+ * The counting node keeps no tuple: marshalling a value costs about 10 ns
+ * a row on top of the input's scan (theta_join_count and SELECT count(*)
+ * of its inputs, measured on the 2-core build machine, 2026-11-24).
+ */
+#define SJ_COUNT_MARSHAL_MS_PER_ROW	0.00002
+
+/* cs_cost.c */
+extern Cost SjMs(double ms);
+extern double SjParallelDivisor(Path *path);
+extern void SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info,
+					   Path *outer_path, Path *inner_path, double outer_rows,
+					   double inner_rows, SjPathMode mode, Cost *startup,
+					   Cost *total);
+extern Cost SjParallelReadDiscount(PlannerInfo *root, SjJoinPlanInfo *info,
+								   Path *path, Expr *arg);
+
+/* cs_exec.c */
+extern const char *const sj_op_names[];
+extern Node *SjCreateScanState(CustomScan *cscan);
+extern TupleTableSlot *SjChildNext(SjScanState *state, PlanState *child);
+extern void SjRowsAlloc(SjSideRows *rows, int natts, int64 cap);
+extern void SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values,
+							bool *nulls);
+extern bool SjPlanKeepsCpu(SjScanState *state);
+
+/* cs_parallel.c */
+extern bool SjReadSideParallel(SjScanState *state, int s);
+extern bool SjReadBothParallel(SjScanState *state);
+extern bool SjReadInnerShared(SjScanState *state);
+extern const void *SjSharedIndex(SjScanState *state);
+extern Size SjEstimateDSM(CustomScanState *node, ParallelContext *pcxt);
+extern void SjInitializeDSM(CustomScanState *node, ParallelContext *pcxt,
+							void *coordinate);
+extern void SjReInitializeDSM(CustomScanState *node, ParallelContext *pcxt,
+							  void *coordinate);
+extern void SjInitializeWorker(CustomScanState *node, shm_toc *toc,
+							   void *coordinate);
+extern void SjShutdownScan(CustomScanState *node);
+
+/* cs_explain.c */
+extern void SjExplainScan(CustomScanState *node, List *ancestors,
+						  ExplainState *es);
+
+#endif							/* CUSTOMSCAN_H */

@@ -5,8 +5,9 @@
  * The planner's paths (cs_planner.c) are costed here: engine time per
  * device and strategy, reading and marshalling the inputs, forming pairs,
  * and what parallel workers and the shared inner input save.  The rates
- * are times measured by test/bench/calibrate.sql (README, "Cost model"),
- * converted to PostgreSQL cost units with the measured time of one unit.
+ * are times measured by test/bench/calibrate.sql (test/bench/BENCHMARKS.md,
+ * "Calibration of the cost model"), converted to PostgreSQL cost units with
+ * the measured time of one unit.
  */
 
 #include "postgres.h"
@@ -26,7 +27,7 @@
  * Cost model
  *
  * Times in milliseconds, measured by test/bench/calibrate.sql on the
- * reference machine (README, "Cost model"), converted to PostgreSQL cost
+ * reference machine (test/bench/BENCHMARKS.md), converted to PostgreSQL cost
  * units with the measured time of one unit.  Per side row: keeping the
  * tuple and marshalling its join value; per engine pair: forming and
  * returning a tuple; engine build and probe rates per device and strategy.
@@ -41,7 +42,7 @@ typedef struct SjCostRates
 
 /*
  * Measured 2026-11-22 by test/bench/calibrate.sql on one NVIDIA H100 with 16
- * CPU cores (README, "Cost model"): one cost unit is the median over three
+ * CPU cores (test/bench/BENCHMARKS.md): one cost unit is the median over three
  * native plans run in one process; the rates are fitted to the set-returning
  * functions' phases at two sizes or thresholds; the jaccard row rate includes
  * its tokenising marshal (about 0.5 us a row more than the others').
@@ -60,7 +61,7 @@ typedef struct SjCostRates
  * A parallel worker is a new process: its first GPU join creates a CUDA
  * context (the leader's backend keeps its own from join to join), and
  * processes that create theirs at the same time all wait for all of them.
- * Measured on the H100 host, 2026-11-24 (README, "Cost model"; bash
+ * Measured on the H100 host, 2026-11-24 (test/bench/BENCHMARKS.md; bash
  * test/bench/run.sh startup): a fresh backend's first GPU join of 1,000
  * points took 161-184 ms (the host's very first 342 ms), its second 1-2
  * ms; eight fresh backends at once took 1,193-1,337 ms each, 149-167 ms a

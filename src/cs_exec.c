@@ -420,6 +420,18 @@ SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
 	ResetExprContext(econtext);
 }
 
+/* The run of an eps join (vectors or PostGIS points): keys, spec, rows. */
+static void
+SjEpsJobReady(SjScanState *state, SjEpsJob *job)
+{
+	state->keys[0] = job->left.keys;
+	state->keys[1] = job->right.keys;
+	state->spec.arg = job;
+	state->spec.begin = SjEpsBegin;
+	state->stats.left_rows = job->left.vectors.n;
+	state->stats.right_rows = job->right.vectors.n;
+}
+
 /* Both sides are in: the engine's input and the spec that runs it. */
 static void
 SjMarshalEnd(SjScanState *state)
@@ -445,12 +457,7 @@ SjMarshalEnd(SjScanState *state)
 		job->eps = SjPointEngineEps(state->pscan[0], state->pscan[1], &job->left,
 									&job->right, state->param);
 		job->metric = SJ_METRIC_L2;
-		state->keys[0] = job->left.keys;
-		state->keys[1] = job->right.keys;
-		state->spec.arg = job;
-		state->spec.begin = SjEpsBegin;
-		state->stats.left_rows = job->left.vectors.n;
-		state->stats.right_rows = job->right.vectors.n;
+		SjEpsJobReady(state, job);
 	}
 	else if (state->op == SJ_OP_EPS)
 	{
@@ -471,12 +478,7 @@ SjMarshalEnd(SjScanState *state)
 			SjErrorDims(sc[state->swapped ? 1 : 0].dim, sc[state->swapped ? 0 : 1].dim);
 		job->eps = state->param;
 		job->metric = state->metric;
-		state->keys[0] = job->left.keys;
-		state->keys[1] = job->right.keys;
-		state->spec.arg = job;
-		state->spec.begin = SjEpsBegin;
-		state->stats.left_rows = job->left.vectors.n;
-		state->stats.right_rows = job->right.vectors.n;
+		SjEpsJobReady(state, job);
 	}
 	else if (state->op == SJ_OP_JACCARD)
 	{

@@ -25,8 +25,10 @@ REGRESS_OPTS = --inputdir=. --dbname=contrib_regression
 # --- CUDA detection ---------------------------------------------------------
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
+# sm_90a is Hopper's sm_90 with its own instructions (the wgmma filter of
+# the high-dimensional eps_join); PTX for later devices.
 CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 \
-             -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90a,code=sm_90a \
              -gencode arch=compute_90,code=compute_90
 
 CU_SRCS = $(sort $(wildcard cuda/*.cu))

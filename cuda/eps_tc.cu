@@ -5,15 +5,22 @@
  *		only pairs that may join.  The bound and its derivation are in
  *		eps_tc.cuh; the canonical verification is in eps_gpu.cu.
  *
- * The product kernel is a plain two-stage cp.async pipeline: a block
- * computes a 128 x 128 tile of dot products with eight warps (each 64 x 32,
- * 4 x 4 m16n8k16 fragments), K in steps of 32, operands through ldmatrix
- * from rows padded by 16 bytes (no bank conflicts).  The epilogue turns
+ * Two product kernels, the same tiles and the same epilogue:
+ *	- on Hopper (an sm_90a image loaded: tc_wgmma()), wg_filter_kernel:
+ *	  wgmma reads both operands from 128-byte-swizzled shared memory,
+ *	  two warpgroups a 128 x 128 tile, K in steps of 64 through three
+ *	  cp.async stages with one wgmma group in flight;
+ *	- elsewhere (Ampere, or a build without sm_90a), filter_kernel:
+ *	  mma.sync m16n8k16 from ldmatrix fragments, eight warps of 64 x 32.
+ * Blocks walk the tiles in runs of kTcGroup probe tiles (tile_of), so the
+ * blocks resident at once share their tiles in L2.  The epilogue turns
  * each dot product into a keep/drop decision and appends the kept pairs
- * with one atomic per warp and fragment.
+ * with one atomic per warp and fragment.  test/bench/tc_bench.cu measures
+ * the shapes.
  */
 #include <cub/block/block_reduce.cuh>
 
+#include <atomic>
 #include <cmath>
 
 #include "eps_tc.cuh"
@@ -26,7 +33,6 @@ namespace
 {
 
 constexpr int kThreads = 256;
-constexpr int kRowPad = kTcK + 8;	/* halves per shared-memory row */
 constexpr double kU = 1.0 / 2048.0 * (1.0 + 1.0 / 1024.0);
 constexpr double kEta = 1.0 / 33554432.0;	/* 2^-25 */
 
@@ -183,103 +189,165 @@ cp_async16(__half *dst, const __half *src, bool valid)
 				 :: "r"(addr), "l"(src), "r"(bytes));
 }
 
-/* Stage K columns [k0, k0 + kTcK) of 128 rows starting at row0. */
+constexpr uint32_t kTcGroup = 16;	/* probe tiles a run of tile_of */
+
+/*
+ * The (probe, build) tile of this block.  Blocks are numbered along runs
+ * of `group` probe tiles, build tile by build tile, so that the blocks
+ * resident at once share a few probe and build tiles in L2 instead of
+ * streaming every build tile once per probe tile.
+ */
 __device__ __forceinline__ void
-load_tile(__half (*dst)[kRowPad], const __half *rows, uint32_t row0, uint32_t nrows,
+tile_of(uint32_t nx, uint32_t ny, uint32_t group, uint32_t *ty, uint32_t *tx)
+{
+	const uint32_t per = group * nx;
+	const uint32_t g = blockIdx.x / per;
+	const uint32_t first = g * group;
+	const uint32_t gs = min(group, ny - first);
+	const uint32_t r = blockIdx.x - g * per;
+
+	*ty = first + r % gs;
+	*tx = r / gs;
+}
+
+/*
+ * A shape of the filter kernel: a block computes a BM x BN tile of dot
+ * products (BM probe rows, BN build rows) with warps of WM x WN, K in
+ * steps of KS through ST shared-memory stages; MINB blocks a
+ * multiprocessor.  Rows in shared memory are padded by 16 bytes, so the
+ * ldmatrix reads of eight rows hit eight different bank groups.
+ */
+template <int BM_, int BN_, int WM_, int WN_, int KS_, int ST_, int MINB_>
+struct TcShape
+{
+	static constexpr int BM = BM_,
+				BN = BN_,
+				WM = WM_,
+				WN = WN_,
+				KS = KS_,
+				ST = ST_,
+				MINB = MINB_;
+	static constexpr int WARPS_N = BN / WN;
+	static constexpr int THREADS = (BM / WM) * WARPS_N * 32;
+	static constexpr int PAD = KS + 8;	/* halves per shared-memory row */
+	static constexpr int MI = WM / 16;	/* m16 fragments a warp */
+	static constexpr int NI = WN / 8;	/* n8 fragments a warp */
+	static constexpr size_t SMEM = (size_t) ST * (BM + BN) * PAD * sizeof(__half);
+
+	static_assert(BM == kTcTile, "probe tiles are kTcTile rows (eps_gpu.cu)");
+	static_assert(WN % 16 == 0 && NI * 4 <= 32, "a warp's row of pairs fits 32 bits");
+	static_assert(KS % 16 == 0, "K steps of whole m16n8k16 products");
+};
+
+/*
+ * Stage K columns [k0, k0 + KS) of ROWS rows starting at row0; rows past
+ * nrows and columns past pdim (the last step of a KS that does not divide
+ * the padded dimension) are zero-filled.
+ */
+template <class S, int ROWS>
+__device__ __forceinline__ void
+load_tile(__half (*dst)[S::PAD], const __half *rows, uint32_t row0, uint32_t nrows,
 		  int pdim, int k0)
 {
 #pragma unroll
-	for (int c = threadIdx.x; c < kTcTile * (kTcK / 8); c += kThreads)
+	for (int c = threadIdx.x; c < ROWS * (S::KS / 8); c += S::THREADS)
 	{
-		int			r = c / (kTcK / 8),
-					part = c % (kTcK / 8);
+		int			r = c / (S::KS / 8),
+					col = k0 + (c % (S::KS / 8)) * 8;
 		uint32_t	row = row0 + r;
-		bool		valid = row < nrows;
-		const __half *src = rows + (size_t) (valid ? row : 0) * pdim + k0 + part * 8;
+		bool		valid = row < nrows && col < pdim;
+		const __half *src = rows + (valid ? (size_t) row * pdim + col : 0);
 
-		cp_async16(&dst[r][part * 8], src, valid);
+		cp_async16(&dst[r][col - k0], src, valid);
 	}
 }
 
-/* Shared memory of filter_kernel: kStages stages of the two tiles. */
-constexpr int kStages = 3;
-constexpr size_t kFilterSmem = (size_t) kStages * 2 * kTcTile * kRowPad * sizeof(__half);
-
 /*
- * One 128 x 128 tile of (probe, build) pairs: blockIdx.y the probe tile
- * within [p0, p1), blockIdx.x the build tile.  A three-stage cp.async
- * pipeline (one barrier a K step); two blocks a multiprocessor.
+ * One BM x BN tile of (probe, build) pairs: blockIdx.y the probe tile
+ * within [p0, p1), blockIdx.x the build tile.  An ST-stage cp.async
+ * pipeline, one barrier a K step.
  */
-template <bool SELF>
-__global__ void __launch_bounds__(kThreads, 2)
+template <bool SELF, class S>
+__global__ void __launch_bounds__(S::THREADS, S::MINB)
 filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 			  unsigned long long *keys, unsigned long long cap,
-			  unsigned long long *count)
+			  unsigned long long *count, uint32_t group)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
-	__half		(*sa)[kTcTile][kRowPad] = reinterpret_cast<__half (*)[kTcTile][kRowPad]>(smem);
-	__half		(*sb)[kTcTile][kRowPad] = sa + kStages;
-	const uint32_t pt = p0 + blockIdx.y * kTcTile;
-	const uint32_t jt = blockIdx.x * kTcTile;
+	__half		(*sa)[S::PAD] = reinterpret_cast<__half (*)[S::PAD]>(smem);
+	__half		(*sb)[S::PAD] = sa + S::ST * S::BM;
+	uint32_t	ty,
+				tx;
+
+	tile_of((build.n + S::BN - 1) / S::BN, (p1 - p0 + S::BM - 1) / S::BM, group, &ty, &tx);
+
+	const uint32_t pt = p0 + ty * S::BM;
+	const uint32_t jt = tx * S::BN;
 	const int	warp = threadIdx.x / 32,
 				lane = threadIdx.x % 32;
-	const int	wm = (warp / 4) * 64,
-				wn = (warp % 4) * 32;
-	float		acc[4][4][4];
+	const int	wm = (warp / S::WARPS_N) * S::WM,
+				wn = (warp % S::WARPS_N) * S::WN;
+	float		acc[S::MI][S::NI][4];
 
-	if (SELF && jt + kTcTile - 1 <= pt)
+	if (SELF && jt + S::BN - 1 <= pt)
 		return;					/* every build row precedes every probe row */
 
 #pragma unroll
-	for (int mi = 0; mi < 4; mi++)
+	for (int mi = 0; mi < S::MI; mi++)
 #pragma unroll
-		for (int ni = 0; ni < 4; ni++)
+		for (int ni = 0; ni < S::NI; ni++)
 #pragma unroll
 			for (int e = 0; e < 4; e++)
 				acc[mi][ni][e] = 0.0f;
 
-	const int	nk = p.pdim / kTcK;
+	const int	nk = (p.pdim + S::KS - 1) / S::KS;
 
-	/* the first kStages - 1 stages in flight, one commit group each */
+	/* the first ST - 1 stages in flight, one commit group each */
 #pragma unroll
-	for (int st = 0; st < kStages - 1; st++)
+	for (int st = 0; st < S::ST - 1; st++)
 	{
 		if (st < nk)
 		{
-			load_tile(sa[st], probe.rows, pt, p1, p.pdim, st * kTcK);
-			load_tile(sb[st], build.rows, jt, build.n, p.pdim, st * kTcK);
+			load_tile<S, S::BM>(sa + st * S::BM, probe.rows, pt, p1, p.pdim, st * S::KS);
+			load_tile<S, S::BN>(sb + st * S::BN, build.rows, jt, build.n, p.pdim, st * S::KS);
 		}
 		asm volatile("cp.async.commit_group;\n"::);
 	}
 	for (int kt = 0; kt < nk; kt++)
 	{
-		const int	s = kt % kStages;
-		const int	kn = kt + kStages - 1;
+		const int	s = kt % S::ST;
+		const int	kn = kt + S::ST - 1;
 
-		asm volatile("cp.async.wait_group %0;\n"::"n"(kStages - 2));
+		asm volatile("cp.async.wait_group %0;\n"::"n"(S::ST - 2));
 		__syncthreads();
 		/* refill the stage the previous step read (all are past it now) */
 		if (kn < nk)
 		{
-			load_tile(sa[kn % kStages], probe.rows, pt, p1, p.pdim, kn * kTcK);
-			load_tile(sb[kn % kStages], build.rows, jt, build.n, p.pdim, kn * kTcK);
+			load_tile<S, S::BM>(sa + (kn % S::ST) * S::BM, probe.rows, pt, p1, p.pdim,
+								kn * S::KS);
+			load_tile<S, S::BN>(sb + (kn % S::ST) * S::BN, build.rows, jt, build.n, p.pdim,
+								kn * S::KS);
 		}
 		asm volatile("cp.async.commit_group;\n"::);
-#pragma unroll
-		for (int kk = 0; kk < kTcK; kk += 16)
-		{
-			uint32_t	af[4][4],
-						bf[4][2];
+
+		const __half (*ta)[S::PAD] = sa + s * S::BM + wm;
+		const __half (*tb)[S::PAD] = sb + s * S::BN + wn;
 
 #pragma unroll
-			for (int mi = 0; mi < 4; mi++)
-				ldmatrix_x4(af[mi], &sa[s][wm + mi * 16 + (lane % 16)][kk + (lane / 16) * 8]);
+		for (int kk = 0; kk < S::KS; kk += 16)
+		{
+			uint32_t	af[S::MI][4],
+						bf[S::NI][2];
+
 #pragma unroll
-			for (int nj = 0; nj < 2; nj++)
+			for (int mi = 0; mi < S::MI; mi++)
+				ldmatrix_x4(af[mi], &ta[mi * 16 + (lane % 16)][kk + (lane / 16) * 8]);
+#pragma unroll
+			for (int nj = 0; nj < S::NI / 2; nj++)
 			{
 				uint32_t	r[4];
 
-				ldmatrix_x4(r, &sb[s][wn + nj * 16 + (lane & 7) + ((lane >> 4) << 3)]
+				ldmatrix_x4(r, &tb[nj * 16 + (lane & 7) + ((lane >> 4) << 3)]
 							[kk + ((lane >> 3) & 1) * 8]);
 				bf[nj * 2][0] = r[0];
 				bf[nj * 2][1] = r[1];
@@ -287,20 +355,20 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 				bf[nj * 2 + 1][1] = r[3];
 			}
 #pragma unroll
-			for (int mi = 0; mi < 4; mi++)
+			for (int mi = 0; mi < S::MI; mi++)
 #pragma unroll
-				for (int ni = 0; ni < 4; ni++)
+				for (int ni = 0; ni < S::NI; ni++)
 					mma16816(acc[mi][ni], af[mi], bf[ni]);
 		}
 	}
 	asm volatile("cp.async.wait_group 0;\n"::);
 
 	/* epilogue: keep the pairs the bound cannot rule out */
-	float2		rp[4][2],
-				rb[4][2];
+	float2		rp[S::MI][2],
+				rb[S::NI][2];
 
 #pragma unroll
-	for (int mi = 0; mi < 4; mi++)
+	for (int mi = 0; mi < S::MI; mi++)
 #pragma unroll
 		for (int h = 0; h < 2; h++)
 		{
@@ -309,7 +377,7 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 			rp[mi][h] = row < p1 ? probe.pn[row] : make_float2(INFINITY, 0.0f);
 		}
 #pragma unroll
-	for (int ni = 0; ni < 4; ni++)
+	for (int ni = 0; ni < S::NI; ni++)
 #pragma unroll
 		for (int h = 0; h < 2; h++)
 		{
@@ -318,13 +386,16 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 			rb[ni][h] = col < build.n ? build.pn[col] : make_float2(INFINITY, 0.0f);
 		}
 
-	/* which of the thread's 64 pairs to keep: a bit each */
-	unsigned long long kept = 0;
+	/* which of the thread's pairs to keep: a bit each, a word per mi */
+	uint32_t	kept[S::MI];
+	bool		any = false;
 
 #pragma unroll
-	for (int mi = 0; mi < 4; mi++)
+	for (int mi = 0; mi < S::MI; mi++)
+	{
+		kept[mi] = 0;
 #pragma unroll
-		for (int ni = 0; ni < 4; ni++)
+		for (int ni = 0; ni < S::NI; ni++)
 #pragma unroll
 			for (int e = 0; e < 4; e++)
 			{
@@ -332,37 +403,25 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 							b = rb[ni][e & 1];
 				float		rhs = __fsub_rd(__fadd_rd(a.x, b.x),
 											__fmul_ru(__fmul_ru(p.alpha, a.y), b.y));
+				const uint32_t row = pt + wm + mi * 16 + lane / 4 + (e >> 1) * 8;
+				const uint32_t col = jt + wn + ni * 8 + (lane % 4) * 2 + (e & 1);
 
-				if (acc[mi][ni][e] >= rhs)
-					kept |= 1ull << ((mi * 4 + ni) * 4 + e);
+				if (acc[mi][ni][e] >= rhs && !(SELF && col <= row))
+					kept[mi] |= 1u << (ni * 4 + e);
 			}
-	if (SELF)
-	{
-#pragma unroll
-		for (int mi = 0; mi < 4; mi++)
-#pragma unroll
-			for (int ni = 0; ni < 4; ni++)
-#pragma unroll
-				for (int e = 0; e < 4; e++)
-				{
-					const uint32_t row = pt + wm + mi * 16 + lane / 4 + (e >> 1) * 8;
-					const uint32_t col = jt + wn + ni * 8 + (lane % 4) * 2 + (e & 1);
-
-					if (col <= row)
-						kept &= ~(1ull << ((mi * 4 + ni) * 4 + e));
-				}
+		any |= kept[mi] != 0;
 	}
 	/* most tiles keep nothing: one vote, then the appends */
-	if (!__any_sync(0xffffffffu, kept != 0))
+	if (!__any_sync(0xffffffffu, any))
 		return;
 #pragma unroll
-	for (int mi = 0; mi < 4; mi++)
+	for (int mi = 0; mi < S::MI; mi++)
 #pragma unroll
-		for (int ni = 0; ni < 4; ni++)
+		for (int ni = 0; ni < S::NI; ni++)
 #pragma unroll
 			for (int e = 0; e < 4; e++)
 			{
-				const bool	keep = (kept >> ((mi * 4 + ni) * 4 + e)) & 1;
+				const bool	keep = (kept[mi] >> (ni * 4 + e)) & 1;
 				unsigned	mask = __ballot_sync(0xffffffffu, keep);
 
 				if (mask == 0)
@@ -384,6 +443,317 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 						keys[at] = ((unsigned long long) (row - p0) << 32) | col;
 				}
 			}
+}
+
+/* Launch one shape of filter_kernel (its shared memory asked for once). */
+template <class S>
+void
+launch_filter(const TcSide &probe, const TcSide &build, const TcParams &p, bool self,
+			  uint32_t p0, uint32_t p1, unsigned long long *keys, unsigned long long cap,
+			  unsigned long long *count, cudaStream_t st, uint32_t group = kTcGroup)
+{
+	const uint32_t nx = (build.n + S::BN - 1) / S::BN,
+				ny = (p1 - p0 + S::BM - 1) / S::BM;
+	auto		kernel = self ? filter_kernel<true, S> : filter_kernel<false, S>;
+
+	/* more than 48 KB of dynamic shared memory must be asked for (a device) */
+	SJGPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+									 (int) S::SMEM));
+	kernel<<<nx * ny, S::THREADS, S::SMEM, st>>>(probe, build, p, p0, p1, keys, cap, count,
+												  group);
+	SJGPU_CHECK_LAUNCH("filter_kernel");
+}
+
+/*
+ * The Hopper filter: wgmma (sm_90a) reads both operands from shared memory,
+ * a warpgroup computing 64 x BN dot products per instruction.  K steps of
+ * 64 halves: a tile row is 128 bytes, stored in the 128-byte swizzled
+ * layout (its 16-byte chunk c at c ^ (row % 8)), 8-row atoms of 1024
+ * bytes, so the tensor cores and cp.async meet no bank conflict.  One
+ * wgmma group stays in flight while the next stage is waited for.
+ */
+template <int BN_, int ST_, int MINB_>
+struct WgShape
+{
+	static constexpr int BM = kTcTile,
+				BN = BN_,
+				KS = 64,
+				ST = ST_,
+				MINB = MINB_;
+	static constexpr int THREADS = 256;	/* two warpgroups of 64 probe rows */
+	static constexpr size_t STAGE = (size_t) (BM + BN) * KS;	/* halves */
+	static constexpr size_t SMEM = ST * STAGE * sizeof(__half) + 1024;	/* + alignment */
+
+	static_assert(BN == 128, "wgmma n128 (n256 measured slower: spills)");
+	static_assert(ST >= 3, "a stage computing, one in flight, one loading");
+};
+
+/* The sm_90a pieces (the other device passes would warn of them unused). */
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/* D[64 x 128] += A[64 x 16] B[16 x 128], both K-major in shared memory. */
+__device__ __forceinline__ void
+wgmma_n128(float (*d)[4], uint64_t da, uint64_t db)
+{
+	asm volatile("{\n"
+				 ".reg .pred p;\n"
+				 "setp.ne.b32 p, %66, 0;\n"
+				 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+				 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+				 "%64, %65, p, 1, 1, 0, 0;\n"
+				 "}\n"
+				 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+				 : "l"(da), "l"(db), "r"(1));
+}
+
+/* A shared-memory matrix descriptor: K-major, 128-byte swizzle. */
+__device__ __forceinline__ uint64_t
+wg_desc(const __half *p)
+{
+	uint32_t	addr = (uint32_t) __cvta_generic_to_shared(p);
+
+	return (uint64_t) ((addr & 0x3FFFF) >> 4) |
+		((uint64_t) 1 << 16) |	/* leading byte offset: unused here */
+		((uint64_t) (1024 >> 4) << 32) |	/* 8-row atoms 1024 bytes apart */
+		((uint64_t) 1 << 62);	/* 128-byte swizzle */
+}
+
+/* Keep the compiler from moving accumulator accesses across wgmma waits. */
+__device__ __forceinline__ void
+wg_fence_acc(float &r)
+{
+	asm volatile("" : "+f"(r)::"memory");
+}
+
+#endif
+
+/*
+ * Stage K columns [k0, k0 + 64) of ROWS rows starting at row0 into the
+ * swizzled layout; eight threads read a row's 128 bytes.
+ */
+template <class S, int ROWS>
+__device__ __forceinline__ void
+wg_load_tile(__half *dst, const __half *rows, uint32_t row0, uint32_t nrows, int pdim,
+			 int k0)
+{
+#pragma unroll
+	for (int c = threadIdx.x; c < ROWS * 8; c += S::THREADS)
+	{
+		int			r = c >> 3,
+					ch = c & 7;
+		uint32_t	row = row0 + r;
+		int			col = k0 + ch * 8;
+		bool		valid = row < nrows && col < pdim;
+		const __half *src = rows + (valid ? (size_t) row * pdim + col : 0);
+
+		cp_async16(dst + r * 64 + ((ch ^ (r & 7)) * 8), src, valid);
+	}
+}
+
+/* The same tile of pairs as filter_kernel, on wgmma. */
+template <bool SELF, class S>
+__global__ void __launch_bounds__(S::THREADS, S::MINB)
+wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
+				 unsigned long long *keys, unsigned long long cap,
+				 unsigned long long *count, uint32_t group)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	extern __shared__ __align__(16) unsigned char wsmem[];
+	__half	   *sh = reinterpret_cast<__half *>(((uintptr_t) wsmem + 1023) & ~(uintptr_t) 1023);
+	uint32_t	ty,
+				tx;
+
+	tile_of((build.n + S::BN - 1) / S::BN, (p1 - p0 + S::BM - 1) / S::BM, group, &ty, &tx);
+
+	const uint32_t pt = p0 + ty * S::BM;
+	const uint32_t jt = tx * S::BN;
+	const int	wg = threadIdx.x / 128,
+				warp = (threadIdx.x / 32) % 4,
+				lane = threadIdx.x % 32;
+	float		acc[S::BN / 8][4];
+
+	if (SELF && jt + S::BN - 1 <= pt)
+		return;					/* every build row precedes every probe row */
+
+#pragma unroll
+	for (int ni = 0; ni < S::BN / 8; ni++)
+#pragma unroll
+		for (int e = 0; e < 4; e++)
+			acc[ni][e] = 0.0f;
+
+	const int	nk = (p.pdim + S::KS - 1) / S::KS;
+
+	/* ST - 2 stages loading: one more is computing, one may still be read */
+#pragma unroll
+	for (int st = 0; st < S::ST - 2; st++)
+	{
+		if (st < nk)
+		{
+			wg_load_tile<S, S::BM>(sh + st * S::STAGE, probe.rows, pt, p1, p.pdim, st * S::KS);
+			wg_load_tile<S, S::BN>(sh + st * S::STAGE + S::BM * S::KS, build.rows, jt, build.n,
+								   p.pdim, st * S::KS);
+		}
+		asm volatile("cp.async.commit_group;\n"::);
+	}
+	for (int kt = 0; kt < nk; kt++)
+	{
+		const int	kn = kt + S::ST - 2;
+
+		asm volatile("cp.async.wait_group %0;\n"::"n"(S::ST - 3));
+		/* the tensor cores read what cp.async wrote: the async proxy */
+		asm volatile("fence.proxy.async.shared::cta;\n"::: "memory");
+		/* and every wgmma of step kt - 2 (stage kn) is complete */
+		__syncthreads();
+		if (kn < nk)
+		{
+			__half	   *d = sh + (kn % S::ST) * S::STAGE;
+
+			wg_load_tile<S, S::BM>(d, probe.rows, pt, p1, p.pdim, kn * S::KS);
+			wg_load_tile<S, S::BN>(d + S::BM * S::KS, build.rows, jt, build.n, p.pdim,
+								   kn * S::KS);
+		}
+		asm volatile("cp.async.commit_group;\n"::);
+
+		const __half *ta = sh + (kt % S::ST) * S::STAGE + (size_t) wg * 64 * S::KS;
+		const __half *tb = sh + (kt % S::ST) * S::STAGE + (size_t) S::BM * S::KS;
+
+#pragma unroll
+		for (int ni = 0; ni < S::BN / 8; ni++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				wg_fence_acc(acc[ni][e]);
+		asm volatile("wgmma.fence.sync.aligned;\n"::: "memory");
+#pragma unroll
+		for (int kk = 0; kk < S::KS; kk += 16)
+		{
+			/* k16 = 32 bytes further along the (swizzled) rows */
+			uint64_t	da = wg_desc(ta + kk),
+						db = wg_desc(tb + kk);
+
+			wgmma_n128(acc, da, db);
+		}
+		asm volatile("wgmma.commit_group.sync.aligned;\n"::: "memory");
+		asm volatile("wgmma.wait_group.sync.aligned 1;\n"::: "memory");
+#pragma unroll
+		for (int ni = 0; ni < S::BN / 8; ni++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				wg_fence_acc(acc[ni][e]);
+	}
+	asm volatile("wgmma.wait_group.sync.aligned 0;\n"::: "memory");
+#pragma unroll
+	for (int ni = 0; ni < S::BN / 8; ni++)
+#pragma unroll
+		for (int e = 0; e < 4; e++)
+			wg_fence_acc(acc[ni][e]);
+	asm volatile("cp.async.wait_group 0;\n"::);
+
+	/* epilogue: as filter_kernel's; a warp holds 16 probe rows */
+	const uint32_t rbase = pt + wg * 64 + warp * 16 + lane / 4;
+	float2		rp[2];
+	uint32_t	kept[S::BN / 64];
+	bool		any = false;
+
+#pragma unroll
+	for (int h = 0; h < 2; h++)
+		rp[h] = rbase + h * 8 < p1 ? probe.pn[rbase + h * 8] : make_float2(INFINITY, 0.0f);
+#pragma unroll
+	for (int w = 0; w < S::BN / 64; w++)
+	{
+		kept[w] = 0;
+#pragma unroll
+		for (int nn = 0; nn < 8; nn++)
+		{
+			const int	ni = w * 8 + nn;
+			const uint32_t c0 = jt + ni * 8 + (lane % 4) * 2;
+			const float2 b0 = c0 < build.n ? build.pn[c0] : make_float2(INFINITY, 0.0f),
+						b1 = c0 + 1 < build.n ? build.pn[c0 + 1] : make_float2(INFINITY, 0.0f);
+
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+			{
+				const float2 a = rp[e >> 1],
+							b = (e & 1) ? b1 : b0;
+				float		rhs = __fsub_rd(__fadd_rd(a.x, b.x),
+											__fmul_ru(__fmul_ru(p.alpha, a.y), b.y));
+				const uint32_t row = rbase + (e >> 1) * 8;
+				const uint32_t col = c0 + (e & 1);
+
+				if (acc[ni][e] >= rhs && !(SELF && col <= row))
+					kept[w] |= 1u << (nn * 4 + e);
+			}
+		}
+		any |= kept[w] != 0;
+	}
+	if (!__any_sync(0xffffffffu, any))
+		return;
+#pragma unroll
+	for (int ni = 0; ni < S::BN / 8; ni++)
+#pragma unroll
+		for (int e = 0; e < 4; e++)
+		{
+			const bool	keep = (kept[ni / 8] >> ((ni % 8) * 4 + e)) & 1;
+			unsigned	mask = __ballot_sync(0xffffffffu, keep);
+
+			if (mask == 0)
+				continue;
+
+			const uint32_t row = rbase + (e >> 1) * 8;
+			const uint32_t col = jt + ni * 8 + (lane % 4) * 2 + (e & 1);
+			unsigned long long base = 0;
+			int			leader = __ffs(mask) - 1;
+
+			if (lane == leader)
+				base = atomicAdd(count, (unsigned long long) __popc(mask));
+			base = __shfl_sync(0xffffffffu, base, leader);
+			if (keep)
+			{
+				unsigned long long at = base + __popc(mask & ((1u << lane) - 1));
+
+				if (at < cap)
+					keys[at] = ((unsigned long long) (row - p0) << 32) | col;
+			}
+		}
+#endif
+}
+
+/* Launch one shape of wg_filter_kernel (sm_90a only). */
+template <class S>
+void
+launch_wg_filter(const TcSide &probe, const TcSide &build, const TcParams &p, bool self,
+				 uint32_t p0, uint32_t p1, unsigned long long *keys, unsigned long long cap,
+				 unsigned long long *count, cudaStream_t st, uint32_t group = kTcGroup)
+{
+	const uint32_t nx = (build.n + S::BN - 1) / S::BN,
+				ny = (p1 - p0 + S::BM - 1) / S::BM;
+	auto		kernel = self ? wg_filter_kernel<true, S> : wg_filter_kernel<false, S>;
+
+	SJGPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+									 (int) S::SMEM));
+	kernel<<<nx * ny, S::THREADS, S::SMEM, st>>>(probe, build, p, p0, p1, keys, cap, count,
+												  group);
+	SJGPU_CHECK_LAUNCH("wg_filter_kernel");
+}
+
+/*
+ * The shapes in use, chosen with test/bench/tc_bench.cu (see
+ * test/bench/BENCHMARKS.md): wgmma where the device runs the sm_90a image,
+ * else mma.sync.  TcShapeOld is the earlier mma.sync kernel, kept for the
+ * benchmark's comparison.
+ */
+using TcShapeOld = TcShape<128, 128, 64, 32, 32, 3, 2>;
+using TcShapeMma = TcShape<128, 128, 64, 32, 64, 3, 2>;
+using WgShapeMain = WgShape<128, 3, 2>;
+
+/* Writes 1 where the sm_90a image (wgmma) is the one loaded. */
+__global__ void
+wg_probe_kernel(int *out)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	*out = 1;
+#else
+	*out = 0;
+#endif
 }
 
 /* First key of each probe offset (binary search over sorted keys). */
@@ -501,32 +871,46 @@ tc_convert(const double *coords, uint32_t n, const double *norms, const double *
 	SJGPU_CHECK_LAUNCH("convert_kernel");
 }
 
+bool
+tc_wgmma()
+{
+	/* per device: 0 not yet asked, 1 no, 2 yes */
+	static std::atomic<int> known[64];
+	int			dev;
+
+	SJGPU_CHECK(cudaGetDevice(&dev));
+	if (dev < 0 || dev >= 64)
+		return false;
+	if (known[dev].load() == 0)
+	{
+		int			yes = 0,
+				   *d = nullptr;
+
+		SJGPU_CHECK(cudaMalloc(&d, sizeof(int)));
+		wg_probe_kernel<<<1, 1>>>(d);
+		cudaError_t err = cudaGetLastError();
+
+		if (err == cudaSuccess)
+			err = cudaMemcpy(&yes, d, sizeof(int), cudaMemcpyDeviceToHost);
+		(void) cudaFree(d);
+		SJGPU_CHECK(err);
+		known[dev].store(yes ? 2 : 1);
+	}
+	return known[dev].load() == 2;
+}
+
 void
 tc_filter(const TcSide &probe, const TcSide &build, const TcParams &p, bool self,
 		  uint32_t p0, uint32_t p1, unsigned long long *keys, unsigned long long cap,
 		  unsigned long long *count, cudaStream_t st)
 {
-	dim3		grid((build.n + kTcTile - 1) / kTcTile, (p1 - p0 + kTcTile - 1) / kTcTile);
-	static bool sized[2];
-
 	SJGPU_CHECK(cudaMemsetAsync(count, 0, sizeof(*count), st));
 	if (p1 <= p0 || build.n == 0)
 		return;
-	if (!sized[self])
-	{
-		/* more than 48 KB of dynamic shared memory must be asked for */
-		SJGPU_CHECK(cudaFuncSetAttribute(self ? filter_kernel<true> : filter_kernel<false>,
-										 cudaFuncAttributeMaxDynamicSharedMemorySize,
-										 (int) kFilterSmem));
-		sized[self] = true;
-	}
-	if (self)
-		filter_kernel<true><<<grid, kThreads, kFilterSmem, st>>>(probe, build, p, p0, p1, keys,
-																 cap, count);
+	if (tc_wgmma())
+		launch_wg_filter<WgShapeMain>(probe, build, p, self, p0, p1, keys, cap, count, st);
 	else
-		filter_kernel<false><<<grid, kThreads, kFilterSmem, st>>>(probe, build, p, p0, p1, keys,
-																  cap, count);
-	SJGPU_CHECK_LAUNCH("filter_kernel");
+		launch_filter<TcShapeMma>(probe, build, p, self, p0, p1, keys, cap, count, st);
 }
 
 void

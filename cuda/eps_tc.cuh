@@ -9,8 +9,9 @@
  *	1. prepare: both chunks are centred on the build chunk's mean (of the
  *	   unit vectors, for cosine), scaled by a power of two and rounded to
  *	   FP16 rows, with per-row constants of the error bound below;
- *	2. filter: an FP16 x FP16 -> FP32 tensor-core product (mma.sync
- *	   m16n8k16) gives every pair's dot product S; the pair is kept as a
+ *	2. filter: an FP16 x FP16 -> FP32 tensor-core product (wgmma on
+ *	   Hopper, mma.sync m16n8k16 elsewhere) gives every pair's dot
+ *	   product S; the pair is kept as a
  *	   candidate unless S proves, with the error bound, that it cannot join;
  *	3. the candidates, sorted by (probe, build) position, are verified by
  *	   the canonical double computation of sjdist.h (eps_gpu.cu), which
@@ -25,7 +26,8 @@
  *										rounding; eta = 2^-25: half the
  *										smallest FP16 subnormal
  *	products X_k Y_k are exact in FP32; their accumulation (tensor cores
- *	truncate, in blocks) errs by at most gamma sum_k |X_k Y_k| with
+ *	truncate, in blocks; the bound holds for any grouping of the sum, so
+ *	for wgmma and mma.sync alike) errs by at most gamma sum_k |X_k Y_k| with
  *	gamma = (d + 32) 2^-22, twice the recursive-summation bound for a
  *	unit roundoff of 2^-23 (truncation).  Then, with Cauchy-Schwarz,
  *
@@ -128,6 +130,12 @@ void		tc_filter(const TcSide &probe, const TcSide &build, const TcParams &p,
 					  bool self, uint32_t p0, uint32_t p1, unsigned long long *keys,
 					  unsigned long long cap, unsigned long long *count,
 					  cudaStream_t st);
+
+/*
+ * Whether the current device runs the wgmma filter (an sm_90a image is
+ * loaded: Hopper, built with that target); asked once a device.
+ */
+bool		tc_wgmma();
 
 /* start[i] = first key of probe offset i, for i in [0, np] (sorted keys). */
 void		tc_starts(const unsigned long long *keys, unsigned long long nkeys,

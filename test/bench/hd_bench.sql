@@ -13,7 +13,10 @@
 -- PostgreSQL's plan (simjoin.enable_customscan = off) is a nested loop over
 -- l2_distance / cosine_distance: it is timed on a sample of the outer side
 -- and scaled to the whole join (sjb_time's scale), as marked in the form.
--- psql -v hd_scale=0.01 shrinks every table (a quick check of the script).
+-- psql -v hd_scale=0.01 shrinks every table (a quick check of the script);
+-- -v hd_eps=0.002 skips the search for the cosine eps (that eps gives about
+-- 9 neighbours a point at any dimension); -v hd_native=off skips the nested
+-- loop; -v hd_part=a|l2|cosine|sweep runs a part.
 \set ON_ERROR_STOP 1
 \if :{?hd_scale}
 \else
@@ -35,7 +38,7 @@ SET client_min_messages = notice;
 -- uniform in (0, 1) from two integers; a standard normal from two more
 CREATE OR REPLACE FUNCTION sjb_u(a bigint, b int) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT ((hashint8(a * 8191 + b)::bigint & 16777215) + 0.5) / 16777216.0 $$;
+$$ SELECT ((hashint8(a * 8191 + b)::bigint & 16777215) + 0.5::float8) / 16777216.0::float8 $$;
 CREATE OR REPLACE FUNCTION sjb_g(a bigint, b int) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $$ SELECT sqrt(-2 * ln(sjb_u(a, 2 * b))) * cos(2 * pi() * sjb_u(a, 2 * b + 1)) $$;
@@ -128,7 +131,15 @@ END $$;
 -- one workload on every engine: \set ws (its name), tbl, eps and metric
 -- first.  The CPU engine and the nested loop may take long: past
 -- hd_timeout the time is recorded as a lower bound
+\if :{?hd_native}
+\else
+\set hd_native on
+\endif
+\if :hd_native
 \set hd_run 'SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''gpu''); SET statement_timeout = :''hd_timeout''; SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''cpu''); SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''native'', :hd_sample); RESET statement_timeout'
+\else
+\set hd_run 'SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''gpu''); SET statement_timeout = :''hd_timeout''; SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''cpu''); RESET statement_timeout'
+\endif
 
 \if :{?hd_part}
 \else
@@ -159,13 +170,21 @@ DROP TABLE hd96;
 \set metric cosine
 \set tbl hd384c
 SELECT sjb_mixture('hd384c', (1000000 * :hd_scale)::int, 384);
+\if :{?hd_eps}
+\set eps :hd_eps
+\else
 SELECT sjb_pick_eps('hd384c', 'cosine', '{0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01}') AS eps \gset
+\endif
 \set ws 'hd384c (c) 1M x 384-D cosine eps=' :eps
 \set tbl hd384c
 :hd_run;
 DROP TABLE hd384c;
 SELECT sjb_mixture('hd1536c', (200000 * :hd_scale)::int, 1536);
+\if :{?hd_eps}
+\set eps :hd_eps
+\else
 SELECT sjb_pick_eps('hd1536c', 'cosine', '{0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01}') AS eps \gset
+\endif
 \set ws 'hd1536c (d) 200K x 1536-D cosine eps=' :eps
 \set tbl hd1536c
 :hd_run;

@@ -1588,6 +1588,7 @@ SJ_TEST(eps_gpu_hd_bench)
 		{"(b) 1M x 96-D clustered L2 eps0.09", 1000000, 96, 100000, 0.01, 0.09, 0, 1},
 		{"(a) 1M x 128-D clustered L2 eps0.1", 1000000, 128, 100000, 0.01, 0.1, 0, 1},
 		{"(c') 200K x 384-D clustered cosine eps0.0003", 200000, 384, 20000, 0.01, 0.0003, 1, 1},
+		{"(c) 1M x 384-D clustered cosine eps0.0003", 1000000, 384, 100000, 0.01, 0.0003, 1, 0},
 		{"(d) 200K x 1536-D clustered cosine eps0.0003", 200000, 1536, 20000, 0.01, 0.0003, 1, 1},
 		{"200K x 128-D uniform L2 brute eps1.2", 200000, 128, 200000, 0.0, 1.2, 0, 1},
 	};
@@ -1600,6 +1601,10 @@ SJ_TEST(eps_gpu_hd_bench)
 	g_seed(1536);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
 	{
+		/* SJ_EPS_BENCH=1 runs every case, another value the cases it names */
+		if (strcmp(env, "1") != 0 && !strstr(cases[c].name, env))
+			continue;
+
 		double	   *x = t_clusters(cases[c].n, cases[c].dim, cases[c].centres, cases[c].jit);
 		SjVectors	L = {cases[c].n, cases[c].dim, x};
 

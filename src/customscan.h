@@ -23,6 +23,7 @@
 
 #include "simjoin.h"
 #include "sjdist.h"
+#include "sjrun.h"
 #include "sjtheta.h"
 
 /* What the planner hook found in a join's clauses (path-private). */

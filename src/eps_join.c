@@ -31,6 +31,7 @@
 #include "simjoin.h"
 #include "sjdist.h"
 #include "sjgpu.h"
+#include "sjrun.h"
 
 static void SjEpsSideAlloc(SjEpsScan *scan);
 

@@ -30,6 +30,7 @@
 
 #include "simjoin.h"
 #include "sjgpu.h"
+#include "sjrun.h"
 
 static void SjSetSideAlloc(SjSetScan *scan);
 

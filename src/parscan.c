@@ -72,6 +72,7 @@
 #include "utils/syscache.h"
 
 #include "simjoin.h"
+#include "sjrun.h"
 
 /*
  * Keys of the parallel context's table of contents: one scan descriptor

@@ -85,6 +85,7 @@
 #include "utils/tuplestore.h"
 
 #include "simjoin.h"
+#include "sjrun.h"
 
 #define SJ_GIS_REL			(16.0 * DBL_EPSILON)	/* relative band */
 #define SJ_GIS_ABS			1e-150	/* absolute band: underflowed squares */

@@ -98,6 +98,7 @@
 #include "simjoin.h"
 #include "sjgpu.h"
 #include "sjnumeric.h"
+#include "sjrun.h"
 
 /* How a column's values reach the engine. */
 typedef enum SjThetaKind

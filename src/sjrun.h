@@ -1,0 +1,134 @@
+/*
+ * sjrun.h
+ *		Running one join on an engine (sjrun.c): the engine run and its
+ *		dispatch table, what an operator hands the run loop (SjRunSpec), the
+ *		cursor over pair batches, the device choice, the status mapping and
+ *		the statistics of the last join.
+ *
+ * Engine handles are owned by an SjRun, which registers a memory-context
+ * reset callback so that engine memory, device memory included, is released
+ * even when an ERROR unwinds the query.
+ */
+#ifndef SJRUN_H
+#define SJRUN_H
+
+#include "simjoin.h"
+
+/*
+ * One engine run: the chosen engine's handle behind a small dispatch table.
+ * Created by SjRunBegin* in CurrentMemoryContext, ended by SjRunEnd or, after
+ * an ERROR, by that context's reset callback.
+ */
+typedef struct SjRun
+{
+	SjOperator	op;
+	bool		gpu;			/* running on the GPU engine */
+	void	   *handle;			/* engine handle, NULL once ended */
+	SjStatus	(*next) (void *handle, SjPairBatch *batch, int *done,
+						 char *errmsg);
+	void		(*timings) (const void *handle, SjTimings *timings);
+	void		(*end) (void *handle);
+	/* CPU engines begun with index_right: their flattened index, or NULL */
+	size_t		(*index_size) (const void *handle);
+	void		(*index_write) (const void *handle, void *dst);
+	MemoryContextCallback cb;
+} SjRun;
+
+/*
+ * What an operator gives SjRunJoin: how to begin its engine on the CPU or
+ * the GPU (filling run's handle and dispatch table), how to emit a batch of
+ * pairs, and the tuplestore receiving them (NULL when counting), which is
+ * emptied when the join restarts on the CPU after the GPU ran out of memory.
+ */
+typedef struct SjRunSpec
+{
+	const char *name;			/* "eps_join", for messages */
+	void	   *arg;
+	SjStatus	(*begin) (void *arg, bool gpu, const SjJoinOptions *options,
+						  SjRun *run, char *errmsg);
+	void		(*emit) (void *arg, const SjPairBatch *batch);
+	struct Tuplestorestate *store;
+	/* simjoin.device = auto: is the CPU engine cheaper? (NULL: no) */
+	bool		(*prefer_cpu) (void *arg);
+} SjRunSpec;
+
+/* Statistics of the last join run in this backend (simjoin_last_stats()). */
+typedef struct SjStats
+{
+	char		operator_name[32];
+	char		device[8];
+	char		strategy[64];
+	int64		left_rows;		/* rows handed to the engine */
+	int64		right_rows;
+	int64		pairs;
+	int64		batches;
+	double		scan_ms;		/* scan and marshal */
+	double		build_ms;
+	double		probe_ms;
+	double		transfer_ms;
+	double		start_ms;		/* GPU: waiting for the device to start */
+	double		emit_ms;
+	double		total_ms;
+	int64		device_bytes;
+	int			scan_workers;	/* parallel workers that read an input */
+} SjStats;
+
+extern SjStats sj_last_stats;
+extern Oid	sj_last_stats_user;	/* the user the last join ran as */
+
+extern void SjStatsForget(void);
+
+/* sjrun.c */
+extern void SjReportStatus(SjStatus status, const char *errmsg,
+						   const char *what);
+extern bool SjGpuUsable(void);
+/*
+ * GPU start-up: creating a process's CUDA context, and starting one join on
+ * a device already started (milliseconds; measured on the H100/H200 hosts).
+ */
+#define SJ_GPU_CONTEXT_MS		160.0
+#define SJ_GPU_JOIN_START_MS	0.4
+
+extern bool SjUseGpu(void);
+extern double SjGpuStartMs(void);
+extern void SjStartDevice(void);
+extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
+extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);
+
+/* A pull-style run of one join: SjRunJoin's loop, for the custom scan. */
+typedef struct SjCursor
+{
+	const SjRunSpec *spec;
+	bool		count_only;
+	int			cpu_threads;	/* > 0: instead of simjoin.cpu_threads */
+	const void *shared_index;	/* CPU engine: probe this index of the inner */
+	bool		gpu;			/* the engine in use (or to start) */
+	bool		ending;			/* the engine returned its last batch */
+	bool		done;
+	SjRun	   *run;			/* NULL before the first fetch */
+	int64		pairs;			/* pairs fetched so far */
+} SjCursor;
+
+extern void SjCursorOpen(SjCursor *cur, const SjRunSpec *spec, bool count_only);
+extern bool SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats);
+extern void SjCursorClose(SjCursor *cur);
+/*
+ * The body of a pair join taking (left table, key, column, right table, key,
+ * column, parameter); right_relid InvalidOid is the self-join form, store
+ * NULL the count form.  SjPairJoinCall unpacks the SQL arguments for it.
+ */
+typedef int64 (*SjPairJoinFn) (Oid left_relid, text *left_key, text *left_col,
+							   Oid right_relid, text *right_key, text *right_col,
+							   double param, int option,
+							   struct Tuplestorestate *store, TupleDesc desc);
+extern Datum SjPairJoinCall(FunctionCallInfo fcinfo, SjPairJoinFn fn,
+							bool self, bool count, int option);
+extern int64 SjJoinAndReport(const SjRunSpec *spec, bool empty, SjStats *stats,
+							 double start_ms);
+extern void SjEmitKeyPairs(struct Tuplestorestate *store, TupleDesc desc,
+						   const int64 *left_keys, const int64 *right_keys,
+						   bool self, const SjPairBatch *batch);
+extern void SjStatsStart(SjStats *stats, const char *operator_name);
+extern void SjStatsFinish(SjStats *stats, double start_ms);
+
+#endif							/* SJRUN_H */

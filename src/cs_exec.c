@@ -5,7 +5,7 @@
  * The node reads both inputs to the end, keeping each row's values (a copy
  * of its tuple), evaluates the condition's arguments on each row and
  * marshals them for the engine, then streams the engine's pair batches
- * through a cursor (simjoin.c): each pair becomes a scan tuple (outer
+ * through a cursor (sjrun.c): each pair becomes a scan tuple (outer
  * columns, then inner columns), filtered by the residual quals and projected
  * by ExecScan.  Left and anti joins track matched outer rows; semi joins
  * emit an outer row at its first match.  A threshold outside the engines'
@@ -17,8 +17,8 @@
  * and joined that way with every row of the other side, the engine joining
  * the rest.  All memory, engine and device memory included, belongs to one
  * context reset on rescan and at the end.  Reading an input with parallel
- * workers and the shared inner input are in cs_parallel.c, EXPLAIN in
- * cs_explain.c.
+ * workers and the shared inner input are in cs_parallel.c, the kept rows
+ * in cs_rows.c, EXPLAIN in cs_explain.c.
  */
 
 #include "postgres.h"
@@ -124,39 +124,6 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 
 static void SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
 						 const bool *nulls);
-
-/* The next row of child (NULL at its end), run in the query's context. */
-TupleTableSlot *
-SjChildNext(SjScanState *state, PlanState *child)
-{
-	MemoryContext old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
-	TupleTableSlot *slot = ExecProcNode(child);
-
-	MemoryContextSwitchTo(old);
-	return TupIsNull(slot) ? NULL : slot;
-}
-
-/* Room for cap rows of natts values in rows, which is emptied. */
-void
-SjRowsAlloc(SjSideRows *rows, int natts, int64 cap)
-{
-	rows->natts = natts;
-	rows->n = 0;
-	rows->cap = cap;
-	rows->values = palloc_extended(cap * Max(natts, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
-	rows->isnull = palloc_extended(cap * Max(natts, 1) * sizeof(bool), MCXT_ALLOC_HUGE);
-}
-
-/* Deform a minimal tuple into values/nulls; byref values point into it. */
-void
-SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values, bool *nulls)
-{
-	HeapTupleData htup;
-
-	htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
-	htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
-	heap_deform_tuple(&htup, desc, values, nulls);
-}
 
 /* Read one input to its end, keeping each row's values. */
 static void
@@ -633,17 +600,6 @@ SjVectorsIrregular(SjScanState *state)
 		}
 	}
 	return false;
-}
-
-/*
- * Is the node kept on the CPU engine by its plan?  Under simjoin.device =
- * auto it runs on the device the plan was costed on (SjCostPath); cpu and
- * gpu decide for themselves, as SjUseGpu does for every join.
- */
-bool
-SjPlanKeepsCpu(SjScanState *state)
-{
-	return sj_device == SJ_DEVICE_AUTO && state->plan_cpu;
 }
 
 /* Read both inputs, marshal, and open the engine's cursor. */

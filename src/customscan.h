@@ -21,10 +21,14 @@
 #include "storage/spin.h"
 #include "utils/dsa.h"
 
+#include "eps_join.h"
+#include "jaccard_join.h"
+#include "postgis.h"
 #include "simjoin.h"
 #include "sjdist.h"
 #include "sjrun.h"
 #include "sjtheta.h"
+#include "theta_join.h"
 
 /* What the planner hook found in a join's clauses (path-private). */
 typedef struct SjJoinPlanInfo
@@ -255,14 +259,26 @@ extern void SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info,
 extern Cost SjParallelReadDiscount(PlannerInfo *root, SjJoinPlanInfo *info,
 								   Path *path, Expr *arg);
 
+/*
+ * Is the node kept on the CPU engine by its plan?  Under simjoin.device =
+ * auto it runs on the device the plan was costed on (SjCostPath); cpu and
+ * gpu decide for themselves, as SjUseGpu does for every join.
+ */
+static inline bool
+SjPlanKeepsCpu(SjScanState *state)
+{
+	return sj_device == SJ_DEVICE_AUTO && state->plan_cpu;
+}
+
 /* cs_exec.c */
 extern const char *const sj_op_names[];
 extern Node *SjCreateScanState(CustomScan *cscan);
+
+/* cs_rows.c */
 extern TupleTableSlot *SjChildNext(SjScanState *state, PlanState *child);
 extern void SjRowsAlloc(SjSideRows *rows, int natts, int64 cap);
 extern void SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values,
 							bool *nulls);
-extern bool SjPlanKeepsCpu(SjScanState *state);
 
 /* cs_parallel.c */
 extern bool SjReadSideParallel(SjScanState *state, int s);

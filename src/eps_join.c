@@ -28,10 +28,9 @@
 #include "utils/lsyscache.h"
 #include "utils/tuplestore.h"
 
-#include "simjoin.h"
+#include "eps_join.h"
 #include "sjdist.h"
 #include "sjgpu.h"
-#include "sjrun.h"
 
 static void SjEpsSideAlloc(SjEpsScan *scan);
 
@@ -349,24 +348,8 @@ SjEpsPartWrite(void *side, char *dst)
 	memcpy(p, scan->rows, scan->n * dim * sizeof(double));
 }
 
-/*
- * The metric argument of eps_join and eps_join_count (sjdist.h's SjMetric).
- */
-static int
-SjEpsMetric(text *metric)
-{
-	char	   *m = text_to_cstring(metric);
-
-	if (strcmp(m, "l2") == 0)
-		return SJ_METRIC_L2;
-	if (strcmp(m, "cosine") == 0)
-		return SJ_METRIC_COSINE;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown eps_join metric \"%s\"", m),
-			 errhint("The metric is 'l2' or 'cosine'.")));
-	return SJ_METRIC_L2;		/* keep the compiler quiet */
-}
+/* The part format of SJ_PART_EPS sides (parscan.c). */
+const SjPartOps sj_eps_part_ops = {NULL, SjEpsPartBegin, SjEpsRow, SjEpsPartSize, SjEpsPartWrite};
 
 /* Validate eps. */
 static void
@@ -498,12 +481,12 @@ SjEpsEmit(void *arg, const SjPairBatch *batch)
 				   job->self ? job->left.keys : job->right.keys, job->self, batch);
 }
 
-
 /*
- * The body shared by the four SQL functions: marshal, run, emit.
- * right_relid == InvalidOid means the self-join form.  Returns the count.
+ * The body of the four SQL functions over vectors (eps_sql.c): marshal,
+ * run, emit.  right_relid == InvalidOid means the self-join form.  Returns
+ * the count.
  */
-static int64
+int64
 SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 			 Oid right_relid, text *right_key, text *right_vec,
 			 double eps, int metric, Tuplestorestate *store, TupleDesc desc)
@@ -515,17 +498,6 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	SjStats		stats;
 	double		t0 = sj_now_ms();
 
-	/* PostGIS points have their own body (postgis.c) */
-	if (SjPointColumn(left_relid, left_vec))
-	{
-		if (metric != SJ_METRIC_L2)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("eps_join over PostGIS points takes no metric but 'l2'"),
-					 errhint("Points join by ST_DWithin's distance; omit the metric argument.")));
-		return SjPointJoinRun(left_relid, left_key, left_vec, right_relid,
-							  right_key, right_vec, eps, store, desc);
-	}
 	SjEpsCheck(eps);
 	SjStatsStart(&stats, store ? "eps_join" : "eps_join_count");
 	SjStartDevice();
@@ -561,47 +533,4 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 						   job.left.vectors.n == 0 ||
 						   (!job.self && job.right.vectors.n == 0),
 						   &stats, t0);
-}
-
-/* The metric argument (the last) of one of the four functions. */
-#define SJ_EPS_METRIC_ARG(self) SjEpsMetric(PG_GETARG_TEXT_PP((self) ? 4 : 7))
-
-PG_FUNCTION_INFO_V1(eps_join);
-
-/* eps_join(left_table, left_key, left_col, right_table, right_key, right_col, param, metric) */
-Datum
-eps_join(PG_FUNCTION_ARGS)
-{
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, false, false,
-						  SJ_EPS_METRIC_ARG(false));
-}
-
-PG_FUNCTION_INFO_V1(eps_join_self);
-
-/* eps_join(tbl, key, col, param, metric) */
-Datum
-eps_join_self(PG_FUNCTION_ARGS)
-{
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, true, false,
-						  SJ_EPS_METRIC_ARG(true));
-}
-
-PG_FUNCTION_INFO_V1(eps_join_count);
-
-/* eps_join_count(left_table, left_key, left_col, right_table, right_key, right_col, param, metric) */
-Datum
-eps_join_count(PG_FUNCTION_ARGS)
-{
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, false, true,
-						  SJ_EPS_METRIC_ARG(false));
-}
-
-PG_FUNCTION_INFO_V1(eps_join_count_self);
-
-/* eps_join_count(tbl, key, col, param, metric) */
-Datum
-eps_join_count_self(PG_FUNCTION_ARGS)
-{
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, true, true,
-						  SJ_EPS_METRIC_ARG(true));
 }

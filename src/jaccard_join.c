@@ -28,9 +28,8 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "simjoin.h"
+#include "jaccard_join.h"
 #include "sjgpu.h"
-#include "sjrun.h"
 
 static void SjSetSideAlloc(SjSetScan *scan);
 
@@ -614,6 +613,9 @@ SjSetPartWrite(void *side, char *dst)
 			vals[e->id] = e->key;
 	}
 }
+
+/* The part format of SJ_PART_SETS sides (parscan.c). */
+const SjPartOps sj_set_part_ops = {NULL, SjSetPartBegin, SjSetRow, SjSetPartSize, SjSetPartWrite};
 
 /* Validate the threshold. */
 static void

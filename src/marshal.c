@@ -42,7 +42,7 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
-#include "simjoin.h"
+#include "marshal.h"
 
 #define SJ_SPI_FETCH 10000
 

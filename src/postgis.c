@@ -84,8 +84,7 @@
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
-#include "simjoin.h"
-#include "sjrun.h"
+#include "postgis.h"
 
 #define SJ_GIS_REL			(16.0 * DBL_EPSILON)	/* relative band */
 #define SJ_GIS_ABS			1e-150	/* absolute band: underflowed squares */
@@ -431,6 +430,9 @@ SjPointPartWrite(void *side, char *dst)
 	h->pad = 0;
 	SjEpsPartWrite(&scan->eps, dst + SJ_POINT_HEADER_SIZE);
 }
+
+/* The part format of SJ_PART_POINTS sides (parscan.c). */
+const SjPartOps sj_point_part_ops = {NULL, SjPointPartBegin, SjPointRow, SjPointPartSize, SjPointPartWrite};
 
 /*
  * Merge the leader's side with the workers' parts (checking that SRIDs and

@@ -20,7 +20,6 @@
 #include "utils/tuplestore.h"
 #include "utils/varlena.h"
 
-#include "customscan.h"
 #include "simjoin.h"
 #include "sjgpu.h"
 #include "sjrun.h"

@@ -95,10 +95,9 @@
 #include "utils/tuplestore.h"
 #include "utils/varlena.h"
 
-#include "simjoin.h"
 #include "sjgpu.h"
 #include "sjnumeric.h"
-#include "sjrun.h"
+#include "theta_join.h"
 
 /* How a column's values reach the engine. */
 typedef enum SjThetaKind
@@ -2271,6 +2270,9 @@ SjThetaPartWrite(void *side, char *dst)
 		p += SJ_ALIGN8(sd->n);
 	}
 }
+
+/* The part format of SJ_PART_THETA sides (parscan.c). */
+const SjPartOps sj_theta_part_ops = {SjThetaPartDescribe, SjThetaPartBegin, SjThetaPartRow, SjThetaPartSize, SjThetaPartWrite};
 
 /* One participant's rows as the merge reads them. */
 typedef struct SjThetaPiece

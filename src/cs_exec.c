@@ -52,8 +52,10 @@ static const CustomExecMethods sj_exec_methods = {
 	.ShutdownCustomScan = SjShutdownScan,
 };
 
-/* SjOperator as messages and EXPLAIN name it. */
-const char *const sj_op_names[] = {"eps_join", "jaccard_join", "theta_join"};
+/* Each SjOperator's methods (PostGIS points: sj_point_methods). */
+static const SjOperatorMethods *const sj_op_methods[] = {
+	&sj_eps_methods, &sj_jaccard_methods, &sj_theta_methods
+};
 
 /* ---------------------------------------------------------------------
  * Executor
@@ -103,6 +105,7 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->plan_cpu = intVal(list_nth(priv, SJ_PRIV_CPU));
 	state->metric = intVal(list_nth(priv, SJ_PRIV_METRIC));
 	state->gis = intVal(list_nth(priv, SJ_PRIV_GIS));
+	state->ops = state->gis ? &sj_point_methods : sj_op_methods[state->op];
 	state->engine_exprs = lsecond(cscan->custom_exprs);
 
 	node->custom_ps = list_make2(ExecInitNode(linitial(cscan->custom_plans), estate, eflags),
@@ -394,7 +397,6 @@ SjEpsJobReady(SjScanState *state, SjEpsJob *job)
 	state->keys[0] = job->left.keys;
 	state->keys[1] = job->right.keys;
 	state->spec.arg = job;
-	state->spec.begin = SjEpsBegin;
 	state->stats.left_rows = job->left.vectors.n;
 	state->stats.right_rows = job->right.vectors.n;
 }
@@ -406,7 +408,8 @@ SjMarshalEnd(SjScanState *state)
 	int			s;
 
 	memset(&state->spec, 0, sizeof(state->spec));
-	state->spec.name = sj_op_names[state->op];
+	state->spec.name = state->ops->name;
+	state->spec.ops = state->ops;
 	if (state->gis)
 	{
 		SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
@@ -469,7 +472,6 @@ SjMarshalEnd(SjScanState *state)
 		state->keys[0] = job->left_keys;
 		state->keys[1] = job->right_keys;
 		state->spec.arg = job;
-		state->spec.begin = SjJaccardBegin;
 		state->stats.left_rows = job->left.n;
 		state->stats.right_rows = job->right.n;
 	}
@@ -610,7 +612,7 @@ SjLoad(SjScanState *state)
 	bool		count_only;
 
 	SjStatsStart(&state->stats, state->count ? "SimJoin count" : "SimJoin");
-	strlcpy(state->stats.operator_name, sj_op_names[state->op],
+	strlcpy(state->stats.operator_name, state->ops->name,
 			sizeof(state->stats.operator_name));
 	state->t0 = sj_now_ms();
 	state->fetch_ms = 0;

@@ -450,27 +450,27 @@ SjSharedIndexBuild(SjScanState *state, int threads, dsa_area *area,
 	options.index_right = 1;
 	options.index_only = 1;
 	memset(&run, 0, sizeof(run));
-	st = state->spec.begin(state->spec.arg, false, &options, &run, errmsg);
+	st = state->spec.ops->begin(state->spec.arg, false, &options, &run, errmsg);
 	if (st != SJ_OK)
 	{
 		if (run.handle != NULL)
-			run.end(run.handle);
-		SjReportStatus(st, errmsg, sj_op_names[state->op]);
+			run.engine->end(run.handle);
+		SjReportStatus(st, errmsg, state->ops->name);
 	}
 	PG_TRY();
 	{
-		Size		size = run.index_size ? run.index_size(run.handle) : 0;
+		Size		size = run.engine->index_size ? run.engine->index_size(run.handle) : 0;
 
 		if (size > 0)
 		{
 			*dp = dsa_allocate_extended(area, size, DSA_ALLOC_HUGE);
 			dst = dsa_get_address(area, *dp);
-			run.index_write(run.handle, dst);
+			run.engine->index_write(run.handle, dst);
 		}
 	}
 	PG_FINALLY();
 	{
-		run.end(run.handle);
+		run.engine->end(run.handle);
 	}
 	PG_END_TRY();
 	return dst;

@@ -162,6 +162,7 @@ typedef struct SjScanState
 
 	/* from the plan */
 	SjOperator	op;
+	const SjOperatorMethods *ops;	/* op's, or PostGIS points' */
 	JoinType	jointype;
 	bool		strict;
 	bool		swapped;
@@ -271,7 +272,6 @@ SjPlanKeepsCpu(SjScanState *state)
 }
 
 /* cs_exec.c */
-extern const char *const sj_op_names[];
 extern Node *SjCreateScanState(CustomScan *cscan);
 
 /* cs_rows.c */

@@ -362,51 +362,11 @@ SjEpsCheck(double eps)
 						double_to_shortest_decimal(eps))));
 }
 
-/* Engine dispatch: CPU */
-static SjStatus
-SjEpsCpuNext(void *h, SjPairBatch *b, int *done, char *e)
-{
-	return sj_eps_cpu_next((SjEpsJoin *) h, b, done, e);
-}
-static void
-SjEpsCpuTimings(const void *h, SjTimings *t)
-{
-	sj_eps_cpu_timings((const SjEpsJoin *) h, t);
-}
-static void
-SjEpsCpuEnd(void *h)
-{
-	sj_eps_cpu_end((SjEpsJoin *) h);
-}
-static size_t
-SjEpsCpuIndexSize(const void *h)
-{
-	return sj_eps_cpu_index_size((const SjEpsJoin *) h);
-}
-static void
-SjEpsCpuIndexWrite(const void *h, void *dst)
-{
-	sj_eps_cpu_index_write((const SjEpsJoin *) h, dst);
-}
+/* The engines' entry points (sjrun.h). */
+SJ_ENGINE_INDEX(SjEpsJoin, sj_eps_cpu);
+SJ_ENGINE(SjGpuEpsJoin, sjgpu_eps);
 
-/* Engine dispatch: GPU */
-static SjStatus
-SjEpsGpuNext(void *h, SjPairBatch *b, int *done, char *e)
-{
-	return sjgpu_eps_next((SjGpuEpsJoin *) h, b, done, e);
-}
-static void
-SjEpsGpuTimings(const void *h, SjTimings *t)
-{
-	sjgpu_eps_timings((const SjGpuEpsJoin *) h, t);
-}
-static void
-SjEpsGpuEnd(void *h)
-{
-	sjgpu_eps_end((SjGpuEpsJoin *) h);
-}
-
-/* SjRunSpec.begin: start the CPU or GPU engine. */
+/* SjOperatorMethods.begin: start the CPU or GPU engine. */
 SjStatus
 SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		   char *errmsg)
@@ -426,9 +386,7 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 										options, &h, errmsg);
 
 		run->handle = h;
-		run->next = SjEpsGpuNext;
-		run->timings = SjEpsGpuTimings;
-		run->end = SjEpsGpuEnd;
+		run->engine = &sjgpu_eps_engine;
 		return s;
 	}
 	else
@@ -438,17 +396,13 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 										 options, &h, errmsg);
 
 		run->handle = h;
-		run->next = SjEpsCpuNext;
-		run->timings = SjEpsCpuTimings;
-		run->end = SjEpsCpuEnd;
-		run->index_size = SjEpsCpuIndexSize;
-		run->index_write = SjEpsCpuIndexWrite;
+		run->engine = &sj_eps_cpu_engine;
 		return s;
 	}
 }
 
 /*
- * SjRunSpec.prefer_cpu: the engines' milliseconds from the rows and the
+ * SjOperatorMethods.prefer_cpu: the engines' milliseconds from the rows and the
  * dimension (test/bench/BENCHMARKS.md, "device choice"): per row, 68 ns on
  * the CPU engine (all cores) and 2.1 ns on the GPU at up to 10 dimensions,
  * both growing with the dimension beyond; the GPU adds its start-up and the
@@ -471,7 +425,7 @@ SjEpsPreferCpu(void *arg)
 	return cpu_ms < gpu_ms;
 }
 
-/* SjRunSpec.emit: one tuple per pair, keys in place of row indices. */
+/* SjOperatorMethods.emit: one tuple per pair, keys in place of row indices. */
 static void
 SjEpsEmit(void *arg, const SjPairBatch *batch)
 {
@@ -480,6 +434,18 @@ SjEpsEmit(void *arg, const SjPairBatch *batch)
 	SjEmitKeyPairs(job->store, job->desc, job->left.keys,
 				   job->self ? job->left.keys : job->right.keys, job->self, batch);
 }
+
+/* EXPLAIN's strategy of an eps join: the engines choose from the data. */
+const char *
+SjEpsStrategyName(bool gpu, int planned)
+{
+	return "grid or tiled brute force, chosen when run";
+}
+
+/* The eps join's methods (sjrun.h). */
+const SjOperatorMethods sj_eps_methods = {
+	"eps_join", SjEpsBegin, SjEpsEmit, SjEpsPreferCpu, SjEpsStrategyName
+};
 
 /*
  * The body of the four SQL functions over vectors (eps_sql.c): marshal,
@@ -524,11 +490,9 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	stats.scan_ms = sj_now_ms() - t0;
 
 	spec.name = store ? "eps_join" : "eps_join_count";
+	spec.ops = &sj_eps_methods;
 	spec.arg = &job;
-	spec.begin = SjEpsBegin;
-	spec.emit = SjEpsEmit;
 	spec.store = store;
-	spec.prefer_cpu = SjEpsPreferCpu;
 	return SjJoinAndReport(&spec,
 						   job.left.vectors.n == 0 ||
 						   (!job.self && job.right.vectors.n == 0),

@@ -63,6 +63,8 @@ extern int64 SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 extern SjStatus SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options,
 						   SjRun *run, char *errmsg);
 
+extern const char *SjEpsStrategyName(bool gpu, int planned);
+extern const SjOperatorMethods sj_eps_methods;
 extern const SjPartOps sj_eps_part_ops;	/* SJ_PART_EPS */
 
 #endif							/* EPS_JOIN_H */

@@ -56,9 +56,8 @@ extern void SjSetSideFinish(SjSetScan *scan, const SjParts *parts, SjSets *out,
 extern void *SjSetPartBegin(const SjPartSpec *spec);
 extern Size SjSetPartSize(void *side);
 extern void SjSetPartWrite(void *side, char *dst);
-extern SjStatus SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options,
-							   SjRun *run, char *errmsg);
 
+extern const SjOperatorMethods sj_jaccard_methods;
 extern const SjPartOps sj_set_part_ops;	/* SJ_PART_SETS */
 
 #endif							/* JACCARD_JOIN_H */

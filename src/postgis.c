@@ -685,6 +685,14 @@ SjPointEmit(void *arg, const SjPairBatch *batch)
 					   job->eps.self, &kept);
 }
 
+/*
+ * The eps join's methods over points: the engine of vectors, PostGIS's
+ * decision on each pair of the superset it returns (sjrun.h).
+ */
+const SjOperatorMethods sj_point_methods = {
+	"eps_join", SjEpsBegin, SjPointEmit, SjEpsPreferCpu, SjEpsStrategyName
+};
+
 /* PostGIS's geography distance between two (lon, lat) points of an SRID. */
 static double
 SjGeogDistance(int32 srid, double lon1, double lat1, double lon2, double lat2)
@@ -819,11 +827,9 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 		(!job.eps.self && job.eps.right.vectors.n == 0);
 
 	spec.name = store ? "eps_join" : "eps_join_count";
+	spec.ops = &sj_point_methods;
 	spec.arg = &job;
-	spec.begin = SjEpsBegin;
-	spec.emit = SjPointEmit;
 	spec.store = store;
-	spec.prefer_cpu = SjEpsPreferCpu;
 	if (empty)
 		return SjJoinAndReport(&spec, true, &stats, t0);
 

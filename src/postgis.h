@@ -48,6 +48,7 @@ extern void SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out);
 extern double SjPointEngineEps(void *left, void *right, SjVectorInput *lin,
 							   SjVectorInput *rin, double d);
 
+extern const SjOperatorMethods sj_point_methods;
 extern const SjPartOps sj_point_part_ops;	/* SJ_PART_POINTS */
 
 #endif							/* POSTGIS_H */

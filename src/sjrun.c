@@ -217,7 +217,7 @@ SjRunCallback(void *arg)
 		void	   *h = run->handle;
 
 		run->handle = NULL;
-		run->end(h);
+		run->engine->end(h);
 	}
 }
 
@@ -237,7 +237,7 @@ SjRunCollect(SjRun *run, SjStats *stats)
 	SjTimings	t;
 
 	memset(&t, 0, sizeof(t));
-	run->timings(run->handle, &t);
+	run->engine->timings(run->handle, &t);
 	stats->build_ms += t.build_ms;
 	stats->probe_ms += t.probe_ms;
 	stats->transfer_ms += t.transfer_ms;
@@ -261,8 +261,8 @@ SjCursorOpen(SjCursor *cur, const SjRunSpec *spec, bool count_only)
 	cur->spec = spec;
 	cur->count_only = count_only;
 	cur->gpu = SjUseGpu();
-	if (cur->gpu && sj_device == SJ_DEVICE_AUTO && spec->prefer_cpu &&
-		spec->prefer_cpu(spec->arg))
+	if (cur->gpu && sj_device == SJ_DEVICE_AUTO && spec->ops->prefer_cpu &&
+		spec->ops->prefer_cpu(spec->arg))
 		cur->gpu = false;
 }
 
@@ -304,7 +304,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 			if (!cur->gpu)
 				options.shared_index = cur->shared_index;
 			cur->run->gpu = cur->gpu;
-			status = spec->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
+			status = spec->ops->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
 			if (status == SJ_ERR_INVALID && options.shared_index != NULL)
 			{
 				/* a shared index that does not fit: build one of our own */
@@ -314,7 +314,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 				memset(cur->run, 0, sizeof(SjRun));
 				cur->run->gpu = cur->gpu;
 				engmsg[0] = '\0';
-				status = spec->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
+				status = spec->ops->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
 			}
 			if (status == SJ_OK)
 				SjRunRegister(cur->run);
@@ -326,7 +326,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 		if (status == SJ_OK)
 		{
 			CHECK_FOR_INTERRUPTS();
-			status = cur->run->next(cur->run->handle, batch, &done, engmsg);
+			status = cur->run->engine->next(cur->run->handle, batch, &done, engmsg);
 			if (status == SJ_OK)
 			{
 				cur->pairs += (int64) batch->count;
@@ -378,7 +378,7 @@ SjCursorClose(SjCursor *cur)
 }
 
 /*
- * Run one join to completion, handing each batch to spec->emit unless
+ * Run one join to completion, handing each batch to spec->ops->emit unless
  * counting.  Returns the number of pairs.
  */
 int64
@@ -394,7 +394,7 @@ SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats)
 		{
 			double		t0 = sj_now_ms();
 
-			spec->emit(spec->arg, &batch);
+			spec->ops->emit(spec->arg, &batch);
 			stats->emit_ms += sj_now_ms() - t0;
 		}
 	}

@@ -15,41 +15,113 @@
 #include "simjoin.h"
 
 /*
- * One engine run: the chosen engine's handle behind a small dispatch table.
- * Created by SjRunBegin* in CurrentMemoryContext, ended by SjRunEnd or, after
- * an ERROR, by that context's reset callback.
+ * One engine's entry points past its begin, a const table per operator and
+ * engine (SJ_ENGINE below): the next pair batch, the timings, the end; a
+ * CPU engine whose index other processes can probe (simjoin.enable_shared_
+ * index) also the index's size and its flattened copy, else NULL.
+ */
+typedef struct SjEngine
+{
+	SjStatus	(*next) (void *handle, SjPairBatch *batch, int *done,
+						 char *errmsg);
+	void		(*timings) (const void *handle, SjTimings *timings);
+	void		(*end) (void *handle);
+	size_t		(*index_size) (const void *handle);
+	void		(*index_write) (const void *handle, void *dst);
+} SjEngine;
+
+/*
+ * SJ_ENGINE(Handle, prefix) defines the const SjEngine prefix##_engine over
+ * an engine's typed functions prefix##_next, _timings and _end (taking a
+ * Handle *); SJ_ENGINE_INDEX also takes prefix##_index_size and
+ * _index_write.  The conversions from void * are written here once, instead
+ * of a wrapper per operator and function.
+ */
+#define SJ_ENGINE_FNS(Handle, prefix) \
+static SjStatus \
+prefix##_next_any(void *h, SjPairBatch *b, int *done, char *e) \
+{ \
+	return prefix##_next((Handle *) h, b, done, e); \
+} \
+static void \
+prefix##_timings_any(const void *h, SjTimings *t) \
+{ \
+	prefix##_timings((const Handle *) h, t); \
+} \
+static void \
+prefix##_end_any(void *h) \
+{ \
+	prefix##_end((Handle *) h); \
+}
+
+#define SJ_ENGINE(Handle, prefix) \
+SJ_ENGINE_FNS(Handle, prefix) \
+static const SjEngine prefix##_engine = { \
+	prefix##_next_any, prefix##_timings_any, prefix##_end_any, NULL, NULL \
+}
+
+#define SJ_ENGINE_INDEX(Handle, prefix) \
+SJ_ENGINE_FNS(Handle, prefix) \
+static size_t \
+prefix##_index_size_any(const void *h) \
+{ \
+	return prefix##_index_size((const Handle *) h); \
+} \
+static void \
+prefix##_index_write_any(const void *h, void *dst) \
+{ \
+	prefix##_index_write((const Handle *) h, dst); \
+} \
+static const SjEngine prefix##_engine = { \
+	prefix##_next_any, prefix##_timings_any, prefix##_end_any, \
+	prefix##_index_size_any, prefix##_index_write_any \
+}
+
+/*
+ * One engine run: the chosen engine's handle and entry points.  Created by
+ * an operator's begin (SjRunSpec) in CurrentMemoryContext, ended by the run
+ * loop or, after an ERROR, by that context's reset callback.
  */
 typedef struct SjRun
 {
 	SjOperator	op;
 	bool		gpu;			/* running on the GPU engine */
 	void	   *handle;			/* engine handle, NULL once ended */
-	SjStatus	(*next) (void *handle, SjPairBatch *batch, int *done,
-						 char *errmsg);
-	void		(*timings) (const void *handle, SjTimings *timings);
-	void		(*end) (void *handle);
-	/* CPU engines begun with index_right: their flattened index, or NULL */
-	size_t		(*index_size) (const void *handle);
-	void		(*index_write) (const void *handle, void *dst);
+	const SjEngine *engine;
 	MemoryContextCallback cb;
 } SjRun;
 
 /*
- * What an operator gives SjRunJoin: how to begin its engine on the CPU or
- * the GPU (filling run's handle and dispatch table), how to emit a batch of
- * pairs, and the tuplestore receiving them (NULL when counting), which is
- * emptied when the join restarts on the CPU after the GPU ran out of memory.
+ * One operator's methods, a const table per operator (as an index access
+ * method's IndexAmRoutine): what the run loop, the set-returning functions
+ * and the custom scan call instead of branching on the operator.  The job
+ * is the operator's own (SjRunSpec.arg).
+ */
+typedef struct SjOperatorMethods
+{
+	const char *name;			/* "eps_join", for EXPLAIN and messages */
+	/* begin the CPU or GPU engine, filling run's handle and engine */
+	SjStatus	(*begin) (void *job, bool gpu, const SjJoinOptions *options,
+						  SjRun *run, char *errmsg);
+	/* the set-returning functions: a batch of pairs into the job's rows */
+	void		(*emit) (void *job, const SjPairBatch *batch);
+	/* simjoin.device = auto: is the CPU engine cheaper? (NULL: no) */
+	bool		(*prefer_cpu) (void *job);
+	/* EXPLAIN's strategy before the run: on the GPU?, the planned one */
+	const char *(*strategy_name) (bool gpu, int planned);
+} SjOperatorMethods;
+
+/*
+ * What SjRunJoin and the cursor run: an operator's methods on a job, and
+ * the tuplestore receiving the pairs (NULL when counting), which is emptied
+ * when the join restarts on the CPU after the GPU ran out of memory.
  */
 typedef struct SjRunSpec
 {
-	const char *name;			/* "eps_join", for messages */
-	void	   *arg;
-	SjStatus	(*begin) (void *arg, bool gpu, const SjJoinOptions *options,
-						  SjRun *run, char *errmsg);
-	void		(*emit) (void *arg, const SjPairBatch *batch);
+	const char *name;			/* "eps_join_count", for messages */
+	const SjOperatorMethods *ops;
+	void	   *arg;			/* the job */
 	struct Tuplestorestate *store;
-	/* simjoin.device = auto: is the CPU engine cheaper? (NULL: no) */
-	bool		(*prefer_cpu) (void *arg);
 } SjRunSpec;
 
 /* Statistics of the last join run in this backend (simjoin_last_stats()). */

@@ -39,6 +39,7 @@ extern void SjThetaPartRow(void *arg, Datum *values, bool *isnull);
 extern Size SjThetaPartSize(void *side);
 extern void SjThetaPartWrite(void *side, char *dst);
 
+extern const SjOperatorMethods sj_theta_methods;
 extern const SjPartOps sj_theta_part_ops;	/* SJ_PART_THETA */
 
 #endif							/* THETA_JOIN_H */

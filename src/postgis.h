@@ -22,7 +22,7 @@ extern void *SjPointPartBegin(const SjPartSpec *spec);
 extern Size SjPointPartSize(void *side);
 extern void SjPointPartWrite(void *side, char *dst);
 
-/* postgis.c: the custom scan's joins of PostGIS points */
+/* postgis.c, postgis_plan.c: the custom scan's joins of PostGIS points */
 #define SJ_GIS_GEOMETRY		1	/* SjGisCondition's flags */
 #define SJ_GIS_GEOGRAPHY	2
 #define SJ_GIS_TOLERANCE	4	/* a tolerance argument: < 0 is PostGIS's error */
@@ -47,6 +47,10 @@ extern void *SjPointSideNew(bool geography, const char *what);
 extern void SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out);
 extern double SjPointEngineEps(void *left, void *right, SjVectorInput *lin,
 							   SjVectorInput *rin, double d);
+
+/* postgis.c: PostGIS's catalog, for postgis_plan.c */
+extern Oid	SjExtensionSchema(Oid ext);
+extern Oid	SjGisType(Oid nsp, const char *name);
 
 extern const SjOperatorMethods sj_point_methods;
 extern const SjPartOps sj_point_part_ops;	/* SJ_PART_POINTS */

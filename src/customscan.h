@@ -5,9 +5,10 @@
  *
  * The node is one family of files, by lifecycle: cs_planner.c (clause
  * matching, paths, plans, registration), cs_cost.c (the cost model),
- * cs_exec.c (execution), cs_parallel.c (parallel execution in shared
- * memory) and cs_explain.c (EXPLAIN).  Only they include this header;
- * simjoin.h is the module-wide one (SjCustomScanInit).
+ * cs_exec.c (execution), cs_sides.c (the operators' sides), cs_rows.c
+ * (the rows kept), cs_parallel.c (parallel execution in shared memory) and
+ * cs_explain.c (EXPLAIN).  Only they include this header; simjoin.h is the
+ * module-wide one (SjCustomScanInit).
  */
 #ifndef CUSTOMSCAN_H
 #define CUSTOMSCAN_H
@@ -206,15 +207,10 @@ typedef struct SjScanState
 	bool		pairs_done;
 	double		param;			/* the threshold the engine runs with */
 	bool		streaming;		/* marshal while reading, keep no rows */
-	SjEpsScan  *escan;			/* the engine's input being built */
-	void	   *pscan[2];		/* ... PostGIS points (postgis.c) */
-	SjSetScan  *sscan;
-	SjDict	   *dict;
-	SjThetaPrepared *tp;
+	const struct SjSideMethods *side_ops;	/* the operator's sides */
+	void	   *sides;			/* the engine's input being built
+								 * (cs_sides.c; theta: SjThetaPrepared) */
 	bool		side_done[2];	/* side read by workers and finished */
-	SjVectorInput eps_in[2];	/* ... its input, eps */
-	SjSets		set_in[2];		/* ... jaccard */
-	int64	   *set_keys[2];
 	int64		rows_out;
 	SjSharedInner *shared;		/* parallel-aware: the shared inner input */
 	int64		inner_read;		/* inner rows this participant read */
@@ -229,6 +225,32 @@ typedef struct SjScanState
 	double		fetch_ms;
 	double		load_done_ms;
 } SjScanState;
+
+/*
+ * One operator's sides in the node (cs_sides.c), a const table per operator
+ * and PostGIS points: execution and the parallel protocol call these
+ * instead of branching on the operator.
+ */
+typedef struct SjSideMethods
+{
+	SjPartKind	kind;			/* the part format workers build a side in */
+	const char *what;			/* a side's values, in messages */
+	bool		whole_rows;		/* row takes the input row, not (key, arg) */
+	/* empty sides for a run, behind state->sides */
+	void		(*begin) (SjScanState *state);
+	/* marshal row r of side s: (key, argument) or the whole row */
+	void		(*row) (SjScanState *state, int s, int64 r, Datum *values,
+						bool *nulls);
+	/* side s for workers to build (theta: its columns too) */
+	void	   *(*side) (SjScanState *state, int s, int *ncols, int *positions,
+						 Oid *typids);
+	/* side s from the parts workers built, and its keys then */
+	void		(*add_parts) (SjScanState *state, int s, void *side,
+							  SjParts *parts);
+	int64	   *(*keys) (SjScanState *state, int s, void *side, int64 *n);
+	/* both sides in: the engine's job, state->spec's arg, keys and rows */
+	void		(*end) (SjScanState *state);
+} SjSideMethods;
 
 /* The paths offered for a join. */
 typedef enum SjPathMode
@@ -273,6 +295,9 @@ SjPlanKeepsCpu(SjScanState *state)
 
 /* cs_exec.c */
 extern Node *SjCreateScanState(CustomScan *cscan);
+
+/* cs_sides.c */
+extern const SjSideMethods *SjSideMethodsOf(SjOperator op, int gis);
 
 /* cs_rows.c */
 extern TupleTableSlot *SjChildNext(SjScanState *state, PlanState *child);

@@ -629,9 +629,9 @@ SjPointGeogValue(SjPointJob *job, uint32 l, uint32 r)
 }
 
 /*
- * SjRunSpec.emit: keep the pairs the canonical distance settles and those
- * PostGIS's predicate accepts, count them, and store them when returning
- * rows.
+ * SjOperatorMethods.emit: keep the pairs the canonical distance settles
+ * and those PostGIS's predicate accepts, count them, and store them when
+ * returning rows.
  */
 static void
 SjPointEmit(void *arg, const SjPairBatch *batch)

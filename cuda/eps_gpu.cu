@@ -86,9 +86,9 @@ constexpr double kRowCost = 64.0;		/* work units of one binary search */
 /*
  * Work of one segment, in candidate-dimension units (a grid row search
  * counts kRowCost).  A segment is one count pass (and at most one more pass
- * of writes); next() does at most about two segments' work.  Measured on an
- * H200: about 2e12 units/s for the grid, 2e12 for brute force, so a
- * segment is roughly 50 ms (grid) or 100 ms (brute force).
+ * of writes); next() does at most about two segments' work.  A segment is
+ * roughly 50 ms (grid) or 100 ms (brute force) at the device rates in
+ * test/bench/BENCHMARKS.md, "Calibration of the cost model".
  */
 constexpr double kSegmentWorkGrid = 1.0e11;
 constexpr double kSegmentWorkBf = 2.0e11;

@@ -5,12 +5,14 @@
 #
 # Installs what is missing (scripts/deps.sh), builds and installs the
 # extension, starts a throwaway cluster, and runs:
+#   0. the file graph check (test/tools/filegraph.sh: no include or call
+#      cycle between files);
 #   1. the pg_regress suite (sql/, expected/) with simjoin.device as set in
 #      PGOPTIONS (default: auto, i.e. the GPU where one is usable);
 #   2. the engine tests (test/engine, no server);
 #   3. the differential tests (test/diff: GPU vs CPU where a GPU is usable,
 #      and both against plain-SQL oracles).
-# Ends with one line "N passed, N failed" over the three suites.
+# Ends with one line "N passed, N failed" over the suites.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -36,6 +38,7 @@ suite() {   # suite NAME COMMAND...: run one suite, count it
 regress() {
     make -s installcheck || { [[ -f regression.diffs ]] && head -200 regression.diffs; return 1; }
 }
+suite "file graph" bash test/tools/filegraph.sh
 suite "pg_regress" regress
 suite "engine tests" make -s engine-check
 suite "differential tests" bash test/diff/run.sh

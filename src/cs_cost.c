@@ -41,39 +41,37 @@ typedef struct SjCostRates
 } SjCostRates;
 
 /*
- * Measured 2026-11-22 by test/bench/calibrate.sql on one NVIDIA H100 with 16
- * CPU cores (test/bench/BENCHMARKS.md): one cost unit is the median over three
- * native plans run in one process; the rates are fitted to the set-returning
- * functions' phases at two sizes or thresholds; the jaccard row rate includes
- * its tokenising marshal (about 0.5 us a row more than the others').
+ * From test/bench/calibrate.sql (test/bench/BENCHMARKS.md, "Calibration of
+ * the cost model"): one cost unit is the median over three native plans run
+ * in one process; the rates are fitted to the set-returning functions'
+ * phases at two sizes or thresholds; the jaccard row rate includes its
+ * tokenising marshal, dearer than the others'.
  */
 #define SJ_MS_PER_COST_UNIT		0.0038	/* one cost unit, in ms */
 /* SJ_MARSHAL_MS_PER_ROW and SJ_COUNT_MARSHAL_MS_PER_ROW: customscan.h */
 /*
  * The shared inner: forming a row's minimal tuple and copying it into shared
- * memory, on top of what every input row costs.  Measured on the 2-core
- * build machine, 2026-11-24: a band join's 1 M-row inner read by the
- * leader alone, shared against not, median Scan and Marshal Time 280
- * against 231 ms over five runs each (49 ns a row).
+ * memory, on top of what every input row costs: a large inner read by the
+ * leader alone, shared against not (test/bench/BENCHMARKS.md, "Calibration
+ * of the cost model").
  */
 #define SJ_SHARE_MS_PER_ROW		0.00005
 /*
  * A parallel worker is a new process: its first GPU join creates a CUDA
  * context (the leader's backend keeps its own from join to join), and
- * processes that create theirs at the same time all wait for all of them.
- * Measured on the H100 host, 2026-11-24 (test/bench/BENCHMARKS.md; bash
- * test/bench/run.sh startup): a fresh backend's first GPU join of 1,000
- * points took 161-184 ms (the host's very first 342 ms), its second 1-2
- * ms; eight fresh backends at once took 1,193-1,337 ms each, 149-167 ms a
- * process.  A partial GPU path is charged this per worker, less the time a
- * worker reads its inputs meanwhile (the context starts on a thread of its
- * own, SjStartDevice).
+ * processes that create theirs at the same time all wait for all of them:
+ * a fresh backend's first GPU join less its second, about the same per
+ * process when several start at once (test/bench/BENCHMARKS.md,
+ * "Calibration of the cost model"; bash test/bench/run.sh startup).  A
+ * partial GPU path is charged this per worker, less the time a worker reads
+ * its inputs meanwhile (the context starts on a thread of its own,
+ * SjStartDevice).
  */
 #define SJ_GPU_PROCESS_START_MS	160.0
 /*
- * Emitting a pair (about 0.18 us measured, the consumer above included) is
- * charged as PostgreSQL charges any join's output rows, cpu_tuple_cost a
- * pair: the nodes above charge their own share.
+ * Emitting a pair (the consumer above included: test/bench/BENCHMARKS.md)
+ * is charged as PostgreSQL charges any join's output rows, cpu_tuple_cost
+ * a pair: the nodes above charge their own share.
  */
 
 /* [device][operator]: eps, jaccard (at 0.7), theta (hash; nested-loop eval) */
@@ -88,10 +86,9 @@ static const SjCostRates sj_rates[2][3] = {
 
 /*
  * [device]: theta's range strategy (bands and inequalities), per row and
- * pair.  Measured 2026-11-24 (calibrate.sql on the same H100 host): the
- * band fit's row rate is 0.84 of the hash fit's on the CPU (31.5 against
- * 37.4 ns) and 0.97 on the GPU (3.97 against 4.09 ns), 0.11 ns a pair on
- * the CPU; scaled to the hash rates above.
+ * pair: calibrate.sql's band fit relative to its hash fit on each device,
+ * scaled to the hash rates above (test/bench/BENCHMARKS.md, "Calibration
+ * of the cost model").
  */
 static const double sj_theta_range_rates[2][2] = {
 	{0.000025, 0.0000001},
@@ -104,10 +101,9 @@ static const double sj_theta_range_rates[2][2] = {
  * has its own entry (calibrate.sql: 'jaccard t=...', the collection and its
  * half); the cost interpolates linearly between them, and takes 0.7's for a
  * threshold not known at planning (a parameter).  On the calibration
- * collection (2026-11-24) the CPU's row time net of the pair rate was
- * 87, 101 and 103 ns at 0.5, 0.7 and 0.9, and the GPU's engine time did
- * not grow with the pairs (20.4, 22.8, 20.8 ms): within the noise of one
- * rate, which every threshold keeps until a collection shows otherwise.
+ * collection the three thresholds' rates agree within the noise
+ * (test/bench/BENCHMARKS.md), so every threshold keeps one rate until a
+ * collection shows otherwise.
  */
 static const double sj_jaccard_rates[2][3][2] = {
 	{{0.0006, 0.0000027}, {0.0006, 0.0000027}, {0.0006, 0.0000027}},

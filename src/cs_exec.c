@@ -5,7 +5,7 @@
  * The node reads both inputs to the end, keeping each row's values (a copy
  * of its tuple), evaluates the condition's arguments on each row and
  * marshals them for the engine, then streams the engine's pair batches
- * through a cursor (simjoin.c): each pair becomes a scan tuple (outer
+ * through a cursor (sjrun.c): each pair becomes a scan tuple (outer
  * columns, then inner columns), filtered by the residual quals and projected
  * by ExecScan.  Left and anti joins track matched outer rows; semi joins
  * emit an outer row at its first match.  A threshold outside the engines'
@@ -17,8 +17,8 @@
  * and joined that way with every row of the other side, the engine joining
  * the rest.  All memory, engine and device memory included, belongs to one
  * context reset on rescan and at the end.  Reading an input with parallel
- * workers and the shared inner input are in cs_parallel.c, EXPLAIN in
- * cs_explain.c.
+ * workers and the shared inner input are in cs_parallel.c, the operators'
+ * sides in cs_sides.c, the kept rows in cs_rows.c, EXPLAIN in cs_explain.c.
  */
 
 #include "postgres.h"
@@ -26,10 +26,6 @@
 #include <math.h>
 
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
-#include "nodes/nodeFuncs.h"
-#include "utils/datum.h"
-#include "utils/lsyscache.h"
 
 #include "customscan.h"
 
@@ -52,8 +48,10 @@ static const CustomExecMethods sj_exec_methods = {
 	.ShutdownCustomScan = SjShutdownScan,
 };
 
-/* SjOperator as messages and EXPLAIN name it. */
-const char *const sj_op_names[] = {"eps_join", "jaccard_join", "theta_join"};
+/* Each SjOperator's methods (PostGIS points: sj_point_methods). */
+static const SjOperatorMethods *const sj_op_methods[] = {
+	&sj_eps_methods, &sj_jaccard_methods, &sj_theta_methods
+};
 
 /* ---------------------------------------------------------------------
  * Executor
@@ -103,6 +101,8 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->plan_cpu = intVal(list_nth(priv, SJ_PRIV_CPU));
 	state->metric = intVal(list_nth(priv, SJ_PRIV_METRIC));
 	state->gis = intVal(list_nth(priv, SJ_PRIV_GIS));
+	state->ops = state->gis ? &sj_point_methods : sj_op_methods[state->op];
+	state->side_ops = SjSideMethodsOf(state->op, state->gis);
 	state->engine_exprs = lsecond(cscan->custom_exprs);
 
 	node->custom_ps = list_make2(ExecInitNode(linitial(cscan->custom_plans), estate, eflags),
@@ -124,39 +124,6 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 
 static void SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
 						 const bool *nulls);
-
-/* The next row of child (NULL at its end), run in the query's context. */
-TupleTableSlot *
-SjChildNext(SjScanState *state, PlanState *child)
-{
-	MemoryContext old = MemoryContextSwitchTo(state->css.ss.ps.state->es_query_cxt);
-	TupleTableSlot *slot = ExecProcNode(child);
-
-	MemoryContextSwitchTo(old);
-	return TupIsNull(slot) ? NULL : slot;
-}
-
-/* Room for cap rows of natts values in rows, which is emptied. */
-void
-SjRowsAlloc(SjSideRows *rows, int natts, int64 cap)
-{
-	rows->natts = natts;
-	rows->n = 0;
-	rows->cap = cap;
-	rows->values = palloc_extended(cap * Max(natts, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
-	rows->isnull = palloc_extended(cap * Max(natts, 1) * sizeof(bool), MCXT_ALLOC_HUGE);
-}
-
-/* Deform a minimal tuple into values/nulls; byref values point into it. */
-void
-SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values, bool *nulls)
-{
-	HeapTupleData htup;
-
-	htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
-	htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
-	heap_deform_tuple(&htup, desc, values, nulls);
-}
 
 /* Read one input to its end, keeping each row's values. */
 static void
@@ -274,124 +241,6 @@ SjArgValue(SjScanState *state, int s, const Datum *values, const bool *nulls,
 	return ExecEvalExprSwitchContext(state->arg[s], econtext, isnull);
 }
 
-/* Context of SjIndexVarsToSides. */
-typedef struct SjSideVarsContext
-{
-	int			nprefix;
-	int			outer_natts;
-} SjSideVarsContext;
-
-static Node *
-SjIndexVarsMutator(Node *node, SjSideVarsContext *cxt)
-{
-	if (node == NULL)
-		return NULL;
-	if (IsA(node, Var) && ((Var *) node)->varno == INDEX_VAR)
-	{
-		Var		   *v = copyObject((Var *) node);
-		int			k = v->varattno - cxt->nprefix;
-
-		v->varno = k <= cxt->outer_natts ? 1 : 2;
-		v->varattno = k <= cxt->outer_natts ? k : k - cxt->outer_natts;
-		return (Node *) v;
-	}
-	return expression_tree_mutator(node, SjIndexVarsMutator, (void *) cxt);
-}
-
-/*
- * The plan's theta condition, whose Vars refer to the scan tuple, with
- * Vars of side 1 (outer) and 2 (inner) numbered within their side's row:
- * the theta compiler's form.
- */
-static Node *
-SjIndexVarsToSides(Node *expr, int nprefix, int outer_natts)
-{
-	SjSideVarsContext cxt;
-
-	cxt.nprefix = nprefix;
-	cxt.outer_natts = outer_natts;
-	return SjIndexVarsMutator(expr, &cxt);
-}
-
-/* Context of SjParamsToConsts. */
-typedef struct SjParamContext
-{
-	PlanState  *ps;
-	ExprContext *econtext;
-} SjParamContext;
-
-static Node *
-SjParamsMutator(Node *node, SjParamContext *cxt)
-{
-	if (node == NULL)
-		return NULL;
-	if (IsA(node, Param))
-	{
-		Param	   *p = (Param *) node;
-		ExprState  *es = ExecInitExpr((Expr *) p, cxt->ps);
-		bool		isnull;
-		Datum		value = ExecEvalExprSwitchContext(es, cxt->econtext, &isnull);
-		int16		typlen;
-		bool		typbyval;
-
-		get_typlenbyval(p->paramtype, &typlen, &typbyval);
-		if (!isnull)
-			value = datumCopy(value, typbyval, typlen);
-		return (Node *) makeConst(p->paramtype, p->paramtypmod, p->paramcollid,
-								  typlen, value, isnull, typbyval);
-	}
-	return expression_tree_mutator(node, SjParamsMutator, (void *) cxt);
-}
-
-/*
- * The condition with each parameter (of a prepared statement, an initplan,
- * an enclosing query) replaced by its value for this run: constants the
- * theta compiler folds into its program.
- */
-static Node *
-SjParamsToConsts(SjScanState *state, Node *expr)
-{
-	SjParamContext cxt;
-
-	cxt.ps = &state->css.ss.ps;
-	cxt.econtext = state->css.ss.ps.ps_ExprContext;
-	return SjParamsMutator(expr, &cxt);
-}
-
-/* Prepare the engine's input for the rows to come. */
-static void
-SjMarshalBegin(SjScanState *state)
-{
-	int			s;
-
-	if (state->gis)
-	{
-		for (s = 0; s < 2; s++)
-			state->pscan[s] = SjPointSideNew((state->gis & SJ_GIS_GEOGRAPHY) != 0,
-											 "point");
-	}
-	else if (state->op == SJ_OP_EPS)
-	{
-		state->escan = palloc0(2 * sizeof(SjEpsScan));
-		for (s = 0; s < 2; s++)
-			SjEpsSideInit(&state->escan[s], "vector");	/* l2_distance's word */
-	}
-	else if (state->op == SJ_OP_JACCARD)
-	{
-		List	   *args = linitial(((CustomScan *) state->css.ss.ps.plan)->custom_exprs);
-
-		state->dict = SjDictCreate(get_element_type(exprType(linitial(args))));
-		state->sscan = palloc0(2 * sizeof(SjSetScan));
-		for (s = 0; s < 2; s++)
-			SjSetSideInit(&state->sscan[s], "set", state->dict);
-	}
-	else
-		state->tp = SjThetaPrepare(SjParamsToConsts(state,
-													SjIndexVarsToSides((Node *) make_ands_explicit(state->engine_exprs),
-																	   state->nprefix, state->natts[0])),
-								   state->streaming);	/* counting: no row numbers */
-}
-
 /* Marshal row r of side s: its join value (or values, for theta). */
 static void
 SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
@@ -402,137 +251,27 @@ SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
 	bool		isnull[2] = {false, false};
 	MemoryContext old;
 
-	if (state->op == SJ_OP_THETA)
+	if (state->side_ops->whole_rows)
 	{
-		SjThetaAddRow(state->tp, s, r, values, nulls);
+		state->side_ops->row(state, s, r, (Datum *) values, (bool *) nulls);
 		return;
 	}
 	vals[0] = Int64GetDatum(r);
 	vals[1] = SjArgValue(state, s, values, nulls, &isnull[1]);
 	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-	if (state->gis)
-		SjPointRow(state->pscan[s], vals, isnull);
-	else if (state->op == SJ_OP_EPS)
-		SjEpsRow(&state->escan[s], vals, isnull);
-	else
-		SjSetRow(&state->sscan[s], vals, isnull);
+	state->side_ops->row(state, s, r, vals, isnull);
 	MemoryContextSwitchTo(old);
 	ResetExprContext(econtext);
-}
-
-/* The run of an eps join (vectors or PostGIS points): keys, spec, rows. */
-static void
-SjEpsJobReady(SjScanState *state, SjEpsJob *job)
-{
-	state->keys[0] = job->left.keys;
-	state->keys[1] = job->right.keys;
-	state->spec.arg = job;
-	state->spec.begin = SjEpsBegin;
-	state->stats.left_rows = job->left.vectors.n;
-	state->stats.right_rows = job->right.vectors.n;
 }
 
 /* Both sides are in: the engine's input and the spec that runs it. */
 static void
 SjMarshalEnd(SjScanState *state)
 {
-	int			s;
-
 	memset(&state->spec, 0, sizeof(state->spec));
-	state->spec.name = sj_op_names[state->op];
-	if (state->gis)
-	{
-		SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
-
-		for (s = 0; s < 2; s++)
-		{
-			SjVectorInput *in = s == 0 ? &job->left : &job->right;
-
-			if (state->side_done[s])
-				*in = state->eps_in[s];
-			else
-				SjPointSideDone(state->pscan[s], NULL, in);
-		}
-		/* a superset of PostGIS's pairs; its own clause decides each */
-		job->eps = SjPointEngineEps(state->pscan[0], state->pscan[1], &job->left,
-									&job->right, state->param);
-		job->metric = SJ_METRIC_L2;
-		SjEpsJobReady(state, job);
-	}
-	else if (state->op == SJ_OP_EPS)
-	{
-		SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
-		SjEpsScan  *sc = state->escan;
-
-		for (s = 0; s < 2; s++)
-		{
-			SjVectorInput *in = s == 0 ? &job->left : &job->right;
-
-			if (state->side_done[s])
-				*in = state->eps_in[s];
-			else
-				SjEpsSideFinish(&sc[s], NULL, in);
-		}
-		/* in the order of l2_distance's arguments, as its own error */
-		if (sc[0].dim >= 0 && sc[1].dim >= 0 && sc[0].dim != sc[1].dim)
-			SjErrorDims(sc[state->swapped ? 1 : 0].dim, sc[state->swapped ? 0 : 1].dim);
-		job->eps = state->param;
-		job->metric = state->metric;
-		SjEpsJobReady(state, job);
-	}
-	else if (state->op == SJ_OP_JACCARD)
-	{
-		SjJaccardJob *job = palloc0(sizeof(SjJaccardJob));
-
-		for (s = 0; s < 2; s++)
-		{
-			SjSets	   *in = s == 0 ? &job->left : &job->right;
-			int64	  **keys = s == 0 ? &job->left_keys : &job->right_keys;
-
-			if (state->side_done[s])
-			{
-				*in = state->set_in[s];
-				*keys = state->set_keys[s];
-			}
-			else
-				SjSetSideFinish(&state->sscan[s], NULL, in, keys);
-		}
-		job->left.universe = job->right.universe = SjDictSize(state->dict);
-		job->threshold = state->param;
-		state->keys[0] = job->left_keys;
-		state->keys[1] = job->right_keys;
-		state->spec.arg = job;
-		state->spec.begin = SjJaccardBegin;
-		state->stats.left_rows = job->left.n;
-		state->stats.right_rows = job->right.n;
-	}
-	else
-	{
-		int64		nl,
-					nr;
-
-		SjThetaFinish(state->tp, &state->spec, &nl, &nr, state->stats.strategy,
-					  sizeof(state->stats.strategy));
-		state->keys[0] = state->keys[1] = NULL;	/* theta keys are row numbers */
-		/* values the engines cannot compute exactly: PostgreSQL's operators */
-		for (s = 0; s < 2; s++)
-			state->aside[s] = SjThetaAside(state->tp, s, &state->keys[s]);
-		if (state->aside[1])
-		{
-			int64		r;
-
-			state->aside_rows = palloc_extended(Max(state->rows[1].n, 1) * sizeof(int64),
-												MCXT_ALLOC_HUGE);
-			for (r = 0; r < state->rows[1].n; r++)
-				if (state->aside[1][r])
-					state->aside_rows[state->naside_rows++] = r;
-		}
-		/* all of one side set aside: every pair by PostgreSQL's operators */
-		if ((state->aside[0] || state->aside[1]) && (nl == 0 || nr == 0))
-			state->source = SJ_SRC_NESTLOOP;
-		state->stats.left_rows = nl;
-		state->stats.right_rows = nr;
-	}
+	state->spec.name = state->ops->name;
+	state->spec.ops = state->ops;
+	state->side_ops->end(state);
 }
 
 /*
@@ -635,17 +374,6 @@ SjVectorsIrregular(SjScanState *state)
 	return false;
 }
 
-/*
- * Is the node kept on the CPU engine by its plan?  Under simjoin.device =
- * auto it runs on the device the plan was costed on (SjCostPath); cpu and
- * gpu decide for themselves, as SjUseGpu does for every join.
- */
-bool
-SjPlanKeepsCpu(SjScanState *state)
-{
-	return sj_device == SJ_DEVICE_AUTO && state->plan_cpu;
-}
-
 /* Read both inputs, marshal, and open the engine's cursor. */
 static void
 SjLoad(SjScanState *state)
@@ -654,7 +382,7 @@ SjLoad(SjScanState *state)
 	bool		count_only;
 
 	SjStatsStart(&state->stats, state->count ? "SimJoin count" : "SimJoin");
-	strlcpy(state->stats.operator_name, sj_op_names[state->op],
+	strlcpy(state->stats.operator_name, state->ops->name,
 			sizeof(state->stats.operator_name));
 	state->t0 = sj_now_ms();
 	state->fetch_ms = 0;
@@ -667,9 +395,9 @@ SjLoad(SjScanState *state)
 		state->jointype == JOIN_INNER && state->residual == NULL && !state->gis;
 	state->streaming = count_only;
 	if (state->source == SJ_SRC_ENGINE)
-		SjMarshalBegin(state);
+		state->side_ops->begin(state);
 	/* rows the engines may not compute exactly are joined from the rows kept */
-	if (state->streaming && state->op == SJ_OP_THETA && SjThetaMayNeedRows(state->tp))
+	if (state->streaming && state->op == SJ_OP_THETA && SjThetaMayNeedRows(state->sides))
 		state->streaming = false;
 	if (!(state->streaming && SjReadBothParallel(state)))
 	{
@@ -982,11 +710,7 @@ SjResetRun(SjScanState *state)
 	state->naside_rows = 0;
 	memset(&state->batch, 0, sizeof(state->batch));
 	state->matched = NULL;
-	state->escan = NULL;
-	state->pscan[0] = state->pscan[1] = NULL;
-	state->sscan = NULL;
-	state->dict = NULL;
-	state->tp = NULL;
+	state->sides = NULL;
 	state->side_done[0] = state->side_done[1] = false;
 	state->inner_readers = 0;
 	state->inner_parts = 0;

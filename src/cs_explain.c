@@ -87,7 +87,6 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	SjScanState *state = (SjScanState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 	List	   *context;
-	static const char *const theta_strategies[] = {"auto", "hash", "range", "nested loop"};
 	const char *jt;
 	char	   *cond;
 
@@ -108,8 +107,8 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 			break;
 	}
 	ExplainPropertyText("Operator", state->count ?
-						psprintf("%s (count)", sj_op_names[state->op]) :
-						sj_op_names[state->op], es);
+						psprintf("%s (count)", state->ops->name) :
+						state->ops->name, es);
 	ExplainPropertyText("Join Type", jt, es);
 	if (state->op == SJ_OP_EPS && state->metric == SJ_METRIC_COSINE)
 		ExplainPropertyText("Metric", "cosine", es);
@@ -134,11 +133,7 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Device", gpu ? "gpu" : "cpu", es);
 		/* eps and jaccard engines choose from the data (Run Strategy) */
 		ExplainPropertyText("Strategy",
-							state->op == SJ_OP_EPS ? "grid or tiled brute force, chosen when run" :
-							state->op == SJ_OP_JACCARD ?
-							(gpu ? "prefix filter, brute-force overlap, bitmap or co-processing, chosen when run" :
-							 "prefix filter") :
-							theta_strategies[Max(0, Min(3, state->theta_strategy))], es);
+							state->ops->strategy_name(gpu, state->theta_strategy), es);
 
 		/*
 		 * The pairs the engine was costed for (Pairs: the pairs formed), a

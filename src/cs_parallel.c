@@ -62,26 +62,18 @@ SjSideSpec(SjScanState *state, int s, SjPartKind *kind, void **side, int *ncols,
 {
 	PlanState  *child = list_nth(state->css.custom_ps, s);
 
-	if (state->op == SJ_OP_THETA)
+	if (!state->side_ops->whole_rows)
 	{
-		*kind = SJ_PART_THETA;
-		*side = SjThetaPreparedSide(state->tp, s, ncols, positions, typids);
-		return true;
+		if (state->arg_var[s] < 0)
+			return false;
+		*ncols = 2;
+		positions[0] = 0;
+		typids[0] = INT8OID;
+		positions[1] = state->arg_var[s] + 1;
+		typids[1] = TupleDescAttr(ExecGetResultType(child), state->arg_var[s])->atttypid;
 	}
-	if (state->arg_var[s] < 0)
-		return false;
-	*ncols = 2;
-	positions[0] = 0;
-	typids[0] = INT8OID;
-	positions[1] = state->arg_var[s] + 1;
-	typids[1] = TupleDescAttr(ExecGetResultType(child), state->arg_var[s])->atttypid;
-	*kind = state->op == SJ_OP_EPS ? SJ_PART_EPS : SJ_PART_SETS;
-	*side = state->op == SJ_OP_EPS ? (void *) &state->escan[s] : (void *) &state->sscan[s];
-	if (state->gis)
-	{
-		*kind = SJ_PART_POINTS;
-		*side = state->pscan[s];
-	}
+	*kind = state->side_ops->kind;
+	*side = state->side_ops->side(state, s, ncols, positions, typids);
 	return true;
 }
 
@@ -89,9 +81,7 @@ SjSideSpec(SjScanState *state, int s, SjPartKind *kind, void **side, int *ncols,
 static const char *
 SjSideWhat(SjScanState *state)
 {
-	if (state->gis)
-		return "point";
-	return state->op == SJ_OP_EPS ? "vector" : "set";
+	return state->side_ops->what;
 }
 
 /*
@@ -103,14 +93,7 @@ SjSideAddParts(SjScanState *state, int s, void *side, SjParts *parts)
 {
 	state->rows[s].n = parts->rows;
 	state->stats.scan_workers = Max(state->stats.scan_workers, parts->workers);
-	if (state->op == SJ_OP_THETA)
-		SjThetaSideAddParts(side, parts);
-	else if (state->gis)
-		SjPointSideDone(side, parts, &state->eps_in[s]);
-	else if (state->op == SJ_OP_EPS)
-		SjEpsSideFinish(side, parts, &state->eps_in[s]);
-	else
-		SjSetSideFinish(side, parts, &state->set_in[s], &state->set_keys[s]);
+	state->side_ops->add_parts(state, s, side, parts);
 	SjPartsRelease(parts);
 	state->side_done[s] = true;
 }
@@ -324,18 +307,7 @@ SjInnerMergeParts(SjScanState *state, int nshares, const int64 *base)
 	if (!SjSideSpec(state, 1, &kind, &side, &ncols, positions, typids))
 		elog(ERROR, "shared inner parts without a side");
 	SjSideAddParts(state, 1, side, &parts);
-	if (state->op == SJ_OP_THETA)
-		keys = SjThetaSideKeys(side, &n);
-	else if (state->op == SJ_OP_EPS)
-	{
-		keys = state->eps_in[1].keys;
-		n = state->eps_in[1].vectors.n;
-	}
-	else
-	{
-		keys = state->set_keys[1];
-		n = state->set_in[1].n;
-	}
+	keys = state->side_ops->keys(state, 1, side, &n);
 	for (i = 0; keys != NULL && i < n; i++)
 		keys[i] = base[keys[i] >> SJ_SHARE_KEY_BITS] +
 			(keys[i] & ((INT64CONST(1) << SJ_SHARE_KEY_BITS) - 1));
@@ -450,27 +422,27 @@ SjSharedIndexBuild(SjScanState *state, int threads, dsa_area *area,
 	options.index_right = 1;
 	options.index_only = 1;
 	memset(&run, 0, sizeof(run));
-	st = state->spec.begin(state->spec.arg, false, &options, &run, errmsg);
+	st = state->spec.ops->begin(state->spec.arg, false, &options, &run, errmsg);
 	if (st != SJ_OK)
 	{
 		if (run.handle != NULL)
-			run.end(run.handle);
-		SjReportStatus(st, errmsg, sj_op_names[state->op]);
+			run.engine->end(run.handle);
+		SjReportStatus(st, errmsg, state->ops->name);
 	}
 	PG_TRY();
 	{
-		Size		size = run.index_size ? run.index_size(run.handle) : 0;
+		Size		size = run.engine->index_size ? run.engine->index_size(run.handle) : 0;
 
 		if (size > 0)
 		{
 			*dp = dsa_allocate_extended(area, size, DSA_ALLOC_HUGE);
 			dst = dsa_get_address(area, *dp);
-			run.index_write(run.handle, dst);
+			run.engine->index_write(run.handle, dst);
 		}
 	}
 	PG_FINALLY();
 	{
-		run.end(run.handle);
+		run.engine->end(run.handle);
 	}
 	PG_END_TRY();
 	return dst;
@@ -500,7 +472,7 @@ SjSharedIndex(SjScanState *state)
 	if (!sj_enable_shared_index || sh == NULL || area == NULL ||
 		state->inner_parts == 0 || state->cursor.gpu || state->op == SJ_OP_JACCARD ||
 		(state->op == SJ_OP_THETA &&
-		 (!SjThetaSideUnranked(state->tp, 1) || !SjThetaIndexesInner(state->tp))))
+		 (!SjThetaSideUnranked(state->sides, 1) || !SjThetaIndexesInner(state->sides))))
 		return NULL;
 	SpinLockAcquire(&sh->mutex);
 	if (sh->index_state == SJ_INDEX_NONE)

@@ -5,9 +5,10 @@
  *
  * The node is one family of files, by lifecycle: cs_planner.c (clause
  * matching, paths, plans, registration), cs_cost.c (the cost model),
- * cs_exec.c (execution), cs_parallel.c (parallel execution in shared
- * memory) and cs_explain.c (EXPLAIN).  Only they include this header;
- * simjoin.h is the module-wide one (SjCustomScanInit).
+ * cs_exec.c (execution), cs_sides.c (the operators' sides), cs_rows.c
+ * (the rows kept), cs_parallel.c (parallel execution in shared memory) and
+ * cs_explain.c (EXPLAIN).  Only they include this header; simjoin.h is the
+ * module-wide one (SjCustomScanInit).
  */
 #ifndef CUSTOMSCAN_H
 #define CUSTOMSCAN_H
@@ -21,9 +22,14 @@
 #include "storage/spin.h"
 #include "utils/dsa.h"
 
+#include "eps_join.h"
+#include "jaccard_join.h"
+#include "postgis.h"
 #include "simjoin.h"
 #include "sjdist.h"
+#include "sjrun.h"
 #include "sjtheta.h"
+#include "theta_join.h"
 
 /* What the planner hook found in a join's clauses (path-private). */
 typedef struct SjJoinPlanInfo
@@ -157,6 +163,7 @@ typedef struct SjScanState
 
 	/* from the plan */
 	SjOperator	op;
+	const SjOperatorMethods *ops;	/* op's, or PostGIS points' */
 	JoinType	jointype;
 	bool		strict;
 	bool		swapped;
@@ -200,15 +207,10 @@ typedef struct SjScanState
 	bool		pairs_done;
 	double		param;			/* the threshold the engine runs with */
 	bool		streaming;		/* marshal while reading, keep no rows */
-	SjEpsScan  *escan;			/* the engine's input being built */
-	void	   *pscan[2];		/* ... PostGIS points (postgis.c) */
-	SjSetScan  *sscan;
-	SjDict	   *dict;
-	SjThetaPrepared *tp;
+	const struct SjSideMethods *side_ops;	/* the operator's sides */
+	void	   *sides;			/* the engine's input being built
+								 * (cs_sides.c; theta: SjThetaPrepared) */
 	bool		side_done[2];	/* side read by workers and finished */
-	SjVectorInput eps_in[2];	/* ... its input, eps */
-	SjSets		set_in[2];		/* ... jaccard */
-	int64	   *set_keys[2];
 	int64		rows_out;
 	SjSharedInner *shared;		/* parallel-aware: the shared inner input */
 	int64		inner_read;		/* inner rows this participant read */
@@ -223,6 +225,32 @@ typedef struct SjScanState
 	double		fetch_ms;
 	double		load_done_ms;
 } SjScanState;
+
+/*
+ * One operator's sides in the node (cs_sides.c), a const table per operator
+ * and PostGIS points: execution and the parallel protocol call these
+ * instead of branching on the operator.
+ */
+typedef struct SjSideMethods
+{
+	SjPartKind	kind;			/* the part format workers build a side in */
+	const char *what;			/* a side's values, in messages */
+	bool		whole_rows;		/* row takes the input row, not (key, arg) */
+	/* empty sides for a run, behind state->sides */
+	void		(*begin) (SjScanState *state);
+	/* marshal row r of side s: (key, argument) or the whole row */
+	void		(*row) (SjScanState *state, int s, int64 r, Datum *values,
+						bool *nulls);
+	/* side s for workers to build (theta: its columns too) */
+	void	   *(*side) (SjScanState *state, int s, int *ncols, int *positions,
+						 Oid *typids);
+	/* side s from the parts workers built, and its keys then */
+	void		(*add_parts) (SjScanState *state, int s, void *side,
+							  SjParts *parts);
+	int64	   *(*keys) (SjScanState *state, int s, void *side, int64 *n);
+	/* both sides in: the engine's job, state->spec's arg, keys and rows */
+	void		(*end) (SjScanState *state);
+} SjSideMethods;
 
 /* The paths offered for a join. */
 typedef enum SjPathMode
@@ -254,14 +282,28 @@ extern void SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info,
 extern Cost SjParallelReadDiscount(PlannerInfo *root, SjJoinPlanInfo *info,
 								   Path *path, Expr *arg);
 
+/*
+ * Is the node kept on the CPU engine by its plan?  Under simjoin.device =
+ * auto it runs on the device the plan was costed on (SjCostPath); cpu and
+ * gpu decide for themselves, as SjUseGpu does for every join.
+ */
+static inline bool
+SjPlanKeepsCpu(SjScanState *state)
+{
+	return sj_device == SJ_DEVICE_AUTO && state->plan_cpu;
+}
+
 /* cs_exec.c */
-extern const char *const sj_op_names[];
 extern Node *SjCreateScanState(CustomScan *cscan);
+
+/* cs_sides.c */
+extern const SjSideMethods *SjSideMethodsOf(SjOperator op, int gis);
+
+/* cs_rows.c */
 extern TupleTableSlot *SjChildNext(SjScanState *state, PlanState *child);
 extern void SjRowsAlloc(SjSideRows *rows, int natts, int64 cap);
 extern void SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values,
 							bool *nulls);
-extern bool SjPlanKeepsCpu(SjScanState *state);
 
 /* cs_parallel.c */
 extern bool SjReadSideParallel(SjScanState *state, int s);

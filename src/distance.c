@@ -19,7 +19,7 @@
 #include "fmgr.h"
 #include "utils/array.h"
 
-#include "simjoin.h"
+#include "eps_join.h"
 #include "sjdist.h"
 
 /*

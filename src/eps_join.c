@@ -28,7 +28,7 @@
 #include "utils/lsyscache.h"
 #include "utils/tuplestore.h"
 
-#include "simjoin.h"
+#include "eps_join.h"
 #include "sjdist.h"
 #include "sjgpu.h"
 
@@ -348,24 +348,8 @@ SjEpsPartWrite(void *side, char *dst)
 	memcpy(p, scan->rows, scan->n * dim * sizeof(double));
 }
 
-/*
- * The metric argument of eps_join and eps_join_count (sjdist.h's SjMetric).
- */
-static int
-SjEpsMetric(text *metric)
-{
-	char	   *m = text_to_cstring(metric);
-
-	if (strcmp(m, "l2") == 0)
-		return SJ_METRIC_L2;
-	if (strcmp(m, "cosine") == 0)
-		return SJ_METRIC_COSINE;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown eps_join metric \"%s\"", m),
-			 errhint("The metric is 'l2' or 'cosine'.")));
-	return SJ_METRIC_L2;		/* keep the compiler quiet */
-}
+/* The part format of SJ_PART_EPS sides (parscan.c). */
+const SjPartOps sj_eps_part_ops = {NULL, SjEpsPartBegin, SjEpsRow, SjEpsPartSize, SjEpsPartWrite};
 
 /* Validate eps. */
 static void
@@ -378,51 +362,11 @@ SjEpsCheck(double eps)
 						double_to_shortest_decimal(eps))));
 }
 
-/* Engine dispatch: CPU */
-static SjStatus
-SjEpsCpuNext(void *h, SjPairBatch *b, int *done, char *e)
-{
-	return sj_eps_cpu_next((SjEpsJoin *) h, b, done, e);
-}
-static void
-SjEpsCpuTimings(const void *h, SjTimings *t)
-{
-	sj_eps_cpu_timings((const SjEpsJoin *) h, t);
-}
-static void
-SjEpsCpuEnd(void *h)
-{
-	sj_eps_cpu_end((SjEpsJoin *) h);
-}
-static size_t
-SjEpsCpuIndexSize(const void *h)
-{
-	return sj_eps_cpu_index_size((const SjEpsJoin *) h);
-}
-static void
-SjEpsCpuIndexWrite(const void *h, void *dst)
-{
-	sj_eps_cpu_index_write((const SjEpsJoin *) h, dst);
-}
+/* The engines' entry points (sjrun.h). */
+SJ_ENGINE_INDEX(SjEpsJoin, sj_eps_cpu);
+SJ_ENGINE(SjGpuEpsJoin, sjgpu_eps);
 
-/* Engine dispatch: GPU */
-static SjStatus
-SjEpsGpuNext(void *h, SjPairBatch *b, int *done, char *e)
-{
-	return sjgpu_eps_next((SjGpuEpsJoin *) h, b, done, e);
-}
-static void
-SjEpsGpuTimings(const void *h, SjTimings *t)
-{
-	sjgpu_eps_timings((const SjGpuEpsJoin *) h, t);
-}
-static void
-SjEpsGpuEnd(void *h)
-{
-	sjgpu_eps_end((SjGpuEpsJoin *) h);
-}
-
-/* SjRunSpec.begin: start the CPU or GPU engine. */
+/* SjOperatorMethods.begin: start the CPU or GPU engine. */
 SjStatus
 SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		   char *errmsg)
@@ -442,9 +386,7 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 										options, &h, errmsg);
 
 		run->handle = h;
-		run->next = SjEpsGpuNext;
-		run->timings = SjEpsGpuTimings;
-		run->end = SjEpsGpuEnd;
+		run->engine = &sjgpu_eps_engine;
 		return s;
 	}
 	else
@@ -454,17 +396,13 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 										 options, &h, errmsg);
 
 		run->handle = h;
-		run->next = SjEpsCpuNext;
-		run->timings = SjEpsCpuTimings;
-		run->end = SjEpsCpuEnd;
-		run->index_size = SjEpsCpuIndexSize;
-		run->index_write = SjEpsCpuIndexWrite;
+		run->engine = &sj_eps_cpu_engine;
 		return s;
 	}
 }
 
 /*
- * SjRunSpec.prefer_cpu: the engines' milliseconds from the rows and the
+ * SjOperatorMethods.prefer_cpu: the engines' milliseconds from the rows and the
  * dimension (test/bench/BENCHMARKS.md, "device choice"): per row, 68 ns on
  * the CPU engine (all cores) and 2.1 ns on the GPU at up to 10 dimensions,
  * both growing with the dimension beyond; the GPU adds its start-up and the
@@ -487,7 +425,7 @@ SjEpsPreferCpu(void *arg)
 	return cpu_ms < gpu_ms;
 }
 
-/* SjRunSpec.emit: one tuple per pair, keys in place of row indices. */
+/* SjOperatorMethods.emit: one tuple per pair, keys in place of row indices. */
 static void
 SjEpsEmit(void *arg, const SjPairBatch *batch)
 {
@@ -497,12 +435,24 @@ SjEpsEmit(void *arg, const SjPairBatch *batch)
 				   job->self ? job->left.keys : job->right.keys, job->self, batch);
 }
 
+/* EXPLAIN's strategy of an eps join: the engines choose from the data. */
+const char *
+SjEpsStrategyName(bool gpu, int planned)
+{
+	return "grid or tiled brute force, chosen when run";
+}
+
+/* The eps join's methods (sjrun.h). */
+const SjOperatorMethods sj_eps_methods = {
+	"eps_join", SjEpsBegin, SjEpsEmit, SjEpsPreferCpu, SjEpsStrategyName
+};
 
 /*
- * The body shared by the four SQL functions: marshal, run, emit.
- * right_relid == InvalidOid means the self-join form.  Returns the count.
+ * The body of the four SQL functions over vectors (eps_sql.c): marshal,
+ * run, emit.  right_relid == InvalidOid means the self-join form.  Returns
+ * the count.
  */
-static int64
+int64
 SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 			 Oid right_relid, text *right_key, text *right_vec,
 			 double eps, int metric, Tuplestorestate *store, TupleDesc desc)
@@ -514,17 +464,6 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	SjStats		stats;
 	double		t0 = sj_now_ms();
 
-	/* PostGIS points have their own body (postgis.c) */
-	if (SjPointColumn(left_relid, left_vec))
-	{
-		if (metric != SJ_METRIC_L2)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("eps_join over PostGIS points takes no metric but 'l2'"),
-					 errhint("Points join by ST_DWithin's distance; omit the metric argument.")));
-		return SjPointJoinRun(left_relid, left_key, left_vec, right_relid,
-							  right_key, right_vec, eps, store, desc);
-	}
 	SjEpsCheck(eps);
 	SjStatsStart(&stats, store ? "eps_join" : "eps_join_count");
 	SjStartDevice();
@@ -551,56 +490,11 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	stats.scan_ms = sj_now_ms() - t0;
 
 	spec.name = store ? "eps_join" : "eps_join_count";
+	spec.ops = &sj_eps_methods;
 	spec.arg = &job;
-	spec.begin = SjEpsBegin;
-	spec.emit = SjEpsEmit;
 	spec.store = store;
-	spec.prefer_cpu = SjEpsPreferCpu;
 	return SjJoinAndReport(&spec,
 						   job.left.vectors.n == 0 ||
 						   (!job.self && job.right.vectors.n == 0),
 						   &stats, t0);
-}
-
-/* The metric argument (the last) of one of the four functions. */
-#define SJ_EPS_METRIC_ARG(self) SjEpsMetric(PG_GETARG_TEXT_PP((self) ? 4 : 7))
-
-PG_FUNCTION_INFO_V1(eps_join);
-
-/* eps_join(left_table, left_key, left_col, right_table, right_key, right_col, param, metric) */
-Datum
-eps_join(PG_FUNCTION_ARGS)
-{
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, false, false,
-						  SJ_EPS_METRIC_ARG(false));
-}
-
-PG_FUNCTION_INFO_V1(eps_join_self);
-
-/* eps_join(tbl, key, col, param, metric) */
-Datum
-eps_join_self(PG_FUNCTION_ARGS)
-{
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, true, false,
-						  SJ_EPS_METRIC_ARG(true));
-}
-
-PG_FUNCTION_INFO_V1(eps_join_count);
-
-/* eps_join_count(left_table, left_key, left_col, right_table, right_key, right_col, param, metric) */
-Datum
-eps_join_count(PG_FUNCTION_ARGS)
-{
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, false, true,
-						  SJ_EPS_METRIC_ARG(false));
-}
-
-PG_FUNCTION_INFO_V1(eps_join_count_self);
-
-/* eps_join_count(tbl, key, col, param, metric) */
-Datum
-eps_join_count_self(PG_FUNCTION_ARGS)
-{
-	return SjPairJoinCall(fcinfo, SjEpsJoinRun, true, true,
-						  SJ_EPS_METRIC_ARG(true));
 }

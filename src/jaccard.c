@@ -26,7 +26,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "simjoin.h"
+#include "jaccard_join.h"
 
 #define SJ_QGRAM_MAX 64
 

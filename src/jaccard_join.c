@@ -28,7 +28,7 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "simjoin.h"
+#include "jaccard_join.h"
 #include "sjgpu.h"
 
 static void SjSetSideAlloc(SjSetScan *scan);
@@ -614,6 +614,9 @@ SjSetPartWrite(void *side, char *dst)
 	}
 }
 
+/* The part format of SJ_PART_SETS sides (parscan.c). */
+const SjPartOps sj_set_part_ops = {NULL, SjSetPartBegin, SjSetRow, SjSetPartSize, SjSetPartWrite};
+
 /* Validate the threshold. */
 static void
 SjThresholdCheck(double t)
@@ -625,42 +628,12 @@ SjThresholdCheck(double t)
 						double_to_shortest_decimal(t))));
 }
 
-/* Engine dispatch: CPU */
-static SjStatus
-SjJacCpuNext(void *h, SjPairBatch *b, int *done, char *e)
-{
-	return sj_jaccard_cpu_next((SjJaccardJoin *) h, b, done, e);
-}
-static void
-SjJacCpuTimings(const void *h, SjTimings *t)
-{
-	sj_jaccard_cpu_timings((const SjJaccardJoin *) h, t);
-}
-static void
-SjJacCpuEnd(void *h)
-{
-	sj_jaccard_cpu_end((SjJaccardJoin *) h);
-}
+/* The engines' entry points (sjrun.h). */
+SJ_ENGINE(SjJaccardJoin, sj_jaccard_cpu);
+SJ_ENGINE(SjGpuJaccardJoin, sjgpu_jaccard);
 
-/* Engine dispatch: GPU */
+/* SjOperatorMethods.begin: start the CPU or GPU engine. */
 static SjStatus
-SjJacGpuNext(void *h, SjPairBatch *b, int *done, char *e)
-{
-	return sjgpu_jaccard_next((SjGpuJaccardJoin *) h, b, done, e);
-}
-static void
-SjJacGpuTimings(const void *h, SjTimings *t)
-{
-	sjgpu_jaccard_timings((const SjGpuJaccardJoin *) h, t);
-}
-static void
-SjJacGpuEnd(void *h)
-{
-	sjgpu_jaccard_end((SjGpuJaccardJoin *) h);
-}
-
-/* SjRunSpec.begin: start the CPU or GPU engine. */
-SjStatus
 SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 			   char *errmsg)
 {
@@ -675,9 +648,7 @@ SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 											options, &h, errmsg);
 
 		run->handle = h;
-		run->next = SjJacGpuNext;
-		run->timings = SjJacGpuTimings;
-		run->end = SjJacGpuEnd;
+		run->engine = &sjgpu_jaccard_engine;
 		return s;
 	}
 	else
@@ -687,14 +658,12 @@ SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 											 options, &h, errmsg);
 
 		run->handle = h;
-		run->next = SjJacCpuNext;
-		run->timings = SjJacCpuTimings;
-		run->end = SjJacCpuEnd;
+		run->engine = &sj_jaccard_cpu_engine;
 		return s;
 	}
 }
 
-/* SjRunSpec.emit: one tuple per pair, keys in place of row indices. */
+/* SjOperatorMethods.emit: one tuple per pair, keys in place of row indices. */
 static void
 SjJaccardEmit(void *arg, const SjPairBatch *batch)
 {
@@ -703,6 +672,19 @@ SjJaccardEmit(void *arg, const SjPairBatch *batch)
 	SjEmitKeyPairs(job->store, job->desc, job->left_keys,
 				   job->self ? job->left_keys : job->right_keys, job->self, batch);
 }
+
+/* EXPLAIN's strategy of a Jaccard join: the GPU engine chooses from the data. */
+static const char *
+SjJaccardStrategyName(bool gpu, int planned)
+{
+	return gpu ? "prefix filter, brute-force overlap, bitmap or co-processing, chosen when run" :
+		"prefix filter";
+}
+
+/* The Jaccard join's methods (sjrun.h). */
+const SjOperatorMethods sj_jaccard_methods = {
+	"jaccard_join", SjJaccardBegin, SjJaccardEmit, NULL, SjJaccardStrategyName
+};
 
 
 /*
@@ -762,11 +744,9 @@ SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 	stats.scan_ms = sj_now_ms() - t0;
 
 	spec.name = store ? "jaccard_join" : "jaccard_join_count";
+	spec.ops = &sj_jaccard_methods;
 	spec.arg = &job;
-	spec.begin = SjJaccardBegin;
-	spec.emit = SjJaccardEmit;
 	spec.store = store;
-	spec.prefer_cpu = NULL;
 	return SjJoinAndReport(&spec, job.left.n == 0 || (!job.self && job.right.n == 0),
 						   &stats, t0);
 }

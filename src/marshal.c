@@ -42,7 +42,7 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
-#include "simjoin.h"
+#include "marshal.h"
 
 #define SJ_SPI_FETCH 10000
 
@@ -145,8 +145,8 @@ SjErrorNullKey(Oid relid, const SjColumn *col)
  * Ask for transparent huge pages on the 2 MB-aligned interior of a large
  * array (where the kernel gives them on request only): a side of millions
  * of rows is written once, right after it is allocated, so its first
- * touches are page faults.  Measured on a 16-core host: merging the
- * workers' parts of a 10 M-row side took 10-13 ms instead of 14-23 ms.
+ * touches are page faults; huge pages shorten the merge of the workers'
+ * parts (test/bench/BENCHMARKS.md, "Calibration of the cost model").
  */
 void
 SjHugePages(void *ptr, size_t bytes)

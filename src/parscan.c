@@ -71,7 +71,12 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-#include "simjoin.h"
+#include "eps_join.h"
+#include "jaccard_join.h"
+#include "marshal.h"
+#include "postgis.h"
+#include "sjrun.h"
+#include "theta_join.h"
 
 /*
  * Keys of the parallel context's table of contents: one scan descriptor
@@ -110,21 +115,12 @@ typedef struct SjScanJob
 	bool		serial_only;	/* workers must not read rel */
 } SjScanJob;
 
-/* One kind's side: how a participant builds and serializes it. */
-typedef struct SjPartOps
-{
-	void		(*describe) (void *side, SjPartSpec *spec);	/* or NULL */
-	void	   *(*begin) (const SjPartSpec *spec);
-	SjRowFn		row;
-	Size		(*size) (void *side);
-	void		(*write) (void *side, char *dst);
-} SjPartOps;
-
-static const SjPartOps sj_part_ops[] = {
-	[SJ_PART_EPS] = {NULL, SjEpsPartBegin, SjEpsRow, SjEpsPartSize, SjEpsPartWrite},
-	[SJ_PART_SETS] = {NULL, SjSetPartBegin, SjSetRow, SjSetPartSize, SjSetPartWrite},
-	[SJ_PART_THETA] = {SjThetaPartDescribe, SjThetaPartBegin, SjThetaPartRow, SjThetaPartSize, SjThetaPartWrite},
-	[SJ_PART_POINTS] = {NULL, SjPointPartBegin, SjPointRow, SjPointPartSize, SjPointPartWrite},
+/* Each kind's part format, from its operator's file. */
+static const SjPartOps *const sj_part_ops[] = {
+	[SJ_PART_EPS] = &sj_eps_part_ops,
+	[SJ_PART_SETS] = &sj_set_part_ops,
+	[SJ_PART_THETA] = &sj_theta_part_ops,
+	[SJ_PART_POINTS] = &sj_point_part_ops,
 };
 
 /* The parallel run behind the SjParts of its jobs. */
@@ -422,7 +418,7 @@ SjParallelWorkers(Relation rel)
 SjRowFn
 SjPartRowFn(SjPartKind kind)
 {
-	return sj_part_ops[kind].row;
+	return sj_part_ops[kind]->row;
 }
 
 /*
@@ -526,7 +522,7 @@ SjScanSide(TableScanDesc scan, SjPartKind kind, int ncols, const AttrNumber *att
 		qual = ExecInitQual(quals, NULL);
 	}
 	rows = SjScanRows(scan, slot, ncols, attnums, qual, econtext,
-					  sj_part_ops[kind].row, side, filtered);
+					  sj_part_ops[kind]->row, side, filtered);
 	if (estate)
 		FreeExecutorState(estate);
 	ExecDropSingleTupleTableSlot(slot);
@@ -545,7 +541,7 @@ SjParticipate(const SjPartSpec *spec, Relation rel, ParallelTableScanDesc pscan,
 			  List *quals, dsa_area *area, void *leader_side, int64 *rows,
 			  int64 *filtered)
 {
-	const SjPartOps *ops = &sj_part_ops[spec->kind];
+	const SjPartOps *ops = sj_part_ops[spec->kind];
 	MemoryContext cxt = NULL,
 				old = NULL;
 	void	   *side;
@@ -835,8 +831,8 @@ SjPartSpecFill(SjPartSpec *spec, SjPartKind kind, Oid relid, int ncols,
 	if (keyname)
 		namestrcpy(&spec->keyname, keyname);
 	strlcpy(spec->what, what, sizeof(spec->what));
-	if (sj_part_ops[kind].describe)
-		sj_part_ops[kind].describe(side, spec);
+	if (sj_part_ops[kind]->describe)
+		sj_part_ops[kind]->describe(side, spec);
 }
 
 /*
@@ -858,21 +854,21 @@ SjPartSideBegin(SjPartKind kind, int ncols, const int *positions,
 		attnums[i] = (AttrNumber) positions[i];
 	SjPartSpecFill(&spec, kind, InvalidOid, ncols, attnums, typids, "row",
 				   what, model);
-	return sj_part_ops[kind].begin(&spec);
+	return sj_part_ops[kind]->begin(&spec);
 }
 
 /* Bytes of such a side in its kind's part format. */
 Size
 SjPartSideSize(SjPartKind kind, void *side)
 {
-	return sj_part_ops[kind].size(side);
+	return sj_part_ops[kind]->size(side);
 }
 
 /* Serialize such a side into dst (SjPartSideSize bytes). */
 void
 SjPartSideWrite(SjPartKind kind, void *side, char *dst)
 {
-	sj_part_ops[kind].write(side, dst);
+	sj_part_ops[kind]->write(side, dst);
 }
 
 /*

@@ -48,7 +48,7 @@
 #include "utils/selfuncs.h"
 #include "utils/timestamp.h"
 
-#include "simjoin.h"
+#include "theta_join.h"
 
 /* Kinds of value that compare with each other. */
 typedef enum SjValueKind

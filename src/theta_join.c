@@ -95,9 +95,9 @@
 #include "utils/tuplestore.h"
 #include "utils/varlena.h"
 
-#include "simjoin.h"
 #include "sjgpu.h"
 #include "sjnumeric.h"
+#include "theta_join.h"
 
 /* How a column's values reach the engine. */
 typedef enum SjThetaKind
@@ -1966,51 +1966,11 @@ SjThetaDerivedErrors(SjThetaCompiler *c)
 	}
 }
 
-/* Engine dispatch: CPU */
-static SjStatus
-SjThetaCpuNext(void *h, SjPairBatch *b, int *done, char *e)
-{
-	return sj_theta_cpu_next((SjThetaJoin *) h, b, done, e);
-}
-static void
-SjThetaCpuTimings(const void *h, SjTimings *t)
-{
-	sj_theta_cpu_timings((const SjThetaJoin *) h, t);
-}
-static void
-SjThetaCpuEnd(void *h)
-{
-	sj_theta_cpu_end((SjThetaJoin *) h);
-}
-static size_t
-SjThetaCpuIndexSize(const void *h)
-{
-	return sj_theta_cpu_index_size((const SjThetaJoin *) h);
-}
-static void
-SjThetaCpuIndexWrite(const void *h, void *dst)
-{
-	sj_theta_cpu_index_write((const SjThetaJoin *) h, dst);
-}
+/* The engines' entry points (sjrun.h). */
+SJ_ENGINE_INDEX(SjThetaJoin, sj_theta_cpu);
+SJ_ENGINE(SjGpuThetaJoin, sjgpu_theta);
 
-/* Engine dispatch: GPU */
-static SjStatus
-SjThetaGpuNext(void *h, SjPairBatch *b, int *done, char *e)
-{
-	return sjgpu_theta_next((SjGpuThetaJoin *) h, b, done, e);
-}
-static void
-SjThetaGpuTimings(const void *h, SjTimings *t)
-{
-	sjgpu_theta_timings((const SjGpuThetaJoin *) h, t);
-}
-static void
-SjThetaGpuEnd(void *h)
-{
-	sjgpu_theta_end((SjGpuThetaJoin *) h);
-}
-
-/* SjRunSpec.begin: start the CPU or GPU engine. */
+/* SjOperatorMethods.begin: start the CPU or GPU engine. */
 static SjStatus
 SjThetaBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 			 char *errmsg)
@@ -2025,9 +1985,7 @@ SjThetaBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 										  SJ_THETA_AUTO, options, &h, errmsg);
 
 		run->handle = h;
-		run->next = SjThetaGpuNext;
-		run->timings = SjThetaGpuTimings;
-		run->end = SjThetaGpuEnd;
+		run->engine = &sjgpu_theta_engine;
 		return s;
 	}
 	else
@@ -2037,16 +1995,12 @@ SjThetaBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 										   SJ_THETA_AUTO, options, &h, errmsg);
 
 		run->handle = h;
-		run->next = SjThetaCpuNext;
-		run->timings = SjThetaCpuTimings;
-		run->end = SjThetaCpuEnd;
-		run->index_size = SjThetaCpuIndexSize;
-		run->index_write = SjThetaCpuIndexWrite;
+		run->engine = &sj_theta_cpu_engine;
 		return s;
 	}
 }
 
-/* SjRunSpec.emit: one tuple per pair, keys in place of row indices. */
+/* SjOperatorMethods.emit: one tuple per pair, keys in place of row indices. */
 static void
 SjThetaEmit(void *arg, const SjPairBatch *batch)
 {
@@ -2055,6 +2009,20 @@ SjThetaEmit(void *arg, const SjPairBatch *batch)
 	SjEmitKeyPairs(job->store, job->desc, job->sides[0]->keys, job->sides[1]->keys,
 				   false, batch);
 }
+
+/* EXPLAIN's strategy of a theta join: the planned one (SjThetaStrategy). */
+static const char *
+SjThetaStrategyName(bool gpu, int planned)
+{
+	static const char *const names[] = {"auto", "hash", "range", "nested loop"};
+
+	return names[Max(0, Min(3, planned))];
+}
+
+/* The theta join's methods (sjrun.h). */
+const SjOperatorMethods sj_theta_methods = {
+	"theta_join", SjThetaBegin, SjThetaEmit, NULL, SjThetaStrategyName
+};
 
 
 /* Allocate a side's buffers for the columns the condition reads. */
@@ -2270,6 +2238,9 @@ SjThetaPartWrite(void *side, char *dst)
 		p += SJ_ALIGN8(sd->n);
 	}
 }
+
+/* The part format of SJ_PART_THETA sides (parscan.c). */
+const SjPartOps sj_theta_part_ops = {SjThetaPartDescribe, SjThetaPartBegin, SjThetaPartRow, SjThetaPartSize, SjThetaPartWrite};
 
 /* One participant's rows as the merge reads them. */
 typedef struct SjThetaPiece
@@ -2703,8 +2674,8 @@ SjThetaFinish(SjThetaPrepared *tp, SjRunSpec *spec, int64 *nleft,
 	SjThetaJobInit(&tp->comp, &tp->job, &tp->plan, tp->aside, tp->maps);
 	memset(spec, 0, sizeof(*spec));
 	spec->name = "theta_join";
+	spec->ops = &sj_theta_methods;
 	spec->arg = &tp->job;
-	spec->begin = SjThetaBegin;
 	*nleft = tp->sides[0].n;
 	*nright = tp->sides[1].n;
 	strlcpy(strategy, tp->plan.description, len);
@@ -2782,11 +2753,9 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	stats.scan_ms = sj_now_ms() - t0;
 
 	spec.name = store ? "theta_join" : "theta_join_count";
+	spec.ops = &sj_theta_methods;
 	spec.arg = &job;
-	spec.begin = SjThetaBegin;
-	spec.emit = SjThetaEmit;
 	spec.store = store;
-	spec.prefer_cpu = NULL;
 	return SjJoinAndReport(&spec, sides[0]->n == 0 || sides[1]->n == 0,
 						   &stats, t0);
 }

@@ -1,0 +1,499 @@
+/*
+ * cs_sides.c
+ *		Custom Scan (SimJoin), the operators' sides: building the engine's
+ *		input from the rows, one const table of methods per operator (and
+ *		PostGIS points), the input behind one pointer (SjScanState.sides).
+ *
+ * Execution (cs_exec.c) and the parallel protocol (cs_parallel.c) call
+ * these instead of branching on the operator: begin the sides, marshal a
+ * row into side s, hand a side to parallel workers and merge their parts,
+ * and, both sides in, make the engine's job and the spec that runs it.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+
+#include "customscan.h"
+
+/* eps over vectors: each side as it is scanned, or as workers built it */
+typedef struct SjEpsSides
+{
+	SjEpsScan	scan[2];
+	SjVectorInput in[2];		/* a side finished from parts (side_done) */
+} SjEpsSides;
+
+/* eps over PostGIS points: postgis.c's sides */
+typedef struct SjPointSides
+{
+	void	   *scan[2];
+	SjVectorInput in[2];
+} SjPointSides;
+
+/* Jaccard: sets encoded with one dictionary for both sides */
+typedef struct SjSetSides
+{
+	SjDict	   *dict;
+	SjSetScan	scan[2];
+	SjSets		in[2];
+	int64	   *keys[2];
+} SjSetSides;
+
+/* theta: the sides behind SjThetaPrepared (theta_join.c) */
+
+/* ---------------------------------------------------------------------
+ * eps over vectors
+ * --------------------------------------------------------------------- */
+
+/* SjSideMethods.begin: two empty sides. */
+static void
+SjEpsSidesBegin(SjScanState *state)
+{
+	SjEpsSides *sd = palloc0(sizeof(SjEpsSides));
+	int			s;
+
+	for (s = 0; s < 2; s++)
+		SjEpsSideInit(&sd->scan[s], "vector");	/* l2_distance's word */
+	state->sides = sd;
+}
+
+/* SjSideMethods.row: one row's key and vector. */
+static void
+SjEpsSidesRow(SjScanState *state, int s, int64 r, Datum *values, bool *nulls)
+{
+	SjEpsSides *sd = state->sides;
+
+	SjEpsRow(&sd->scan[s], values, nulls);
+}
+
+/* SjSideMethods.side: side s, for workers to build in its part format. */
+static void *
+SjEpsSidesSide(SjScanState *state, int s, int *ncols, int *positions, Oid *typids)
+{
+	SjEpsSides *sd = state->sides;
+
+	return &sd->scan[s];
+}
+
+/* SjSideMethods.add_parts: side s from the parts workers built. */
+static void
+SjEpsSidesAddParts(SjScanState *state, int s, void *side, SjParts *parts)
+{
+	SjEpsSides *sd = state->sides;
+
+	SjEpsSideFinish(side, parts, &sd->in[s]);
+}
+
+/* SjSideMethods.keys: side s's keys once its parts are in. */
+static int64 *
+SjEpsSidesKeys(SjScanState *state, int s, void *side, int64 *n)
+{
+	SjEpsSides *sd = state->sides;
+
+	*n = sd->in[s].vectors.n;
+	return sd->in[s].keys;
+}
+
+/* The run of an eps join (vectors or PostGIS points): keys, spec, rows. */
+static void
+SjEpsJobReady(SjScanState *state, SjEpsJob *job)
+{
+	state->keys[0] = job->left.keys;
+	state->keys[1] = job->right.keys;
+	state->spec.arg = job;
+	state->stats.left_rows = job->left.vectors.n;
+	state->stats.right_rows = job->right.vectors.n;
+}
+
+/* SjSideMethods.end: the eps job over both sides. */
+static void
+SjEpsSidesEnd(SjScanState *state)
+{
+	SjEpsSides *sd = state->sides;
+	SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
+	SjEpsScan  *sc = sd->scan;
+	int			s;
+
+	for (s = 0; s < 2; s++)
+	{
+		SjVectorInput *in = s == 0 ? &job->left : &job->right;
+
+		if (state->side_done[s])
+			*in = sd->in[s];
+		else
+			SjEpsSideFinish(&sc[s], NULL, in);
+	}
+	/* in the order of l2_distance's arguments, as its own error */
+	if (sc[0].dim >= 0 && sc[1].dim >= 0 && sc[0].dim != sc[1].dim)
+		SjErrorDims(sc[state->swapped ? 1 : 0].dim, sc[state->swapped ? 0 : 1].dim);
+	job->eps = state->param;
+	job->metric = state->metric;
+	SjEpsJobReady(state, job);
+}
+
+/* ---------------------------------------------------------------------
+ * eps over PostGIS points
+ * --------------------------------------------------------------------- */
+
+/* SjSideMethods.begin: two empty sides of points. */
+static void
+SjPointSidesBegin(SjScanState *state)
+{
+	SjPointSides *sd = palloc0(sizeof(SjPointSides));
+	int			s;
+
+	for (s = 0; s < 2; s++)
+		sd->scan[s] = SjPointSideNew((state->gis & SJ_GIS_GEOGRAPHY) != 0,
+									 "point");
+	state->sides = sd;
+}
+
+/* SjSideMethods.row: one row's key and point. */
+static void
+SjPointSidesRow(SjScanState *state, int s, int64 r, Datum *values, bool *nulls)
+{
+	SjPointSides *sd = state->sides;
+
+	SjPointRow(sd->scan[s], values, nulls);
+}
+
+/* SjSideMethods.side: side s, for workers to build in its part format. */
+static void *
+SjPointSidesSide(SjScanState *state, int s, int *ncols, int *positions, Oid *typids)
+{
+	SjPointSides *sd = state->sides;
+
+	return sd->scan[s];
+}
+
+/* SjSideMethods.add_parts: side s from the parts workers built. */
+static void
+SjPointSidesAddParts(SjScanState *state, int s, void *side, SjParts *parts)
+{
+	SjPointSides *sd = state->sides;
+
+	SjPointSideDone(side, parts, &sd->in[s]);
+}
+
+/* SjSideMethods.keys: side s's keys once its parts are in. */
+static int64 *
+SjPointSidesKeys(SjScanState *state, int s, void *side, int64 *n)
+{
+	SjPointSides *sd = state->sides;
+
+	*n = sd->in[s].vectors.n;
+	return sd->in[s].keys;
+}
+
+/* SjSideMethods.end: the eps job over both sides of points. */
+static void
+SjPointSidesEnd(SjScanState *state)
+{
+	SjPointSides *sd = state->sides;
+	SjEpsJob   *job = palloc0(sizeof(SjEpsJob));
+	int			s;
+
+	for (s = 0; s < 2; s++)
+	{
+		SjVectorInput *in = s == 0 ? &job->left : &job->right;
+
+		if (state->side_done[s])
+			*in = sd->in[s];
+		else
+			SjPointSideDone(sd->scan[s], NULL, in);
+	}
+	/* a superset of PostGIS's pairs; its own clause decides each */
+	job->eps = SjPointEngineEps(sd->scan[0], sd->scan[1], &job->left,
+								&job->right, state->param);
+	job->metric = SJ_METRIC_L2;
+	SjEpsJobReady(state, job);
+}
+
+/* ---------------------------------------------------------------------
+ * Jaccard
+ * --------------------------------------------------------------------- */
+
+/* SjSideMethods.begin: a dictionary of the sets' element type, two sides. */
+static void
+SjSetSidesBegin(SjScanState *state)
+{
+	List	   *args = linitial(((CustomScan *) state->css.ss.ps.plan)->custom_exprs);
+	SjSetSides *sd = palloc0(sizeof(SjSetSides));
+	int			s;
+
+	sd->dict = SjDictCreate(get_element_type(exprType(linitial(args))));
+	for (s = 0; s < 2; s++)
+		SjSetSideInit(&sd->scan[s], "set", sd->dict);
+	state->sides = sd;
+}
+
+/* SjSideMethods.row: one row's key and set. */
+static void
+SjSetSidesRow(SjScanState *state, int s, int64 r, Datum *values, bool *nulls)
+{
+	SjSetSides *sd = state->sides;
+
+	SjSetRow(&sd->scan[s], values, nulls);
+}
+
+/* SjSideMethods.side: side s, for workers to build in its part format. */
+static void *
+SjSetSidesSide(SjScanState *state, int s, int *ncols, int *positions, Oid *typids)
+{
+	SjSetSides *sd = state->sides;
+
+	return &sd->scan[s];
+}
+
+/* SjSideMethods.add_parts: side s from the parts workers built. */
+static void
+SjSetSidesAddParts(SjScanState *state, int s, void *side, SjParts *parts)
+{
+	SjSetSides *sd = state->sides;
+
+	SjSetSideFinish(side, parts, &sd->in[s], &sd->keys[s]);
+}
+
+/* SjSideMethods.keys: side s's keys once its parts are in. */
+static int64 *
+SjSetSidesKeys(SjScanState *state, int s, void *side, int64 *n)
+{
+	SjSetSides *sd = state->sides;
+
+	*n = sd->in[s].n;
+	return sd->keys[s];
+}
+
+/* SjSideMethods.end: the Jaccard job over both sides. */
+static void
+SjSetSidesEnd(SjScanState *state)
+{
+	SjSetSides *sd = state->sides;
+	SjJaccardJob *job = palloc0(sizeof(SjJaccardJob));
+	int			s;
+
+	for (s = 0; s < 2; s++)
+	{
+		SjSets	   *in = s == 0 ? &job->left : &job->right;
+		int64	  **keys = s == 0 ? &job->left_keys : &job->right_keys;
+
+		if (state->side_done[s])
+		{
+			*in = sd->in[s];
+			*keys = sd->keys[s];
+		}
+		else
+			SjSetSideFinish(&sd->scan[s], NULL, in, keys);
+	}
+	job->left.universe = job->right.universe = SjDictSize(sd->dict);
+	job->threshold = state->param;
+	state->keys[0] = job->left_keys;
+	state->keys[1] = job->right_keys;
+	state->spec.arg = job;
+	state->stats.left_rows = job->left.n;
+	state->stats.right_rows = job->right.n;
+}
+
+/* ---------------------------------------------------------------------
+ * theta
+ * --------------------------------------------------------------------- */
+
+/* Context of SjIndexVarsToSides. */
+typedef struct SjSideVarsContext
+{
+	int			nprefix;
+	int			outer_natts;
+} SjSideVarsContext;
+
+static Node *
+SjIndexVarsMutator(Node *node, SjSideVarsContext *cxt)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varno == INDEX_VAR)
+	{
+		Var		   *v = copyObject((Var *) node);
+		int			k = v->varattno - cxt->nprefix;
+
+		v->varno = k <= cxt->outer_natts ? 1 : 2;
+		v->varattno = k <= cxt->outer_natts ? k : k - cxt->outer_natts;
+		return (Node *) v;
+	}
+	return expression_tree_mutator(node, SjIndexVarsMutator, (void *) cxt);
+}
+
+/*
+ * The plan's theta condition, whose Vars refer to the scan tuple, with
+ * Vars of side 1 (outer) and 2 (inner) numbered within their side's row:
+ * the theta compiler's form.
+ */
+static Node *
+SjIndexVarsToSides(Node *expr, int nprefix, int outer_natts)
+{
+	SjSideVarsContext cxt;
+
+	cxt.nprefix = nprefix;
+	cxt.outer_natts = outer_natts;
+	return SjIndexVarsMutator(expr, &cxt);
+}
+
+/* Context of SjParamsToConsts. */
+typedef struct SjParamContext
+{
+	PlanState  *ps;
+	ExprContext *econtext;
+} SjParamContext;
+
+static Node *
+SjParamsMutator(Node *node, SjParamContext *cxt)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Param))
+	{
+		Param	   *p = (Param *) node;
+		ExprState  *es = ExecInitExpr((Expr *) p, cxt->ps);
+		bool		isnull;
+		Datum		value = ExecEvalExprSwitchContext(es, cxt->econtext, &isnull);
+		int16		typlen;
+		bool		typbyval;
+
+		get_typlenbyval(p->paramtype, &typlen, &typbyval);
+		if (!isnull)
+			value = datumCopy(value, typbyval, typlen);
+		return (Node *) makeConst(p->paramtype, p->paramtypmod, p->paramcollid,
+								  typlen, value, isnull, typbyval);
+	}
+	return expression_tree_mutator(node, SjParamsMutator, (void *) cxt);
+}
+
+/*
+ * The condition with each parameter (of a prepared statement, an initplan,
+ * an enclosing query) replaced by its value for this run: constants the
+ * theta compiler folds into its program.
+ */
+static Node *
+SjParamsToConsts(SjScanState *state, Node *expr)
+{
+	SjParamContext cxt;
+
+	cxt.ps = &state->css.ss.ps;
+	cxt.econtext = state->css.ss.ps.ps_ExprContext;
+	return SjParamsMutator(expr, &cxt);
+}
+
+/* SjSideMethods.begin: the plan's condition compiled for this run. */
+static void
+SjThetaSidesBegin(SjScanState *state)
+{
+	state->sides = SjThetaPrepare(SjParamsToConsts(state,
+												   SjIndexVarsToSides((Node *) make_ands_explicit(state->engine_exprs),
+																	  state->nprefix, state->natts[0])),
+								  state->streaming);	/* counting: no row numbers */
+}
+
+/* SjSideMethods.row: row r of side s, all its values. */
+static void
+SjThetaSidesRow(SjScanState *state, int s, int64 r, Datum *values, bool *nulls)
+{
+	SjThetaAddRow(state->sides, s, r, values, nulls);
+}
+
+/* SjSideMethods.side: side s and its columns, for workers to build. */
+static void *
+SjThetaSidesSide(SjScanState *state, int s, int *ncols, int *positions, Oid *typids)
+{
+	return SjThetaPreparedSide(state->sides, s, ncols, positions, typids);
+}
+
+/* SjSideMethods.add_parts: side s from the parts workers built. */
+static void
+SjThetaSidesAddParts(SjScanState *state, int s, void *side, SjParts *parts)
+{
+	SjThetaSideAddParts(side, parts);
+}
+
+/* SjSideMethods.keys: side s's keys once its parts are in. */
+static int64 *
+SjThetaSidesKeys(SjScanState *state, int s, void *side, int64 *n)
+{
+	return SjThetaSideKeys(side, n);
+}
+
+/* SjSideMethods.end: the theta job, and the rows it sets aside. */
+static void
+SjThetaSidesEnd(SjScanState *state)
+{
+	int64		nl,
+				nr;
+	int			s;
+
+	SjThetaFinish(state->sides, &state->spec, &nl, &nr, state->stats.strategy,
+				  sizeof(state->stats.strategy));
+	state->keys[0] = state->keys[1] = NULL;	/* theta keys are row numbers */
+	/* values the engines cannot compute exactly: PostgreSQL's operators */
+	for (s = 0; s < 2; s++)
+		state->aside[s] = SjThetaAside(state->sides, s, &state->keys[s]);
+	if (state->aside[1])
+	{
+		int64		r;
+
+		state->aside_rows = palloc_extended(Max(state->rows[1].n, 1) * sizeof(int64),
+											MCXT_ALLOC_HUGE);
+		for (r = 0; r < state->rows[1].n; r++)
+			if (state->aside[1][r])
+				state->aside_rows[state->naside_rows++] = r;
+	}
+	/* all of one side set aside: every pair by PostgreSQL's operators */
+	if ((state->aside[0] || state->aside[1]) && (nl == 0 || nr == 0))
+		state->source = SJ_SRC_NESTLOOP;
+	state->stats.left_rows = nl;
+	state->stats.right_rows = nr;
+}
+
+/* ---------------------------------------------------------------------
+ * The tables
+ * --------------------------------------------------------------------- */
+
+static const SjSideMethods sj_eps_sides = {
+	SJ_PART_EPS, "vector", false, SjEpsSidesBegin, SjEpsSidesRow,
+	SjEpsSidesSide, SjEpsSidesAddParts, SjEpsSidesKeys, SjEpsSidesEnd
+};
+
+static const SjSideMethods sj_point_sides = {
+	SJ_PART_POINTS, "point", false, SjPointSidesBegin, SjPointSidesRow,
+	SjPointSidesSide, SjPointSidesAddParts, SjPointSidesKeys, SjPointSidesEnd
+};
+
+static const SjSideMethods sj_set_sides = {
+	SJ_PART_SETS, "set", false, SjSetSidesBegin, SjSetSidesRow,
+	SjSetSidesSide, SjSetSidesAddParts, SjSetSidesKeys, SjSetSidesEnd
+};
+
+/* (its part format ignores "what": the columns name themselves) */
+static const SjSideMethods sj_theta_sides = {
+	SJ_PART_THETA, "set", true, SjThetaSidesBegin, SjThetaSidesRow,
+	SjThetaSidesSide, SjThetaSidesAddParts, SjThetaSidesKeys, SjThetaSidesEnd
+};
+
+/* The side methods of a node's operator (PostGIS points apart). */
+const SjSideMethods *
+SjSideMethodsOf(SjOperator op, int gis)
+{
+	if (gis)
+		return &sj_point_sides;
+	switch (op)
+	{
+		case SJ_OP_EPS:
+			return &sj_eps_sides;
+		case SJ_OP_JACCARD:
+			return &sj_set_sides;
+		case SJ_OP_THETA:
+			break;
+	}
+	return &sj_theta_sides;
+}

@@ -1006,22 +1006,7 @@ SJ_TEST(jaccard_cpu_sparse_universe)
 	SJ_CHECK(err == NULL, "%s", err);
 }
 
-/*
- * The CPU engine's filters as co-processing uses them (jaccard_cpu.c;
- * cuda/jaccard_gpu.cu declares these the same way).
- */
-extern SjStatus sj_jaccard_prepare(const SjSets *left, const SjSets *right,
-								   double threshold, const SjJoinOptions *options,
-								   SjJaccardJoin **join, char *errmsg);
-extern void sj_jaccard_prepared_sets(const SjJaccardJoin *j, uint32_t *nsets,
-									 uint32_t *universe, const uint64_t **offsets,
-									 const uint32_t **tokens,
-									 const uint32_t **weight_left,
-									 const uint32_t **weight_right);
-extern SjStatus sj_jaccard_filter_begin(SjJaccardJoin *j, char *errmsg);
-extern SjStatus sj_jaccard_filter_next(SjJaccardJoin *j, uint64_t *buf, size_t cap,
-									   size_t *n, int *exhausted, char *errmsg);
-
+/* qsort comparison of two uint64. */
 static int
 tj_cmp_u64(const void *a, const void *b)
 {

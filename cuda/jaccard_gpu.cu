@@ -5,7 +5,7 @@
  *		index built by CUB.
  *
  * Division of labour.  The preparation is the CPU engine's (jc_prepare in
- * src/engine/jaccard_cpu.c), computed on the device by cuda/jaccard_prep.cu
+ * src/engine/jaccard_prep.c), computed on the device by cuda/jaccard_prep.cu
  * (the same arrays, element for element; the host's own code when it does
  * not fit in the budget): tokens renumbered by frequency, identical sets
  * grouped into distinct sets ordered by size.  The host derives the exact
@@ -131,38 +131,7 @@
 
 #include "sjgpu_internal.cuh"
 #include "sjjaccard.h"
-
-/*
- * The CPU engine's preparation and expansion, shared with this engine
- * (defined in src/engine/jaccard_cpu.c; not part of the adapter boundary).
- */
-extern "C"
-{
-typedef SjStatus (*SjJaccardSource) (void *ctx, const uint32_t **u,
-									 const uint32_t **v, const double **sim,
-									 size_t *n, uint64_t *count,
-									 int *exhausted, char *errmsg);
-
-SjStatus	sj_jaccard_prepare(const SjSets *left, const SjSets *right,
-							   double threshold, const SjJoinOptions *options,
-							   SjJaccardJoin **join, char *errmsg);
-void		sj_jaccard_prepared_sets(const SjJaccardJoin *j, uint32_t *nsets,
-									 uint32_t *universe,
-									 const uint64_t **offsets,
-									 const uint32_t **tokens,
-									 const uint32_t **weight_left,
-									 const uint32_t **weight_right);
-void		sj_jaccard_prepared_bounds(const SjJaccardJoin *j,
-									   uint32_t *maxsize,
-									   const uint32_t **minov,
-									   const uint32_t **minsize,
-									   const uint32_t **size_start);
-void		sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source,
-								  void *ctx, const char *strategy);
-SjStatus	sj_jaccard_filter_begin(SjJaccardJoin *j, char *errmsg);
-SjStatus	sj_jaccard_filter_next(SjJaccardJoin *j, uint64_t *buf, size_t cap,
-								   size_t *n, int *exhausted, char *errmsg);
-}
+#include "sjjrules.h"
 
 namespace
 {
@@ -264,41 +233,6 @@ struct ProbeArgs
  * Device helpers
  * ------------------------------------------------------------------------ */
 
-/* Overlap of two sorted lists; stops once `need` is out of reach. */
-__device__ __forceinline__ uint32_t
-dev_overlap(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb,
-			uint32_t need)
-{
-	uint32_t	i = 0,
-				k = 0,
-				c = 0;
-
-	if (min(na, nb) < need)
-		return 0;
-	while (i < na && k < nb)
-	{
-		uint32_t	x = a[i],
-					y = b[k];
-
-		if (x == y)
-		{
-			c++;
-			i++;
-			k++;
-		}
-		else
-		{
-			if (x < y)
-				i++;
-			else
-				k++;
-			if (c + min(na - i, nb - k) < need)
-				return c;
-		}
-	}
-	return c;
-}
-
 /* True when two sorted lists share no token. */
 __device__ __forceinline__ bool
 dev_disjoint(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb)
@@ -325,10 +259,7 @@ dev_disjoint(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb)
 __device__ __forceinline__ unsigned long long
 dev_weight(const ProbeArgs &a, uint32_t u, uint32_t v)
 {
-	if (a.self)
-		return (unsigned long long) a.wl[u] * a.wl[v];
-	return (unsigned long long) a.wl[u] * a.wr[v] +
-		(unsigned long long) a.wr[u] * a.wl[v];
+	return (unsigned long long) sj_jaccard_pair_weight(a.self, a.wl, a.wr, u, v);
 }
 
 /* Two-table: do u and v have members on opposite sides? */
@@ -390,7 +321,7 @@ dev_similar(const ProbeArgs &a, uint32_t inter, uint32_t alpha, uint32_t lu,
 {
 	if (inter == 0 || inter < alpha)
 		return false;
-	sim = (double) inter / (double) (lu + lv - inter);
+	sim = sj_jaccard_sim(inter, lu, lv);
 	return sim >= a.threshold;
 }
 
@@ -435,7 +366,7 @@ index_fill_kernel(const uint64_t *off, const uint32_t *tok,
 	{
 		uint64_t	b = off[v];
 		uint32_t	len = (uint32_t) (off[v + 1] - b);
-		uint32_t	n = prefix_only ? len - minov[2 * len] + 1 : len;
+		uint32_t	n = prefix_only ? sj_jaccard_index_prefix(minov, len) : len;
 		uint64_t	dst = ent_off[v - v0];
 
 		for (uint32_t p = 0; p < n; p++)
@@ -489,7 +420,7 @@ prefix_probe_kernel(ProbeArgs a)
 
 		if (lo >= hi)
 			continue;
-		plen = lu - a.minov[lu + ms] + 1;
+		plen = sj_jaccard_probe_prefix(a.minov, a.minsize, lu);
 		for (uint32_t i = 0; i < plen; i++)
 		{
 			uint32_t	t = tu[i];
@@ -519,10 +450,10 @@ prefix_probe_kernel(ProbeArgs a)
 						uint32_t	alpha = a.minov[lu + lv];
 						const uint32_t *tv = a.tok + ov;
 
-						if (1 + min(rx, lv - j - 1) >= alpha &&
+						if (sj_jaccard_positional(0, rx, lv - j - 1, alpha) &&
 							dev_disjoint(tu, i, tv, j))
 						{
-							uint32_t	inter = 1 + dev_overlap(tu + i + 1, rx,
+							uint32_t	inter = 1 + sj_jaccard_overlap(tu + i + 1, rx,
 																tv + j + 1, lv - j - 1,
 																alpha - 1);
 
@@ -680,7 +611,7 @@ bitmap_probe_kernel(ProbeArgs a)
 					for (uint32_t w = 0; w < a.sig_words; w++)
 						bits += __popcll(mine[w] ^ a.sig[(uint64_t) w * a.nsets + v]);
 					if (bits <= lu + lv && (lu + lv - bits) / 2 >= alpha)
-						inter = dev_overlap(tu, lu, a.tok + ov, lv, alpha);
+						inter = sj_jaccard_overlap(tu, lu, a.tok + ov, lv, alpha);
 				}
 				hit = dev_similar(a, inter, alpha, lu, lv, sim);
 			}
@@ -731,7 +662,7 @@ verify_kernel(ProbeArgs a, const uint64_t *cand)
 			lu = (uint32_t) (a.off[u + 1] - ou);
 			lv = (uint32_t) (a.off[v + 1] - ov);
 			alpha = a.minov[lu + lv];
-			inter = dev_overlap(a.tok + ou, lu, a.tok + ov, lv, alpha);
+			inter = sj_jaccard_overlap(a.tok + ou, lu, a.tok + ov, lv, alpha);
 			hit = dev_similar(a, inter, alpha, lu, lv, sim);
 		}
 		dev_emit(a, hit, u, v, sim, local_count);
@@ -1027,7 +958,7 @@ JaccardDevice::entries_of(uint32_t v) const
 
 	if (strategy_ == Strategy::Bitmap || strategy_ == Strategy::Coproc)
 		return 0;				/* no device index */
-	return strategy_ == Strategy::Prefix ? len - minov_[2 * len] + 1 : len;
+	return strategy_ == Strategy::Prefix ? sj_jaccard_index_prefix(minov_, len) : len;
 }
 
 /* Bitmap signature of set v (host, for the cost model's sample). */
@@ -1090,7 +1021,7 @@ JaccardDevice::choose_strategy()
 			{
 				const uint32_t *t = tok_ + off_[v];
 				uint32_t	len = (uint32_t) (off_[v + 1] - off_[v]);
-				uint32_t	ip = len - minov_[2 * len] + 1;
+				uint32_t	ip = sj_jaccard_index_prefix(minov_, len);
 
 				for (uint32_t i = 0; i < len; i++)
 				{
@@ -1137,7 +1068,7 @@ JaccardDevice::choose_strategy()
 			const uint32_t *t = tok_ + off_[u];
 			uint32_t	len = (uint32_t) (off_[u + 1] - off_[u]);
 			uint32_t	ms = minsize_[len];
-			uint32_t	pl = len - minov_[len + ms] + 1;
+			uint32_t	pl = sj_jaccard_probe_prefix(minov_, minsize_, len);
 			uint32_t	lo = size_start_[ms];
 
 			for (uint32_t i = 0; i < len; i++)
@@ -1272,7 +1203,7 @@ JaccardDevice::coproc_candidate_fraction() const
 		uint32_t	lu = (uint32_t) (off_[u + 1] - off_[u]);
 		uint32_t	ms = minsize_[lu];
 		uint32_t	lo = size_start_[ms];
-		uint32_t	pu = lu - minov_[lu + ms] + 1;
+		uint32_t	pu = sj_jaccard_probe_prefix(minov_, minsize_, lu);
 
 		if (lo >= u)
 			continue;
@@ -1294,7 +1225,7 @@ JaccardDevice::coproc_candidate_fraction() const
 			v = lo + (uint32_t) (x % (u - lo));
 			tv = tok_ + off_[v];
 			lv = (uint32_t) (off_[v + 1] - off_[v]);
-			pv = lv - minov_[2 * lv] + 1;
+			pv = sj_jaccard_index_prefix(minov_, lv);
 			alpha = minov_[lu + lv];
 			tried++;
 			while (i < pu && p < pv && !dead)
@@ -1621,7 +1552,8 @@ JaccardDevice::estimate_work()
 			const uint32_t *t = tok_ + off_[u];
 			uint32_t	len = (uint32_t) (off_[u + 1] - off_[u]);
 			uint32_t	ms = minsize_[len];
-			uint32_t	n = strategy_ == Strategy::Prefix ? len - minov_[len + ms] + 1 : len;
+			uint32_t	n = strategy_ == Strategy::Prefix ?
+				sj_jaccard_probe_prefix(minov_, minsize_, len) : len;
 			uint64_t	w = 1 + n;
 
 			if (u > p.v0)

@@ -68,18 +68,14 @@ static double right_shift;		/* added to every right coordinate */
 static uint64_t
 rng_next(void)
 {
-	uint64_t	z = (rng_state += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
+	return sj_test_splitmix(&rng_state);
 }
 
 /* Uniform double in [0, 1). */
 static double
 rng_unit(void)
 {
-	return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
+	return sj_test_unit(&rng_state);
 }
 
 static double pool[5][2048];	/* shared by both sides of a case */

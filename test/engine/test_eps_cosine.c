@@ -24,19 +24,8 @@
 #include "sjgpu.h"
 #include "sjtest.h"
 
-typedef struct CPair
-{
-	uint32_t	l;
-	uint32_t	r;
-	double		d;
-} CPair;
-
-typedef struct CPairs
-{
-	CPair	   *p;
-	size_t		n;
-	size_t		alloc;
-} CPairs;
+typedef SjTestPair CPair;
+typedef SjTestPairs CPairs;
 
 typedef enum CShape
 {
@@ -55,49 +44,14 @@ static uint64_t c_rng;
 static uint64_t
 c_next(void)
 {
-	uint64_t	z = (c_rng += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
+	return sj_test_splitmix(&c_rng);
 }
 
 /* Uniform double in [0, 1). */
 static double
 c_unit(void)
 {
-	return (c_next() >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* Append a pair (aborts when out of memory: a test harness). */
-static void
-cpairs_add(CPairs *ps, uint32_t l, uint32_t r, double d)
-{
-	if (ps->n == ps->alloc)
-	{
-		ps->alloc = ps->alloc ? ps->alloc * 2 : 1024;
-		ps->p = realloc(ps->p, ps->alloc * sizeof(CPair));
-		if (!ps->p)
-			abort();
-	}
-	ps->p[ps->n].l = l;
-	ps->p[ps->n].r = r;
-	ps->p[ps->n].d = d;
-	ps->n++;
-}
-
-/* Order pairs by (left, right). */
-static int
-cpair_cmp(const void *a, const void *b)
-{
-	const CPair *x = a,
-			   *y = b;
-
-	if (x->l != y->l)
-		return x->l < y->l ? -1 : 1;
-	if (x->r != y->r)
-		return x->r < y->r ? -1 : 1;
-	return 0;
+	return sj_test_unit(&c_rng);
 }
 
 /* The canonical cosine distance of left row i and right row j. */
@@ -134,7 +88,7 @@ cos_oracle(const SjVectors *L, const SjVectors *R, double eps, CPairs *out)
 			double		d = cos_dist(L, i, R ? R : L, j);
 
 			if (d <= eps)
-				cpairs_add(out, i, j, d);
+				sj_test_pairs_add(out, i, j, d);
 		}
 }
 
@@ -265,7 +219,7 @@ cos_run(int gpu, const SjVectors *L, const SjVectors *R, double eps,
 			break;
 		}
 		for (i = 0; i < b.count; i++)
-			cpairs_add(out, b.left[i], b.right[i], b.value[i]);
+			sj_test_pairs_add(out, b.left[i], b.right[i], b.value[i]);
 	}
 	if (gpu)
 		sjgpu_eps_end(gj);
@@ -281,11 +235,11 @@ cos_compare(CPairs *exp, CPairs *got)
 	static char msg[512];
 	size_t		i;
 
-	qsort(exp->p, exp->n, sizeof(CPair), cpair_cmp);
-	qsort(got->p, got->n, sizeof(CPair), cpair_cmp);
+	qsort(exp->p, exp->n, sizeof(CPair), sj_test_pair_cmp);
+	qsort(got->p, got->n, sizeof(CPair), sj_test_pair_cmp);
 	for (i = 0; i < exp->n && i < got->n; i++)
 	{
-		if (cpair_cmp(&exp->p[i], &got->p[i]) != 0)
+		if (sj_test_pair_cmp(&exp->p[i], &got->p[i]) != 0)
 		{
 			snprintf(msg, sizeof(msg), "%zu pairs expected, %zu got; first difference "
 					 "at %zu: (%u,%u) expected, (%u,%u) got (distances %.17g, %.17g)",

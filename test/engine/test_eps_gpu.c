@@ -34,19 +34,8 @@
 extern void sjgpu_eps_set_test_strategy(int strategy);
 extern void sjgpu_eps_set_test_segment_work(double units);
 
-typedef struct GPair
-{
-	uint32_t	l;
-	uint32_t	r;
-	double		d;
-} GPair;
-
-typedef struct GPairs
-{
-	GPair	   *p;
-	size_t		n;
-	size_t		alloc;
-} GPairs;
+typedef SjTestPair GPair;
+typedef SjTestPairs GPairs;
 
 typedef enum GShape
 {
@@ -66,52 +55,21 @@ static uint64_t g_rng;
 static uint64_t
 g_next(void)
 {
-	uint64_t	z = (g_rng += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
+	return sj_test_splitmix(&g_rng);
 }
 
+/* Uniform double in [0, 1). */
 static double
 g_unit(void)
 {
-	return (g_next() >> 11) * (1.0 / 9007199254740992.0);
+	return sj_test_unit(&g_rng);
 }
 
+/* Seed the generator from the run seed and a per-test salt. */
 static void
 g_seed(uint64_t salt)
 {
 	g_rng = sj_test_seed() * 0x2545F4914F6CDD1DULL + salt;
-}
-
-static void
-pairs_add(GPairs *ps, uint32_t l, uint32_t r, double d)
-{
-	if (ps->n == ps->alloc)
-	{
-		ps->alloc = ps->alloc ? ps->alloc * 2 : 1024;
-		ps->p = realloc(ps->p, ps->alloc * sizeof(GPair));
-		if (!ps->p)
-			abort();
-	}
-	ps->p[ps->n].l = l;
-	ps->p[ps->n].r = r;
-	ps->p[ps->n].d = d;
-	ps->n++;
-}
-
-static int
-pair_cmp(const void *a, const void *b)
-{
-	const GPair *x = a,
-			   *y = b;
-
-	if (x->l != y->l)
-		return x->l < y->l ? -1 : 1;
-	if (x->r != y->r)
-		return x->r < y->r ? -1 : 1;
-	return 0;
 }
 
 /* The contract's distance expression. */
@@ -143,7 +101,7 @@ oracle_brute(const SjVectors *L, const SjVectors *R, double eps, GPairs *out)
 			double		d = g_dist(L, i, R ? R : L, j);
 
 			if (d <= eps)
-				pairs_add(out, i, j, d);
+				sj_test_pairs_add(out, i, j, d);
 		}
 }
 
@@ -197,7 +155,7 @@ oracle_sweep(const SjVectors *L, const SjVectors *R, double eps, GPairs *out)
 				continue;
 			d = g_dist(L, a, B, b);
 			if (d <= eps)
-				pairs_add(out, a, b, d);
+				sj_test_pairs_add(out, a, b, d);
 		}
 	}
 	free(li);
@@ -268,7 +226,7 @@ run_gpu(const SjVectors *L, const SjVectors *R, double eps, const SjJoinOptions 
 				return 0;
 			}
 			if (out)
-				pairs_add(out, b.left[i], b.right[i], b.value[i]);
+				sj_test_pairs_add(out, b.left[i], b.right[i], b.value[i]);
 		}
 	}
 	if (tm)
@@ -283,13 +241,13 @@ compare_pairs(GPairs *exp, GPairs *got, char *why)
 {
 	size_t		i;
 
-	qsort(exp->p, exp->n, sizeof(GPair), pair_cmp);
-	qsort(got->p, got->n, sizeof(GPair), pair_cmp);
+	qsort(exp->p, exp->n, sizeof(GPair), sj_test_pair_cmp);
+	qsort(got->p, got->n, sizeof(GPair), sj_test_pair_cmp);
 	if (exp->n != got->n)
 	{
 		snprintf(why, 512, "expected %zu pairs, got %zu", exp->n, got->n);
 		for (i = 0; i < exp->n && i < got->n; i++)
-			if (pair_cmp(&exp->p[i], &got->p[i]) != 0)
+			if (sj_test_pair_cmp(&exp->p[i], &got->p[i]) != 0)
 			{
 				snprintf(why, 512, "expected %zu pairs, got %zu; first difference at %zu: "
 						 "expected (%u,%u) got (%u,%u)", exp->n, got->n, i,
@@ -300,7 +258,7 @@ compare_pairs(GPairs *exp, GPairs *got, char *why)
 	}
 	for (i = 0; i < exp->n; i++)
 	{
-		if (pair_cmp(&exp->p[i], &got->p[i]) != 0)
+		if (sj_test_pair_cmp(&exp->p[i], &got->p[i]) != 0)
 		{
 			snprintf(why, 512, "pair %zu: expected (%u,%u) got (%u,%u)", i,
 					 exp->p[i].l, exp->p[i].r, got->p[i].l, got->p[i].r);
@@ -949,7 +907,7 @@ SJ_TEST(eps_gpu_vs_cpu)
 
 			SJ_CHECK(sj_eps_cpu_next(cj, &b, &done, err) == SJ_OK, "%s", err);
 			for (size_t i = 0; i < b.count; i++)
-				pairs_add(&exp, b.left[i], b.right[i], b.value[i]);
+				sj_test_pairs_add(&exp, b.left[i], b.right[i], b.value[i]);
 		}
 		sj_eps_cpu_end(cj);
 		SJ_CHECK(run_gpu(&L, self ? NULL : &R, eps, &o, &got, &count, NULL, why), "%s", why);
@@ -1225,7 +1183,7 @@ sj_test_child(const char *mode)
 			return 1;
 		}
 		for (size_t k = 0; k < b.count; k++)
-			pairs_add(&got, b.left[k], b.right[k], b.value[k]);
+			sj_test_pairs_add(&got, b.left[k], b.right[k], b.value[k]);
 	}
 	sjgpu_eps_timings(j, &t);
 	sjgpu_eps_end(j);
@@ -1329,7 +1287,7 @@ t_oracle(int metric, const SjVectors *L, const SjVectors *R, double eps, GPairs 
 			double		v = t_value(metric, L, i, B, j);
 
 			if (v <= eps)
-				pairs_add(out, i, j, v);
+				sj_test_pairs_add(out, i, j, v);
 		}
 }
 
@@ -1393,7 +1351,7 @@ t_case(int metric, int kind, uint32_t n, int dim, char *why)
 			free(all.p);
 			continue;
 		}
-		qsort(all.p, all.n, sizeof(GPair), pair_cmp);
+		qsort(all.p, all.n, sizeof(GPair), sj_test_pair_cmp);
 		{
 			double	   *v = malloc(sizeof(double) * all.n);
 			size_t		m = 0;

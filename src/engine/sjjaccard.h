@@ -1,7 +1,7 @@
 /*
  * sjjaccard.h
  *		The prepared form of a jaccard_join, shared by the CPU engine
- *		(src/engine/jaccard_cpu.c), the GPU preparation (cuda/jaccard_prep.cu)
+ *		(src/engine/jaccard_*.c), the GPU preparation (cuda/jaccard_prep.cu)
  *		and the engine tests.  Not part of the adapter's boundary.
  *
  * A preparation turns the two inputs into distinct sets (identical sets

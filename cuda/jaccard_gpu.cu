@@ -518,6 +518,7 @@ JaccardDevice::take_records(unsigned long long nrec, size_t *n, uint64_t *count)
 	*n = (size_t) nrec;
 }
 
+/* Co-processing's record source: the next verified batch of candidates. */
 void
 JaccardDevice::fetch_coproc(size_t *n, uint64_t *count, int *exhausted)
 {
@@ -566,6 +567,7 @@ JaccardDevice::fetch_coproc(size_t *n, uint64_t *count, int *exhausted)
 	}
 }
 
+/* Add the device's times, transfers and re-runs to the handle's. */
 void
 JaccardDevice::add_timings(SjTimings *t) const
 {

@@ -187,45 +187,40 @@ JaccardDevice::choose_strategy()
 }
 
 /*
- * The fraction of length-compatible candidates whose signature bound
- * reaches the required overlap, on a deterministic sample of up to 256
- * probes of 64 candidates each.
+ * The deterministic sample of the cost model: up to 256 probes u spread
+ * over the distinct sets, 64 length-compatible candidates v each from a
+ * fixed xorshift sequence.  probe(u) runs once a probe, passes(u, lu, v)
+ * tests a candidate; returns the fraction that passes (1 when none tried).
  */
-double
-JaccardDevice::bitmap_pass_fraction() const
+template <class Probe, class Passes>
+static double
+sample_fraction(uint32_t nsets, const uint64_t *off, const uint32_t *minsize,
+				const uint32_t *size_start, Probe &&probe, Passes &&passes)
 {
-	uint64_t	su[kMaxSigWords],
-				sv[kMaxSigWords];
 	uint64_t	tried = 0,
 				passed = 0;
-	uint32_t	probes = std::min<uint32_t>(nsets_, 256);
+	uint32_t	probes = std::min<uint32_t>(nsets, 256);
 	uint64_t	x = 88172645463325252ull;
 
 	for (uint32_t k = 0; k < probes; k++)
 	{
-		uint32_t	u = (uint32_t) ((uint64_t) k * nsets_ / probes);
-		uint32_t	lu = (uint32_t) (off_[u + 1] - off_[u]);
-		uint32_t	lo = size_start_[minsize_[lu]];
+		uint32_t	u = (uint32_t) ((uint64_t) k * nsets / probes);
+		uint32_t	lu = (uint32_t) (off[u + 1] - off[u]);
+		uint32_t	lo = size_start[minsize[lu]];
 
 		if (lo >= u)
 			continue;
-		host_signature(off_, tok_, u, sig_words_, su);
+		probe(u);
 		for (int c = 0; c < 64; c++)
 		{
-			uint32_t	v,
-						lv,
-						bits = 0;
+			uint32_t	v;
 
 			x ^= x << 13;
 			x ^= x >> 7;
 			x ^= x << 17;
 			v = lo + (uint32_t) (x % (u - lo));
-			lv = (uint32_t) (off_[v + 1] - off_[v]);
-			host_signature(off_, tok_, v, sig_words_, sv);
-			for (uint32_t w = 0; w < sig_words_; w++)
-				bits += (uint32_t) __builtin_popcountll(su[w] ^ sv[w]);
 			tried++;
-			if (bits <= lu + lv && (lu + lv - bits) / 2 >= minov_[lu + lv])
+			if (passes(u, lu, v))
 				passed++;
 		}
 	}
@@ -233,53 +228,55 @@ JaccardDevice::bitmap_pass_fraction() const
 }
 
 /*
+ * The fraction of length-compatible candidates whose signature bound
+ * reaches the required overlap, on the sample of sample_fraction.
+ */
+double
+JaccardDevice::bitmap_pass_fraction() const
+{
+	uint64_t	su[kMaxSigWords],
+				sv[kMaxSigWords];
+
+	return sample_fraction(nsets_, off_, minsize_, size_start_,
+		[&](uint32_t u) {
+			host_signature(off_, tok_, u, sig_words_, su);
+		},
+		[&](uint32_t u, uint32_t lu, uint32_t v) {
+			uint32_t	lv = (uint32_t) (off_[v + 1] - off_[v]),
+						bits = 0;
+
+			host_signature(off_, tok_, v, sig_words_, sv);
+			for (uint32_t w = 0; w < sig_words_; w++)
+				bits += (uint32_t) __builtin_popcountll(su[w] ^ sv[w]);
+			return bits <= lu + lv && (lu + lv - bits) / 2 >= minov_[lu + lv];
+		});
+}
+
+/*
  * The fraction of length-compatible candidates that survive the CPU
  * engine's prefix and positional filters (the co-processing strategy's
- * candidates), on the sample of bitmap_pass_fraction: the probing prefix of
- * u merged with the indexing prefix of v, each common token checked as
- * jc_filter_one checks it.
+ * candidates), on the sample of sample_fraction: the probing prefix of u
+ * merged with the indexing prefix of v, each common token checked as
+ * jc_probe_mode checks it.
  */
 double
 JaccardDevice::coproc_candidate_fraction() const
 {
-	uint64_t	tried = 0,
-				passed = 0;
-	uint32_t	probes = std::min<uint32_t>(nsets_, 256);
-	uint64_t	x = 88172645463325252ull;
-
-	for (uint32_t k = 0; k < probes; k++)
-	{
-		uint32_t	u = (uint32_t) ((uint64_t) k * nsets_ / probes);
-		const uint32_t *tu = tok_ + off_[u];
-		uint32_t	lu = (uint32_t) (off_[u + 1] - off_[u]);
-		uint32_t	ms = minsize_[lu];
-		uint32_t	lo = size_start_[ms];
-		uint32_t	pu = sj_jaccard_probe_prefix(minov_, minsize_, lu);
-
-		if (lo >= u)
-			continue;
-		for (int c = 0; c < 64; c++)
-		{
-			uint32_t	v,
-						lv,
-						pv,
-						alpha,
+	return sample_fraction(nsets_, off_, minsize_, size_start_,
+		[](uint32_t u) {
+		},
+		[&](uint32_t u, uint32_t lu, uint32_t v) {
+			const uint32_t *tu = tok_ + off_[u];
+			const uint32_t *tv = tok_ + off_[v];
+			uint32_t	pu = sj_jaccard_probe_prefix(minov_, minsize_, lu),
+						lv = (uint32_t) (off_[v + 1] - off_[v]),
+						pv = sj_jaccard_index_prefix(minov_, lv),
+						alpha = minov_[lu + lv],
 						i = 0,
 						p = 0,
 						ov = 0;
-			const uint32_t *tv;
-			bool		dead = false;
 
-			x ^= x << 13;
-			x ^= x >> 7;
-			x ^= x << 17;
-			v = lo + (uint32_t) (x % (u - lo));
-			tv = tok_ + off_[v];
-			lv = (uint32_t) (off_[v + 1] - off_[v]);
-			pv = sj_jaccard_index_prefix(minov_, lv);
-			alpha = minov_[lu + lv];
-			tried++;
-			while (i < pu && p < pv && !dead)
+			while (i < pu && p < pv)
 			{
 				if (tu[i] < tv[p])
 					i++;
@@ -287,19 +284,15 @@ JaccardDevice::coproc_candidate_fraction() const
 					p++;
 				else
 				{
-					if (ov + 1 + std::min(lu - i - 1, lv - p - 1) >= alpha)
-						ov++;
-					else
-						dead = true;
+					if (!sj_jaccard_positional(ov, lu - i - 1, lv - p - 1, alpha))
+						return false;
+					ov++;
 					i++;
 					p++;
 				}
 			}
-			if (ov > 0 && !dead)
-				passed++;
-		}
-	}
-	return tried ? (double) passed / tried : 1.0;
+			return ov > 0;
+		});
 }
 
 /*

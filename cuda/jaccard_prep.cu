@@ -388,6 +388,7 @@ struct PrepShape
 	bool		direct = false;
 };
 
+/* The sizes of both inputs. */
 static PrepShape
 shape_of(const SjSets *left, const SjSets *right)
 {

@@ -113,6 +113,7 @@ eps_index_layout(const SjEpsJoin *j, EpsIndexHeader *h)
 	return (size_t) h->size;
 }
 
+/* Bytes of the flattened grid of the right side (see EpsIndexHeader). */
 size_t
 sj_eps_cpu_index_size(const SjEpsJoin *j)
 {
@@ -121,6 +122,7 @@ sj_eps_cpu_index_size(const SjEpsJoin *j)
 	return eps_index_layout(j, &h);
 }
 
+/* Write the flattened grid of the right side into dst. */
 void
 sj_eps_cpu_index_write(const SjEpsJoin *j, void *dst)
 {

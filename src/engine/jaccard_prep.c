@@ -145,6 +145,7 @@ typedef struct JcCheckArg
 
 #define JC_CHECK_TASK 16384
 
+/* Parallel task: check a range of JC_CHECK_TASK sets. */
 static void
 jc_check_task(void *p, uint64_t task, int worker)
 {

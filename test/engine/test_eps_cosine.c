@@ -40,20 +40,6 @@ typedef enum CShape
 
 static uint64_t c_rng;
 
-/* splitmix64 */
-static uint64_t
-c_next(void)
-{
-	return sj_test_splitmix(&c_rng);
-}
-
-/* Uniform double in [0, 1). */
-static double
-c_unit(void)
-{
-	return sj_test_unit(&c_rng);
-}
-
 /* The canonical cosine distance of left row i and right row j. */
 static double
 cos_dist(const SjVectors *L, uint32_t i, const SjVectors *R, uint32_t j)
@@ -108,8 +94,8 @@ cos_gen(CShape shape, uint32_t n, int dim, const double *centres, int ncentres,
 		abort();
 	for (i = 0; i < n; i++)
 	{
-		int			m = (int) (c_next() % (uint64_t) ncentres);
-		double		scale = mixed ? pow(10.0, 6.0 * c_unit() - 3.0) : 1.0;
+		int			m = (int) (sj_test_splitmix(&c_rng) % (uint64_t) ncentres);
+		double		scale = mixed ? pow(10.0, 6.0 * sj_test_unit(&c_rng) - 3.0) : 1.0;
 		int			zero = zero_every > 0 && i % zero_every == (uint32_t) zero_every / 2;
 
 		for (k = 0; k < dim; k++)
@@ -119,22 +105,22 @@ cos_gen(CShape shape, uint32_t n, int dim, const double *centres, int ncentres,
 			switch (shape)
 			{
 				case C_CLUSTERS:
-					x = centres[m * dim + k] + spread * (c_unit() - 0.5);
+					x = centres[m * dim + k] + spread * (sj_test_unit(&c_rng) - 0.5);
 					break;
 				case C_INTGRID:
-					x = (double) ((int) (c_next() % 5) - 2);
+					x = (double) ((int) (sj_test_splitmix(&c_rng) % 5) - 2);
 					break;
 				case C_OFFSET:
-					x = 1e6 + 1e-3 * c_unit();
+					x = 1e6 + 1e-3 * sj_test_unit(&c_rng);
 					break;
 				case C_UNDERFLOW:
-					x = (double) ((int) (c_next() % 5) - 2) * 1e-155;
+					x = (double) ((int) (sj_test_splitmix(&c_rng) % 5) - 2) * 1e-155;
 					break;
 				case C_HUGE:
-					x = (c_unit() - 0.5) * 1e150;
+					x = (sj_test_unit(&c_rng) - 0.5) * 1e150;
 					break;
 				default:
-					x = 2.0 * c_unit() - 1.0;
+					x = 2.0 * sj_test_unit(&c_rng) - 1.0;
 					break;
 			}
 			c[(size_t) k * n + i] = zero ? 0.0 : x * scale;
@@ -155,8 +141,8 @@ cos_pick_eps(const SjVectors *L, const SjVectors *R, double q)
 
 	for (i = 0; i < 256; i++)
 	{
-		double		x = cos_dist(L, (uint32_t) (c_next() % L->n), B,
-								 (uint32_t) (c_next() % B->n));
+		double		x = cos_dist(L, (uint32_t) (sj_test_splitmix(&c_rng) % L->n), B,
+								 (uint32_t) (sj_test_splitmix(&c_rng) % B->n));
 
 		if (!isnan(x))
 			d[m++] = x;
@@ -296,7 +282,7 @@ cos_check(const CosCase *c, int gpu, uint64_t salt)
 	c_rng = sj_test_seed() * 0x100000001B3ULL + salt;
 	centres = malloc(sizeof(double) * 8 * c->dim);
 	for (i = 0; i < 8 * c->dim; i++)
-		centres[i] = c_unit() - 0.5;
+		centres[i] = sj_test_unit(&c_rng) - 0.5;
 	lc = cos_gen(c->shape, c->nl, c->dim, centres, 8, c->spread, c->zero_every, c->mixed);
 	rc = cos_gen(c->shape, c->nr, c->dim, centres, 8, c->spread, c->zero_every, c->mixed);
 	L.n = c->nl;
@@ -512,7 +498,7 @@ SJ_TEST(eps_cosine_gpu_vs_cpu)
 		c_rng = sj_test_seed() * 0x100000001B3ULL + 5000 + t;
 		centres = malloc(sizeof(double) * 16 * dim);
 		for (i = 0; i < 16 * dim; i++)
-			centres[i] = c_unit() - 0.5;
+			centres[i] = sj_test_unit(&c_rng) - 0.5;
 		lc = cos_gen(C_CLUSTERS, n, dim, centres, 16, 0.3, 29, t >= 5);
 		rc = cos_gen(C_CLUSTERS, n / 2 + 1, dim, centres, 16, 0.3, 29, t >= 5);
 		L.n = n;

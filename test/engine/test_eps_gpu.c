@@ -51,20 +51,6 @@ typedef enum GShape
 
 static uint64_t g_rng;
 
-/* splitmix64 */
-static uint64_t
-g_next(void)
-{
-	return sj_test_splitmix(&g_rng);
-}
-
-/* Uniform double in [0, 1). */
-static double
-g_unit(void)
-{
-	return sj_test_unit(&g_rng);
-}
-
 /* Seed the generator from the run seed and a per-test salt. */
 static void
 g_seed(uint64_t salt)
@@ -284,7 +270,7 @@ gen(GShape shape, uint32_t n, int dim, const double *pool, int npool)
 
 	for (i = 0; i < n; i++)
 	{
-		int			p = (int) (g_next() % (uint64_t) npool);
+		int			p = (int) (sj_test_splitmix(&g_rng) % (uint64_t) npool);
 
 		for (k = 0; k < dim; k++)
 		{
@@ -293,10 +279,10 @@ gen(GShape shape, uint32_t n, int dim, const double *pool, int npool)
 			switch (shape)
 			{
 				case G_UNIFORM:
-					x = 100.0 * g_unit();
+					x = 100.0 * sj_test_unit(&g_rng);
 					break;
 				case G_CLUSTERS:
-					x = pool[p * dim + k] + (g_unit() - 0.5);
+					x = pool[p * dim + k] + (sj_test_unit(&g_rng) - 0.5);
 					break;
 				case G_DUPLICATES:
 					x = pool[p * dim + k];
@@ -305,13 +291,13 @@ gen(GShape shape, uint32_t n, int dim, const double *pool, int npool)
 					x = pool[k];
 					break;
 				case G_INTGRID:
-					x = (double) (g_next() % 6);
+					x = (double) (sj_test_splitmix(&g_rng) % 6);
 					break;
 				case G_OFFSET:
-					x = 1e6 + 1e-3 * g_unit();
+					x = 1e6 + 1e-3 * sj_test_unit(&g_rng);
 					break;
 				default:
-					x = (double) (g_next() % 5) * 1e-170;
+					x = (double) (sj_test_splitmix(&g_rng) % 5) * 1e-170;
 					break;
 			}
 			c[(size_t) k * n + i] = x;
@@ -334,14 +320,14 @@ pick_eps(GShape shape, const SjVectors *L, const SjVectors *R)
 	{
 		static const double e[] = {0.0, 1.0, 1.4142135623730951, 2.0, 3.0};
 
-		return e[g_next() % 5];
+		return e[sj_test_splitmix(&g_rng) % 5];
 	}
 	if (shape == G_UNDERFLOW)
-		return (g_next() % 2) ? 0.0 : 1e-170;
-	if (g_next() % 10 == 0 || L->n == 0 || B->n == 0)
-		return (g_next() % 2) ? 0.0 : 1.0;
+		return (sj_test_splitmix(&g_rng) % 2) ? 0.0 : 1e-170;
+	if (sj_test_splitmix(&g_rng) % 10 == 0 || L->n == 0 || B->n == 0)
+		return (sj_test_splitmix(&g_rng) % 2) ? 0.0 : 1.0;
 	for (i = 0; i < 64; i++)
-		d[m++] = g_dist(L, (uint32_t) (g_next() % L->n), B, (uint32_t) (g_next() % B->n));
+		d[m++] = g_dist(L, (uint32_t) (sj_test_splitmix(&g_rng) % L->n), B, (uint32_t) (sj_test_splitmix(&g_rng) % B->n));
 	for (i = 1; i < m; i++)
 		for (a = i; a > 0 && d[a - 1] > d[a]; a--)
 		{
@@ -351,7 +337,7 @@ pick_eps(GShape shape, const SjVectors *L, const SjVectors *R)
 			d[a - 1] = t;
 		}
 	/* an exact pair distance: its pair sits on the boundary */
-	return d[g_next() % 6];
+	return d[sj_test_splitmix(&g_rng) % 6];
 }
 
 /* Random cases a test runs (SJ_EPS_CASES overrides, e.g. under memcheck). */
@@ -404,15 +390,15 @@ random_case(int strategy, uint64_t salt, char *why)
 	uint64_t	count;
 
 	g_seed(salt);
-	shape = (GShape) (g_next() % G_NSHAPES);
-	dim = dims[g_next() % 10];
-	self = g_next() % 2;
-	nl = sizes[g_next() % 11];
-	nr = sizes[g_next() % 11];
-	npool = 1 + (int) (g_next() % 12);
+	shape = (GShape) (sj_test_splitmix(&g_rng) % G_NSHAPES);
+	dim = dims[sj_test_splitmix(&g_rng) % 10];
+	self = sj_test_splitmix(&g_rng) % 2;
+	nl = sizes[sj_test_splitmix(&g_rng) % 11];
+	nr = sizes[sj_test_splitmix(&g_rng) % 11];
+	npool = 1 + (int) (sj_test_splitmix(&g_rng) % 12);
 	pool = malloc(sizeof(double) * npool * dim);
 	for (int i = 0; i < npool * dim; i++)
-		pool[i] = 10.0 * g_unit();
+		pool[i] = 10.0 * sj_test_unit(&g_rng);
 	lc = gen(shape, nl, dim, pool, npool);
 	L.n = nl;
 	L.dim = dim;
@@ -427,8 +413,8 @@ random_case(int strategy, uint64_t salt, char *why)
 	eps = pick_eps(shape, &L, self ? NULL : &R);
 	memset(&o, 0, sizeof(o));
 	o.cpu_threads = 1;
-	o.max_batch_pairs = (g_next() % 3 == 0) ? 1 + g_next() % 50 : 0;
-	o.count_only = g_next() % 5 == 0;
+	o.max_batch_pairs = (sj_test_splitmix(&g_rng) % 3 == 0) ? 1 + sj_test_splitmix(&g_rng) % 50 : 0;
+	o.count_only = sj_test_splitmix(&g_rng) % 5 == 0;
 	oracle_brute(&L, self ? NULL : &R, eps, &exp);
 	/* keep the number of calls reasonable */
 	if (o.max_batch_pairs && exp.n / o.max_batch_pairs > 20000)
@@ -615,7 +601,7 @@ SJ_TEST(eps_gpu_tiny_batches)
 			int			self = s != 1;
 
 			for (int i = 0; i < 16; i++)
-				pool[i] = 10.0 * g_unit();
+				pool[i] = 10.0 * sj_test_unit(&g_rng);
 			lc = gen(G_CLUSTERS, 1500, 2, pool, 8);
 			rc = gen(G_CLUSTERS, 1100, 2, pool, 8);
 			L.n = 1500;
@@ -718,7 +704,7 @@ SJ_TEST(eps_gpu_high_dim)
 		double		eps;
 
 		for (int i = 0; i < 6 * dim; i++)
-			pool[i] = 10.0 * g_unit();
+			pool[i] = 10.0 * sj_test_unit(&g_rng);
 		c = gen(G_CLUSTERS, n, dim, pool, 6);
 		L.n = n;
 		L.dim = dim;
@@ -772,7 +758,7 @@ SJ_TEST(eps_gpu_segments)
 
 		g_seed(800 + t);
 		for (int i = 0; i < 120; i++)
-			pool[i] = 10.0 * g_unit();
+			pool[i] = 10.0 * sj_test_unit(&g_rng);
 		lc = gen(G_CLUSTERS, nl, dim, pool, 30);
 		rc = gen(G_CLUSTERS, nr, dim, pool, 30);
 		L.n = nl;
@@ -887,7 +873,7 @@ SJ_TEST(eps_gpu_vs_cpu)
 
 		g_seed(600 + t);
 		for (int i = 0; i < 120; i++)
-			pool[i] = 20.0 * g_unit();
+			pool[i] = 20.0 * sj_test_unit(&g_rng);
 		lc = gen(t < 4 ? G_UNIFORM : G_CLUSTERS, nl, dim, pool, 20);
 		rc = gen(t < 4 ? G_UNIFORM : G_CLUSTERS, nr, dim, pool, 20);
 		L.n = nl;
@@ -1165,7 +1151,7 @@ sj_test_child(const char *mode)
 	g_seed(77);
 	c = malloc(sizeof(double) * n * 2);
 	for (uint32_t i = 0; i < n * 2; i++)
-		c[i] = g_unit() * 10.0;
+		c[i] = sj_test_unit(&g_rng) * 10.0;
 	L = (SjVectors) {n, 2, c};
 	memset(&o, 0, sizeof(o));
 	if (sjgpu_eps_begin(&L, NULL, 0.3, &o, &j, err) != SJ_OK)
@@ -1303,13 +1289,13 @@ t_data(int kind, uint32_t n, int dim)
 
 	for (uint32_t i = 0; i < n; i++)
 	{
-		int			cl = (int) (g_next() % nc);
-		double		mag = kind == 3 ? pow(10.0, (double) (g_next() % 7) - 3.0) : 1.0;
+		int			cl = (int) (sj_test_splitmix(&g_rng) % nc);
+		double		mag = kind == 3 ? pow(10.0, (double) (sj_test_splitmix(&g_rng) % 7) - 3.0) : 1.0;
 
 		for (int k = 0; k < dim; k++)
 		{
 			double		centre = (double) ((cl * 7919 + k * 104729) % 1000) / 1000.0;
-			double		jitter = kind == 2 ? 1e-12 * g_unit() : 0.02 * (g_unit() - 0.5);
+			double		jitter = kind == 2 ? 1e-12 * sj_test_unit(&g_rng) : 0.02 * (sj_test_unit(&g_rng) - 0.5);
 			double		x = (centre + jitter) * mag;
 
 			if (kind == 1)
@@ -1459,13 +1445,13 @@ t_clusters(uint32_t n, int dim, uint32_t ncentres, double jit)
 	double	   *ctr = malloc(sizeof(double) * ncentres * dim);
 
 	for (size_t i = 0; i < (size_t) ncentres * dim; i++)
-		ctr[i] = g_unit();
+		ctr[i] = sj_test_unit(&g_rng);
 	for (uint32_t i = 0; i < n; i++)
 	{
 		uint32_t	cl = i % ncentres;
 
 		for (int k = 0; k < dim; k++)
-			c[(size_t) k * n + i] = ctr[(size_t) cl * dim + k] + jit * (2.0 * g_unit() - 1.0);
+			c[(size_t) k * n + i] = ctr[(size_t) cl * dim + k] + jit * (2.0 * sj_test_unit(&g_rng) - 1.0);
 	}
 	free(ctr);
 	return c;

@@ -189,6 +189,7 @@ private:
 	void		plan_memory();
 	void		build_signatures();
 	void		plan_coproc();
+	void		allocate_records();
 	bool		coproc_instead();
 	void		build_index(uint32_t v0, uint32_t v1);
 	void		estimate_work();

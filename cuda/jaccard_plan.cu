@@ -379,14 +379,7 @@ JaccardDevice::plan_memory()
 		max_entries_ = emax;
 	}
 	if (!count_only_)
-	{
-		d_out_u_ = DeviceBuffer<uint32_t>(&budget_, cap_, "result records");
-		d_out_v_ = DeviceBuffer<uint32_t>(&budget_, cap_, "result records");
-		d_out_sim_ = DeviceBuffer<double>(&budget_, cap_, "result records");
-		h_out_u_.allocate(cap_);
-		h_out_v_.allocate(cap_);
-		h_out_sim_.allocate(cap_);
-	}
+		allocate_records();
 
 	/* partitions [v0, v1) of at most max_entries_ entries */
 	{
@@ -402,6 +395,18 @@ JaccardDevice::plan_memory()
 			v0 = v1;
 		}
 	}
+}
+
+/* The result records of a chunk: cap_ of them, on the device and pinned. */
+void
+JaccardDevice::allocate_records()
+{
+	d_out_u_ = DeviceBuffer<uint32_t>(&budget_, cap_, "result records");
+	d_out_v_ = DeviceBuffer<uint32_t>(&budget_, cap_, "result records");
+	d_out_sim_ = DeviceBuffer<double>(&budget_, cap_, "result records");
+	h_out_u_.allocate(cap_);
+	h_out_v_.allocate(cap_);
+	h_out_sim_.allocate(cap_);
 }
 
 /*
@@ -435,14 +440,7 @@ JaccardDevice::plan_coproc()
 		h_cand_[k].allocate(ccap_);
 	}
 	if (!count_only_)
-	{
-		d_out_u_ = DeviceBuffer<uint32_t>(&budget_, cap_, "result records");
-		d_out_v_ = DeviceBuffer<uint32_t>(&budget_, cap_, "result records");
-		d_out_sim_ = DeviceBuffer<double>(&budget_, cap_, "result records");
-		h_out_u_.allocate(cap_);
-		h_out_v_.allocate(cap_);
-		h_out_sim_.allocate(cap_);
-	}
+		allocate_records();
 	batch_done_.create(false);
 	st = sj_jaccard_filter_begin(host_, msg);
 	if (st != SJ_OK)

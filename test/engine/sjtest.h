@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sjengine.h"
+
 typedef void (*SjTestFn) (int *failed);
 
 extern void sj_test_register(const char *name, SjTestFn fn);
@@ -49,6 +51,14 @@ extern uint64_t sj_test_splitmix(uint64_t *state);
 extern double sj_test_unit(uint64_t *state);
 extern void sj_test_pairs_add(SjTestPairs *ps, uint32_t l, uint32_t r, double d);
 extern int	sj_test_pair_cmp(const void *a, const void *b);
+
+/* A distance of left row i and right row j, for a brute-force oracle. */
+typedef double (*SjTestDistFn) (const SjVectors *L, uint32_t i,
+								const SjVectors *R, uint32_t j);
+
+/* Every pair within eps, by brute force; R NULL: self-join (i < j). */
+extern void sj_test_brute_join(const SjVectors *L, const SjVectors *R,
+							   double eps, SjTestDistFn dist, SjTestPairs *out);
 
 #define SJ_TEST(name) \
 	static void name(int *sj_failed_); \

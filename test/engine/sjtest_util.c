@@ -1,7 +1,8 @@
 /*
  * sjtest_util.c
  *		Helpers shared by the engine tests (declared in sjtest.h): the
- *		splitmix64 generator and a growable list of result pairs.
+ *		splitmix64 generator, a growable list of result pairs and a
+ *		brute-force oracle over vectors.
  */
 #include <stdlib.h>
 
@@ -54,4 +55,22 @@ sj_test_pair_cmp(const void *a, const void *b)
 	if (x->r != y->r)
 		return x->r < y->r ? -1 : 1;
 	return 0;
+}
+
+/* Every pair within eps, by brute force; R NULL: self-join (i < j). */
+void
+sj_test_brute_join(const SjVectors *L, const SjVectors *R, double eps,
+				   SjTestDistFn dist, SjTestPairs *out)
+{
+	uint32_t	i,
+				j;
+
+	for (i = 0; i < L->n; i++)
+		for (j = R ? 0 : i + 1; j < (R ? R->n : L->n); j++)
+		{
+			double		d = dist(L, i, R ? R : L, j);
+
+			if (d <= eps)
+				sj_test_pairs_add(out, i, j, d);
+		}
 }

@@ -61,23 +61,6 @@ cos_dist(const SjVectors *L, uint32_t i, const SjVectors *R, uint32_t j)
 	return sj_cosine_finish(dot, na, nb);
 }
 
-/* Brute-force join; R NULL: self-join. */
-static void
-cos_oracle(const SjVectors *L, const SjVectors *R, double eps, CPairs *out)
-{
-	uint32_t	i,
-				j;
-
-	for (i = 0; i < L->n; i++)
-		for (j = R ? 0 : i + 1; j < (R ? R->n : L->n); j++)
-		{
-			double		d = cos_dist(L, i, R ? R : L, j);
-
-			if (d <= eps)
-				sj_test_pairs_add(out, i, j, d);
-		}
-}
-
 /*
  * n rows of a shape (SoA); every zero_every-th row a zero vector (0: none),
  * rows scaled by 10^[-3, 3) where mixed.  Bundles share `centres'.
@@ -306,7 +289,7 @@ cos_check(const CosCase *c, int gpu, uint64_t salt)
 		o.cpu_threads = v < 2 ? 1 : 3;
 		o.max_batch_pairs = v == 1 ? 7 : v == 2 ? 1000 : 0;
 		o.count_only = v == 3;
-		cos_oracle(&L, self ? NULL : &R, eps, &exp);
+		sj_test_brute_join(&L, self ? NULL : &R, eps, cos_dist, &exp);
 		err = cos_run(gpu, &L, self ? NULL : &R, eps, &o, &got, &count);
 		if (err == NULL && o.count_only && count != exp.n)
 		{
@@ -421,7 +404,7 @@ SJ_TEST(eps_cosine_cpu_no_shared_index)
 	o.cpu_threads = 1;
 	o.metric = SJ_METRIC_COSINE;
 	o.shared_index = index;
-	cos_oracle(&lv, &rv, 0.5, &exp);
+	sj_test_brute_join(&lv, &rv, 0.5, cos_dist, &exp);
 	err = cos_run(0, &lv, &rv, 0.5, &o, &got, &count);
 	if (err == NULL)
 		err = cos_compare(&exp, &got);

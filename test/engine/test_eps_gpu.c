@@ -74,23 +74,6 @@ g_dist(const SjVectors *L, uint32_t i, const SjVectors *R, uint32_t j)
 	return sqrt(sum);
 }
 
-/* Brute-force oracle. */
-static void
-oracle_brute(const SjVectors *L, const SjVectors *R, double eps, GPairs *out)
-{
-	uint32_t	i,
-				j;
-
-	for (i = 0; i < L->n; i++)
-		for (j = R ? 0 : i + 1; j < (R ? R->n : L->n); j++)
-		{
-			double		d = g_dist(L, i, R ? R : L, j);
-
-			if (d <= eps)
-				sj_test_pairs_add(out, i, j, d);
-		}
-}
-
 static const double *sweep_key;
 
 static int
@@ -415,7 +398,7 @@ random_case(int strategy, uint64_t salt, char *why)
 	o.cpu_threads = 1;
 	o.max_batch_pairs = (sj_test_splitmix(&g_rng) % 3 == 0) ? 1 + sj_test_splitmix(&g_rng) % 50 : 0;
 	o.count_only = sj_test_splitmix(&g_rng) % 5 == 0;
-	oracle_brute(&L, self ? NULL : &R, eps, &exp);
+	sj_test_brute_join(&L, self ? NULL : &R, eps, g_dist, &exp);
 	/* keep the number of calls reasonable */
 	if (o.max_batch_pairs && exp.n / o.max_batch_pairs > 20000)
 		o.max_batch_pairs = exp.n / 20000 + 1;
@@ -559,7 +542,7 @@ SJ_TEST(eps_gpu_boundary_lattice)
 				L.dim = dim;
 				L.coords = c;
 				memset(&o, 0, sizeof(o));
-				oracle_brute(&L, NULL, epss[e], &exp);
+				sj_test_brute_join(&L, NULL, epss[e], g_dist, &exp);
 				set_strategy(s);
 				SJ_CHECK(run_gpu(&L, NULL, epss[e], &o, &got, &count, NULL, why),
 						 "dim %d eps %g: %s", dim, epss[e], why);
@@ -612,7 +595,7 @@ SJ_TEST(eps_gpu_tiny_batches)
 			R.coords = rc;
 			memset(&o, 0, sizeof(o));
 			o.max_batch_pairs = batches[b];
-			oracle_brute(&L, self ? NULL : &R, 0.1, &exp);
+			sj_test_brute_join(&L, self ? NULL : &R, 0.1, g_dist, &exp);
 			set_strategy(s == 2 ? 2 : 1);
 			SJ_CHECK(run_gpu(&L, self ? NULL : &R, 0.1, &o, &got, &count, NULL, why),
 					 "batch %zu: %s", batches[b], why);
@@ -714,7 +697,7 @@ SJ_TEST(eps_gpu_high_dim)
 		memset(&o, 0, sizeof(o));
 		o.gpu_memory_limit = 1 << 20;
 		o.max_batch_pairs = 5000;
-		oracle_brute(&L, NULL, eps, &exp);
+		sj_test_brute_join(&L, NULL, eps, g_dist, &exp);
 		SJ_CHECK(run_gpu(&L, NULL, eps, &o, &got, &count, NULL, why), "dim %d: %s", dim, why);
 		SJ_CHECK(compare_pairs(&exp, &got, why), "dim %d (%zu pairs): %s", dim, exp.n, why);
 		free(exp.p);
@@ -1174,7 +1157,7 @@ sj_test_child(const char *mode)
 	sjgpu_eps_timings(j, &t);
 	sjgpu_eps_end(j);
 	sjgpu_start_device_wait();
-	oracle_brute(&L, NULL, 0.3, &want);
+	sj_test_brute_join(&L, NULL, 0.3, g_dist, &want);
 	printf("     %s: device start-up waited %.1f ms, join %.1f ms in all, %zu pairs\n",
 		   mode, t.start_ms, now_ms() - t0, got.n);
 	if (want.n == 0 || !compare_pairs(&want, &got, why))

@@ -112,7 +112,7 @@ SJ_TEST(jaccard_cpu_exact_boundaries)
 
 		tj_oracle(&s, NULL, ts[i], &want);
 		for (k = 0; k < want.n; k++)
-			exact += want.p[k].sim == ts[i];
+			exact += want.p[k].d == ts[i];
 		SJ_CHECK(ts[i] == 1.0 / 3.0 || ts[i] == 1.0 || exact > 0,
 				 "no pair exactly at %g", ts[i]);
 		err = tj_run(TJ_CPU, &s, NULL, ts[i], &o, &got, &count, NULL);

@@ -236,35 +236,6 @@ tj_generate(TjSets *s, const TjShape *sh, uint32_t base, uint32_t dict,
  * Results: the oracle, the engines, comparison
  * ---------------------------------------------------------------------- */
 
-/* Append a result pair. */
-void
-tj_push(TjList *l, uint32_t a, uint32_t b, double sim)
-{
-	if (l->n == l->cap)
-	{
-		l->cap = l->cap ? l->cap * 2 : 1024;
-		l->p = realloc(l->p, l->cap * sizeof(TjPair));
-	}
-	l->p[l->n].l = a;
-	l->p[l->n].r = b;
-	l->p[l->n].sim = sim;
-	l->n++;
-}
-
-/* qsort order of result pairs: by (left, right). */
-int
-tj_cmp_pair(const void *a, const void *b)
-{
-	const TjPair *x = a,
-			   *y = b;
-
-	if (x->l != y->l)
-		return x->l < y->l ? -1 : 1;
-	if (x->r != y->r)
-		return x->r < y->r ? -1 : 1;
-	return 0;
-}
-
 /* Brute force: every pair, a plain merge, the formula of sjengine.h. */
 void
 tj_oracle(const TjSets *L, const TjSets *R, double t, TjList *out)
@@ -307,7 +278,7 @@ tj_oracle(const TjSets *L, const TjSets *R, double t, TjList *out)
 			}
 			sim = (double) inter / (double) (na + nb - inter);
 			if (sim >= t)
-				tj_push(out, i, k, sim);
+				sj_test_pairs_add(out, i, k, sim);
 		}
 	}
 }
@@ -385,7 +356,7 @@ tj_run(TjEngine eng, const TjSets *L, const TjSets *R, double t,
 				snprintf(why, sizeof(why), "bad pair (%u, %u)", b.left[i], b.right[i]);
 				goto fail;
 			}
-			tj_push(out, b.left[i], b.right[i], b.value[i]);
+			sj_test_pairs_add(out, b.left[i], b.right[i], b.value[i]);
 		}
 		*count += b.count;
 	}
@@ -398,7 +369,7 @@ tj_run(TjEngine eng, const TjSets *L, const TjSets *R, double t,
 	}
 	sj_jaccard_cpu_end(cj);
 	sjgpu_jaccard_end(gj);
-	qsort(out->p, out->n, sizeof(TjPair), tj_cmp_pair);
+	qsort(out->p, out->n, sizeof(TjPair), sj_test_pair_cmp);
 	return NULL;
 
 fail:
@@ -423,13 +394,13 @@ tj_compare(const TjList *want, const TjList *got)
 		{
 			snprintf(why, sizeof(why),
 					 "pair %zu: expected (%u, %u) sim %.17g, got (%u, %u) sim %.17g",
-					 i, a->l, a->r, a->sim, b->l, b->r, b->sim);
+					 i, a->l, a->r, a->d, b->l, b->r, b->d);
 			return why;
 		}
-		if (memcmp(&a->sim, &b->sim, sizeof(double)) != 0)
+		if (memcmp(&a->d, &b->d, sizeof(double)) != 0)
 		{
 			snprintf(why, sizeof(why), "pair (%u, %u): sim %.17g, expected %.17g",
-					 a->l, a->r, b->sim, a->sim);
+					 a->l, a->r, b->d, a->d);
 			return why;
 		}
 	}

@@ -66,20 +66,9 @@ typedef struct TjShape
 	int			common;			/* one token in every non-empty set */
 } TjShape;
 
-/* A result pair and its similarity, and a growable list of them. */
-typedef struct TjPair
-{
-	uint32_t	l;
-	uint32_t	r;
-	double		sim;
-} TjPair;
-
-typedef struct TjList
-{
-	TjPair	   *p;
-	size_t		n;
-	size_t		cap;
-} TjList;
+/* A result pair and its similarity (d), and a growable list of them. */
+typedef SjTestPair TjPair;
+typedef SjTestPairs TjList;
 
 /* Which engine a run uses. */
 typedef enum TjEngine
@@ -110,8 +99,6 @@ extern void tj_boundary_sets(TjSets *s, TjRng *r);
 extern void tj_collision_sets(TjSets *s, int side);
 
 /* tjaccard.c: results, the oracle, the engines, comparison */
-extern void tj_push(TjList *l, uint32_t a, uint32_t b, double sim);
-extern int	tj_cmp_pair(const void *a, const void *b);
 extern void tj_oracle(const TjSets *L, const TjSets *R, double t, TjList *out);
 extern const char *tj_run(TjEngine eng, const TjSets *L, const TjSets *R,
 						  double t, const SjJoinOptions *opt, TjList *out,

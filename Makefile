@@ -74,7 +74,7 @@ endif
 $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS)
 	cat $^ > $@
 
-cuda/%.o: cuda/%.cu cuda/sjgpu.h src/engine/sjengine.h src/engine/sjjaccard.h $(wildcard cuda/*.cuh)
+cuda/%.o: cuda/%.cu cuda/sjgpu.h $(wildcard src/engine/*.h) $(wildcard cuda/*.cuh)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 cuda/sjgpu_none.o: cuda/sjgpu_none.c cuda/sjgpu.h src/engine/sjengine.h

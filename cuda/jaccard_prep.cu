@@ -1,7 +1,7 @@
 /*
  * jaccard_prep.cu
  *		The preparation of jaccard_join on the device: the same arrays as the
- *		host's jc_prepare (src/engine/jaccard_cpu.c), element for element,
+ *		host's jc_prepare (src/engine/jaccard_prep.c), element for element,
  *		computed with CUB and handed to the host handle, which derives the
  *		bounds and expands pairs exactly as after a host preparation.
  *
@@ -388,6 +388,7 @@ struct PrepShape
 	bool		direct = false;
 };
 
+/* The sizes of both inputs. */
 static PrepShape
 shape_of(const SjSets *left, const SjSets *right)
 {
@@ -419,254 +420,354 @@ peak_estimate(const PrepShape &sh)
 }
 
 /*
- * The preparation proper: fills out (throws sjgpu::Error or bad_alloc).
- * The caller has checked the sizes (fewer than 2^31 sets and tokens, at
- * least one token).
+ * The device arrays of one preparation between its steps.  The stream is
+ * declared first, so destroyed last; buffers freed on an error path while
+ * work is queued are safe because cudaFree waits for the device.  Each
+ * step allocates and frees in the order of the steps of the file header,
+ * so the peak is the one peak_estimate() covers.
  */
-static void
-device_prepare(const SjSets *left, const SjSets *right, const PrepShape &sh,
-			   Budget *budget, SjJaccardPrepared *out)
+struct PrepDevice
 {
-	/*
-	 * Declared first, so destroyed last; buffers freed on an error path
-	 * while work is queued are safe because cudaFree waits for the device.
-	 */
 	sjgpu::Stream stream;
-	cudaStream_t s;
-	uint32_t	nall = (uint32_t) sh.nall;
-	uint64_t	total = sh.total;
-	int			nsides = right ? 2 : 1;
-	uint32_t	ndist,
-				nd;
-	uint64_t	dtok;
+	cudaStream_t s = nullptr;
+	Budget	   *budget;
+	const PrepShape &sh;
+	uint32_t	nall;
+	uint64_t	total;
+	int			nsides;
+	uint32_t	ndist = 0;		/* distinct tokens: the renumbered universe */
+	uint32_t	nd = 0;			/* distinct sets */
+	uint64_t	dtok = 0;		/* their tokens */
+	uint64_t	mcount[2] = {0, 0};	/* members per side */
 
-	stream.create();
-	s = stream.get();
+	DeviceBuffer<uint32_t> d_goff;	/* one CSR over both inputs */
+	DeviceBuffer<uint32_t> d_tok;
+	DeviceBuffer<uint32_t> d_uniq;	/* token ranks (steps 2 and 3) */
+	DeviceBuffer<uint32_t> d_rank;
+	DeviceBuffer<uint32_t> d_map;
+	DeviceBuffer<uint32_t> d_rtok;	/* renumbered, sorted sets */
+	DeviceBuffer<uint64_t> d_skeys; /* sorted (key, input position) */
+	DeviceBuffer<uint32_t> d_svals;
+	DeviceBuffer<uint32_t> d_member;	/* distinct sets and members */
+	DeviceBuffer<uint32_t> d_gid;
+	DeviceBuffer<uint32_t> d_rep;
+	DeviceBuffer<uint32_t> d_len;
+	DeviceBuffer<uint64_t> d_off;
+	DeviceBuffer<uint32_t> d_dtok;
+	DeviceBuffer<uint32_t> d_w[2];
+	DeviceBuffer<uint64_t> d_moff[2];
+	DeviceBuffer<uint32_t> d_mem[2];
 
-	/* 1. tokens and one CSR of 32-bit offsets */
-	DeviceBuffer<uint32_t> d_goff(budget, (size_t) nall + 1, "prepare: set offsets");
-	DeviceBuffer<uint32_t> d_tok(budget, total, "prepare: tokens");
+	PrepDevice(Budget *b, const PrepShape &shape, int sides)
+		: budget(b), sh(shape), nall((uint32_t) shape.nall), total(shape.total),
+		  nsides(sides)
 	{
-		DeviceBuffer<uint64_t> d_off64(budget, std::max<uint64_t>(nall, 1),
+		stream.create();
+		s = stream.get();
+	}
+};
+
+/* Step 1: both inputs' tokens and one CSR of 32-bit offsets. */
+static void
+prep_upload(PrepDevice &p, const SjSets *left, const SjSets *right)
+{
+	const PrepShape &sh = p.sh;
+	cudaStream_t s = p.s;
+
+	p.d_goff = DeviceBuffer<uint32_t>(p.budget, (size_t) p.nall + 1, "prepare: set offsets");
+	p.d_tok = DeviceBuffer<uint32_t>(p.budget, p.total, "prepare: tokens");
+	{
+		DeviceBuffer<uint64_t> d_off64(p.budget, std::max<uint64_t>(p.nall, 1),
 									   "prepare: input offsets");
 
 		upload(d_off64.get(), left->offsets, sh.n0, s);
 		if (sh.n1 > 0)
 			upload(d_off64.get() + sh.n0, right->offsets + 1, sh.n1, s);
-		upload(d_tok.get(), left->tokens, sh.t0, s);
+		upload(p.d_tok.get(), left->tokens, sh.t0, s);
 		if (sh.t1 > 0)
-			upload(d_tok.get() + sh.t0, right->tokens, sh.t1, s);
-		concat_offsets_kernel<<<grid_for((uint64_t) nall + 1), kBlock, 0, s>>>(
-			d_off64.get(), sh.n0, sh.n1, sh.t0, d_goff.get());
+			upload(p.d_tok.get() + sh.t0, right->tokens, sh.t1, s);
+		concat_offsets_kernel<<<grid_for((uint64_t) p.nall + 1), kBlock, 0, s>>>(
+			d_off64.get(), sh.n0, sh.n1, sh.t0, p.d_goff.get());
 		SJGPU_CHECK_LAUNCH("concat_offsets_kernel");
 		SJGPU_CHECK(cudaStreamSynchronize(s));
 	}
+}
 
-	/* 2. token frequencies and ranks */
-	DeviceBuffer<uint32_t> d_uniq;
-	DeviceBuffer<uint32_t> d_rank;
-	DeviceBuffer<uint32_t> d_map;
+/* Step 2: token frequencies, and ranks by (frequency, token id). */
+static void
+prep_rank_tokens(PrepDevice &p)
+{
+	const PrepShape &sh = p.sh;
+	cudaStream_t s = p.s;
+	Budget	   *budget = p.budget;
+	uint64_t	total = p.total;
+	uint64_t	maxdist = std::min<uint64_t>(total, sh.universe);
+	uint32_t	ndist;
+	int			end_bit = 1;
+	DeviceBuffer<uint32_t> d_cnt;
+
+	while (end_bit < 32 && ((uint64_t) sh.universe - 1) >> end_bit)
+		end_bit++;
+	p.d_uniq = DeviceBuffer<uint32_t>(budget, maxdist, "prepare: distinct tokens");
+	d_cnt = DeviceBuffer<uint32_t>(budget, maxdist, "prepare: token counts");
 	{
-		uint64_t	maxdist = std::min<uint64_t>(total, sh.universe);
-		int			end_bit = 1;
-		DeviceBuffer<uint32_t> d_cnt;
+		DeviceBuffer<uint32_t> d_sorted(budget, total, "prepare: sorted tokens");
+		DeviceBuffer<int> d_nruns(budget, 1, "prepare: token count");
 
-		while (end_bit < 32 && ((uint64_t) sh.universe - 1) >> end_bit)
-			end_bit++;
-		d_uniq = DeviceBuffer<uint32_t>(budget, maxdist, "prepare: distinct tokens");
-		d_cnt = DeviceBuffer<uint32_t>(budget, maxdist, "prepare: token counts");
-		{
-			DeviceBuffer<uint32_t> d_sorted(budget, total, "prepare: sorted tokens");
-			DeviceBuffer<int> d_nruns(budget, 1, "prepare: token count");
-
-			cub_run(budget, s, "prepare: token sort", [&](void *t, size_t &b) {
-				return cub::DeviceRadixSort::SortKeys(t, b, (const uint32_t *) d_tok.get(),
-													  d_sorted.get(), (int) total, 0,
-													  end_bit, s);
-			});
-			cub_run(budget, s, "prepare: token counts", [&](void *t, size_t &b) {
-				return cub::DeviceRunLengthEncode::Encode(t, b, d_sorted.get(), d_uniq.get(),
-														  d_cnt.get(), d_nruns.get(),
-														  (int) total, s);
-			});
-			ndist = (uint32_t) read_back(d_nruns.get(), s);
-		}
-		if (ndist == 0 || ndist > maxdist)
-			throw Error(SJ_ERR_INTERNAL, "jaccard_join: %u distinct tokens on the device",
-						ndist);
-
-		DeviceBuffer<uint64_t> d_keys(budget, ndist, "prepare: token ranks");
-		DeviceBuffer<uint64_t> d_keys_sorted(budget, ndist, "prepare: token ranks");
-
-		rank_keys_kernel<<<grid_for(ndist), kBlock, 0, s>>>(d_cnt.get(), ndist, d_keys.get());
-		SJGPU_CHECK_LAUNCH("rank_keys_kernel");
-		cub_run(budget, s, "prepare: rank sort", [&](void *t, size_t &b) {
-			return cub::DeviceRadixSort::SortKeys(t, b, (const uint64_t *) d_keys.get(),
-												  d_keys_sorted.get(), (int) ndist, 0, 64, s);
+		cub_run(budget, s, "prepare: token sort", [&](void *t, size_t &b) {
+			return cub::DeviceRadixSort::SortKeys(t, b, (const uint32_t *) p.d_tok.get(),
+												  d_sorted.get(), (int) total, 0,
+												  end_bit, s);
 		});
-		d_rank = DeviceBuffer<uint32_t>(budget, ndist, "prepare: token map");
-		if (sh.direct)
-			d_map = DeviceBuffer<uint32_t>(budget, sh.universe, "prepare: token map");
-		rank_scatter_kernel<<<grid_for(ndist), kBlock, 0, s>>>(d_keys_sorted.get(),
-															   d_uniq.get(), ndist,
-															   d_rank.get(), d_map.get());
-		SJGPU_CHECK_LAUNCH("rank_scatter_kernel");
-		SJGPU_CHECK(cudaStreamSynchronize(s));
+		cub_run(budget, s, "prepare: token counts", [&](void *t, size_t &b) {
+			return cub::DeviceRunLengthEncode::Encode(t, b, d_sorted.get(), p.d_uniq.get(),
+													  d_cnt.get(), d_nruns.get(),
+													  (int) total, s);
+		});
+		ndist = (uint32_t) read_back(d_nruns.get(), s);
 	}
+	if (ndist == 0 || ndist > maxdist)
+		throw Error(SJ_ERR_INTERNAL, "jaccard_join: %u distinct tokens on the device",
+					ndist);
+	p.ndist = ndist;
 
-	/* 3. renumber and sort every set */
-	DeviceBuffer<uint32_t> d_rtok(budget, total, "prepare: renumbered tokens");
+	DeviceBuffer<uint64_t> d_keys(budget, ndist, "prepare: token ranks");
+	DeviceBuffer<uint64_t> d_keys_sorted(budget, ndist, "prepare: token ranks");
 
-	renumber_kernel<<<grid_for(total), kBlock, 0, s>>>(d_tok.get(), total, d_map.get(),
-													   d_uniq.get(), d_rank.get(), ndist);
-	SJGPU_CHECK_LAUNCH("renumber_kernel");
-	cub_run(budget, s, "prepare: set sort", [&](void *t, size_t &b) {
-		return cub::DeviceSegmentedSort::SortKeys(t, b, (const uint32_t *) d_tok.get(),
-												  d_rtok.get(), (int64_t) total,
-												  (int64_t) nall, d_goff.get(),
-												  d_goff.get() + 1, s);
+	rank_keys_kernel<<<grid_for(ndist), kBlock, 0, s>>>(d_cnt.get(), ndist, d_keys.get());
+	SJGPU_CHECK_LAUNCH("rank_keys_kernel");
+	cub_run(budget, s, "prepare: rank sort", [&](void *t, size_t &b) {
+		return cub::DeviceRadixSort::SortKeys(t, b, (const uint64_t *) d_keys.get(),
+											  d_keys_sorted.get(), (int) ndist, 0, 64, s);
 	});
-	d_tok.reset();
-	d_map.reset();
-	d_rank.reset();
-	d_uniq.reset();
+	p.d_rank = DeviceBuffer<uint32_t>(budget, ndist, "prepare: token map");
+	if (sh.direct)
+		p.d_map = DeviceBuffer<uint32_t>(budget, sh.universe, "prepare: token map");
+	rank_scatter_kernel<<<grid_for(ndist), kBlock, 0, s>>>(d_keys_sorted.get(),
+														   p.d_uniq.get(), ndist,
+														   p.d_rank.get(), p.d_map.get());
+	SJGPU_CHECK_LAUNCH("rank_scatter_kernel");
+	SJGPU_CHECK(cudaStreamSynchronize(s));
+}
 
-	/* 4. keys and the stable sort of (key, input position) */
-	DeviceBuffer<uint64_t> d_skeys(budget, nall, "prepare: sorted keys");
-	DeviceBuffer<uint32_t> d_svals(budget, nall, "prepare: sorted sets");
+/* Step 3: renumber every token and sort every set; frees step 2's arrays. */
+static void
+prep_renumber(PrepDevice &p)
+{
+	cudaStream_t s = p.s;
+	uint64_t	total = p.total;
+
+	p.d_rtok = DeviceBuffer<uint32_t>(p.budget, total, "prepare: renumbered tokens");
+	renumber_kernel<<<grid_for(total), kBlock, 0, s>>>(p.d_tok.get(), total, p.d_map.get(),
+													   p.d_uniq.get(), p.d_rank.get(),
+													   p.ndist);
+	SJGPU_CHECK_LAUNCH("renumber_kernel");
+	cub_run(p.budget, s, "prepare: set sort", [&](void *t, size_t &b) {
+		return cub::DeviceSegmentedSort::SortKeys(t, b, (const uint32_t *) p.d_tok.get(),
+												  p.d_rtok.get(), (int64_t) total,
+												  (int64_t) p.nall, p.d_goff.get(),
+												  p.d_goff.get() + 1, s);
+	});
+	p.d_tok.reset();
+	p.d_map.reset();
+	p.d_rank.reset();
+	p.d_uniq.reset();
+}
+
+/* Step 4: keys and the stable sort of (key, input position). */
+static void
+prep_sort_keys(PrepDevice &p)
+{
+	cudaStream_t s = p.s;
+	uint32_t	nall = p.nall;
+
+	p.d_skeys = DeviceBuffer<uint64_t>(p.budget, nall, "prepare: sorted keys");
+	p.d_svals = DeviceBuffer<uint32_t>(p.budget, nall, "prepare: sorted sets");
 	{
-		DeviceBuffer<uint64_t> d_keys(budget, nall, "prepare: keys");
-		DeviceBuffer<uint32_t> d_vals(budget, nall, "prepare: sets");
+		DeviceBuffer<uint64_t> d_keys(p.budget, nall, "prepare: keys");
+		DeviceBuffer<uint32_t> d_vals(p.budget, nall, "prepare: sets");
 
-		set_keys_kernel<<<grid_for(nall), kBlock, 0, s>>>(d_goff.get(), d_rtok.get(), nall,
+		set_keys_kernel<<<grid_for(nall), kBlock, 0, s>>>(p.d_goff.get(), p.d_rtok.get(), nall,
 														  d_keys.get(), d_vals.get());
 		SJGPU_CHECK_LAUNCH("set_keys_kernel");
-		cub_run(budget, s, "prepare: set key sort", [&](void *t, size_t &b) {
+		cub_run(p.budget, s, "prepare: set key sort", [&](void *t, size_t &b) {
 			return cub::DeviceRadixSort::SortPairs(t, b, (const uint64_t *) d_keys.get(),
-												   d_skeys.get(),
+												   p.d_skeys.get(),
 												   (const uint32_t *) d_vals.get(),
-												   d_svals.get(), (int) nall, 0, 64, s);
+												   p.d_svals.get(), (int) nall, 0, 64, s);
 		});
 	}
+}
 
-	/* 5. distinct sets */
-	DeviceBuffer<uint32_t> d_member(budget, nall, "prepare: member keys");
-	DeviceBuffer<uint32_t> d_gid(budget, nall, "prepare: distinct ids");
-	DeviceBuffer<uint32_t> d_rep;
-	DeviceBuffer<uint32_t> d_len;
-	DeviceBuffer<uint64_t> d_off;
+/*
+ * Step 5: group starts, distinct numbering, representatives, lengths and
+ * offsets of the distinct sets; frees step 4's arrays.
+ */
+static void
+prep_distinct(PrepDevice &p)
+{
+	cudaStream_t s = p.s;
+	Budget	   *budget = p.budget;
+	uint32_t	nall = p.nall;
+	uint32_t	nd;
+
+	p.d_member = DeviceBuffer<uint32_t>(budget, nall, "prepare: member keys");
+	p.d_gid = DeviceBuffer<uint32_t>(budget, nall, "prepare: distinct ids");
 	{
 		DeviceBuffer<uint32_t> d_isnew(budget, nall, "prepare: group starts");
 
-		group_flags_kernel<<<grid_for(nall), kBlock, 0, s>>>(d_skeys.get(), d_svals.get(),
-															 d_goff.get(), d_rtok.get(), nall,
-															 d_isnew.get(), d_member.get());
+		group_flags_kernel<<<grid_for(nall), kBlock, 0, s>>>(p.d_skeys.get(), p.d_svals.get(),
+															 p.d_goff.get(), p.d_rtok.get(), nall,
+															 d_isnew.get(), p.d_member.get());
 		SJGPU_CHECK_LAUNCH("group_flags_kernel");
 		cub_run(budget, s, "prepare: distinct numbering", [&](void *t, size_t &b) {
 			return cub::DeviceScan::InclusiveSum(t, b, (const uint32_t *) d_isnew.get(),
-												 d_gid.get(), (int) nall, s);
+												 p.d_gid.get(), (int) nall, s);
 		});
-		nd = read_back(d_gid.get() + (nall - 1), s);
+		nd = read_back(p.d_gid.get() + (nall - 1), s);
 		if (nd == 0)
 			throw Error(SJ_ERR_INTERNAL, "jaccard_join: no distinct sets on the device");
+		p.nd = nd;
 
 		DeviceBuffer<uint64_t> d_len64(budget, (size_t) nd + 1, "prepare: lengths");
 
-		d_rep = DeviceBuffer<uint32_t>(budget, nd, "prepare: representatives");
-		d_len = DeviceBuffer<uint32_t>(budget, nd, "prepare: lengths");
-		d_off = DeviceBuffer<uint64_t>(budget, (size_t) nd + 1, "prepare: offsets");
+		p.d_rep = DeviceBuffer<uint32_t>(budget, nd, "prepare: representatives");
+		p.d_len = DeviceBuffer<uint32_t>(budget, nd, "prepare: lengths");
+		p.d_off = DeviceBuffer<uint64_t>(budget, (size_t) nd + 1, "prepare: offsets");
 		SJGPU_CHECK(cudaMemsetAsync(d_len64.get(), 0, ((size_t) nd + 1) * sizeof(uint64_t), s));
-		distinct_kernel<<<grid_for(nall), kBlock, 0, s>>>(d_skeys.get(), d_svals.get(),
-														  d_isnew.get(), d_gid.get(), nall,
-														  d_rep.get(), d_len.get(),
+		distinct_kernel<<<grid_for(nall), kBlock, 0, s>>>(p.d_skeys.get(), p.d_svals.get(),
+														  d_isnew.get(), p.d_gid.get(), nall,
+														  p.d_rep.get(), p.d_len.get(),
 														  d_len64.get());
 		SJGPU_CHECK_LAUNCH("distinct_kernel");
 		cub_run(budget, s, "prepare: offsets", [&](void *t, size_t &b) {
 			return cub::DeviceScan::ExclusiveSum(t, b, (const uint64_t *) d_len64.get(),
-												 d_off.get(), (int) nd + 1, s);
+												 p.d_off.get(), (int) nd + 1, s);
 		});
 	}
-	d_skeys.reset();
-	d_svals.reset();
-	dtok = read_back(d_off.get() + nd, s);
-	if (dtok == 0 || dtok > total)
+	p.d_skeys.reset();
+	p.d_svals.reset();
+}
+
+/* The distinct sets' tokens, copied from their representatives. */
+static void
+prep_copy_tokens(PrepDevice &p)
+{
+	cudaStream_t s = p.s;
+	uint32_t	nd = p.nd;
+	uint64_t	dtok = read_back(p.d_off.get() + nd, s);
+
+	if (dtok == 0 || dtok > p.total)
 		throw Error(SJ_ERR_INTERNAL, "jaccard_join: %llu distinct tokens on the device",
 					(unsigned long long) dtok);
-
-	DeviceBuffer<uint32_t> d_dtok(budget, dtok, "prepare: distinct tokens");
-
-	copy_tokens_kernel<<<grid_for(nd, kWarp), kBlock, 0, s>>>(d_rep.get(), d_goff.get(),
-															  d_rtok.get(), d_off.get(), nd,
-															  d_dtok.get());
+	p.dtok = dtok;
+	p.d_dtok = DeviceBuffer<uint32_t>(p.budget, dtok, "prepare: distinct tokens");
+	copy_tokens_kernel<<<grid_for(nd, kWarp), kBlock, 0, s>>>(p.d_rep.get(), p.d_goff.get(),
+															  p.d_rtok.get(), p.d_off.get(), nd,
+															  p.d_dtok.get());
 	SJGPU_CHECK_LAUNCH("copy_tokens_kernel");
+}
 
-	/* members: counts, offsets and lists per side */
-	DeviceBuffer<uint32_t> d_w[2];
-	DeviceBuffer<uint64_t> d_moff[2];
-	DeviceBuffer<uint32_t> d_mem[2];
-	uint64_t	mcount[2] = {0, 0};
+/* Members: counts, offsets and lists per side. */
+static void
+prep_members(PrepDevice &p)
+{
+	cudaStream_t s = p.s;
+	Budget	   *budget = p.budget;
+	uint32_t	nall = p.nall,
+				nd = p.nd,
+				n0 = p.sh.n0;
+	int			nsides = p.nsides;
 
 	for (int side = 0; side < nsides; side++)
 	{
-		d_w[side] = DeviceBuffer<uint32_t>(budget, (size_t) nd + 1, "prepare: weights");
-		SJGPU_CHECK(cudaMemsetAsync(d_w[side].get(), 0, ((size_t) nd + 1) * sizeof(uint32_t), s));
+		p.d_w[side] = DeviceBuffer<uint32_t>(budget, (size_t) nd + 1, "prepare: weights");
+		SJGPU_CHECK(cudaMemsetAsync(p.d_w[side].get(), 0, ((size_t) nd + 1) * sizeof(uint32_t), s));
 	}
-	weight_kernel<<<grid_for(nall), kBlock, 0, s>>>(d_member.get(), d_gid.get(), nall, sh.n0,
-													d_w[0].get(), d_w[nsides - 1].get());
+	weight_kernel<<<grid_for(nall), kBlock, 0, s>>>(p.d_member.get(), p.d_gid.get(), nall, n0,
+													p.d_w[0].get(), p.d_w[nsides - 1].get());
 	SJGPU_CHECK_LAUNCH("weight_kernel");
 	for (int side = 0; side < nsides; side++)
 	{
 		DeviceBuffer<uint64_t> d_w64(budget, (size_t) nd + 1, "prepare: weights");
 		DeviceBuffer<int64_t> d_nsel(budget, 1, "prepare: member count");
-		SideOf		pick = {sh.n0, side};
+		SideOf		pick = {n0, side};
+		uint64_t   &mcount = p.mcount[side];
 
-		d_moff[side] = DeviceBuffer<uint64_t>(budget, (size_t) nd + 1, "prepare: member offsets");
-		widen_kernel<<<grid_for((uint64_t) nd + 1), kBlock, 0, s>>>(d_w[side].get(), nd,
+		p.d_moff[side] = DeviceBuffer<uint64_t>(budget, (size_t) nd + 1, "prepare: member offsets");
+		widen_kernel<<<grid_for((uint64_t) nd + 1), kBlock, 0, s>>>(p.d_w[side].get(), nd,
 																   d_w64.get());
 		SJGPU_CHECK_LAUNCH("widen_kernel");
 		cub_run(budget, s, "prepare: member offsets", [&](void *t, size_t &b) {
 			return cub::DeviceScan::ExclusiveSum(t, b, (const uint64_t *) d_w64.get(),
-												 d_moff[side].get(), (int) nd + 1, s);
+												 p.d_moff[side].get(), (int) nd + 1, s);
 		});
-		mcount[side] = read_back(d_moff[side].get() + nd, s);
-		d_mem[side] = DeviceBuffer<uint32_t>(budget, std::max<uint64_t>(mcount[side], 1),
-											 "prepare: members");
+		mcount = read_back(p.d_moff[side].get() + nd, s);
+		p.d_mem[side] = DeviceBuffer<uint32_t>(budget, std::max<uint64_t>(mcount, 1),
+											   "prepare: members");
 		cub_run(budget, s, "prepare: members", [&](void *t, size_t &b) {
-			return cub::DeviceSelect::If(t, b, (const uint32_t *) d_member.get(),
-										 d_mem[side].get(), d_nsel.get(), (int64_t) nall,
+			return cub::DeviceSelect::If(t, b, (const uint32_t *) p.d_member.get(),
+										 p.d_mem[side].get(), d_nsel.get(), (int64_t) nall,
 										 pick, s);
 		});
-		if ((uint64_t) read_back(d_nsel.get(), s) != mcount[side])
+		if ((uint64_t) read_back(d_nsel.get(), s) != mcount)
 			throw Error(SJ_ERR_INTERNAL, "jaccard_join: member lists disagree on the device");
-		if (side == 1 && mcount[1] > 0)
+		if (side == 1 && mcount > 0)
 		{
-			subtract_kernel<<<grid_for(mcount[1]), kBlock, 0, s>>>(d_mem[1].get(), mcount[1],
-																   sh.n0);
+			subtract_kernel<<<grid_for(mcount), kBlock, 0, s>>>(p.d_mem[1].get(), mcount, n0);
 			SJGPU_CHECK_LAUNCH("subtract_kernel");
 		}
 	}
+}
 
-	/* back to the host */
+/* Copy the result back into malloc'd arrays. */
+static void
+prep_download(PrepDevice &p, SjJaccardPrepared *out)
+{
+	cudaStream_t s = p.s;
+	uint32_t	nd = p.nd;
+
 	out->nsets = nd;
-	out->universe = ndist;
+	out->universe = p.ndist;
 	out->off = host_array<uint64_t>((size_t) nd + 1);
-	out->tok = host_array<uint32_t>(dtok);
+	out->tok = host_array<uint32_t>(p.dtok);
 	out->len = host_array<uint32_t>(nd);
 	out->len[nd] = 0;
-	download(out->off, d_off.get(), (size_t) nd + 1, s);
-	download(out->tok, d_dtok.get(), dtok, s);
-	download(out->len, d_len.get(), nd, s);
-	for (int side = 0; side < nsides; side++)
+	download(out->off, p.d_off.get(), (size_t) nd + 1, s);
+	download(out->tok, p.d_dtok.get(), p.dtok, s);
+	download(out->len, p.d_len.get(), nd, s);
+	for (int side = 0; side < p.nsides; side++)
 	{
 		out->moff[side] = host_array<uint64_t>((size_t) nd + 1);
-		out->mem[side] = host_array<uint32_t>(mcount[side]);
+		out->mem[side] = host_array<uint32_t>(p.mcount[side]);
 		out->weight[side] = host_array<uint32_t>(nd);
-		download(out->moff[side], d_moff[side].get(), (size_t) nd + 1, s);
-		download(out->mem[side], d_mem[side].get(), mcount[side], s);
-		download(out->weight[side], d_w[side].get(), (size_t) nd + 1, s);
+		download(out->moff[side], p.d_moff[side].get(), (size_t) nd + 1, s);
+		download(out->mem[side], p.d_mem[side].get(), p.mcount[side], s);
+		download(out->weight[side], p.d_w[side].get(), (size_t) nd + 1, s);
 	}
 	SJGPU_CHECK(cudaStreamSynchronize(s));
 	out->maxsize = out->len[nd - 1];
+}
+
+/*
+ * The preparation proper, the steps of the file header in order: fills out
+ * (throws sjgpu::Error or bad_alloc).  The caller has checked the sizes
+ * (fewer than 2^31 sets and tokens, at least one token).
+ */
+static void
+device_prepare(const SjSets *left, const SjSets *right, const PrepShape &sh,
+			   Budget *budget, SjJaccardPrepared *out)
+{
+	PrepDevice	p(budget, sh, right ? 2 : 1);
+
+	prep_upload(p, left, right);
+	prep_rank_tokens(p);
+	prep_renumber(p);
+	prep_sort_keys(p);
+	prep_distinct(p);
+	prep_copy_tokens(p);
+	prep_members(p);
+	prep_download(p, out);
 }
 
 /*

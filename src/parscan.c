@@ -38,6 +38,12 @@
  * with row-level security in force is read serially through the executor
  * (marshal.c), or, for the custom scan, with its policies already among the
  * Seq Scan's filter.
+ *
+ * Size: this file stays whole (about 1,100 lines) on purpose: it is the
+ * parallel protocol, the leader's side (SjParallelScan, SjWaitForParts,
+ * SjPartsRelease) and the workers' (SjParallelScanMain, SjParticipate)
+ * over one shared layout (SjParShared and the table-of-contents keys), and
+ * the two halves must be read and changed together.
  */
 #include "postgres.h"
 

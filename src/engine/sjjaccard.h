@@ -1,7 +1,7 @@
 /*
  * sjjaccard.h
  *		The prepared form of a jaccard_join, shared by the CPU engine
- *		(src/engine/jaccard_cpu.c), the GPU preparation (cuda/jaccard_prep.cu)
+ *		(src/engine/jaccard_*.c), the GPU preparation (cuda/jaccard_prep.cu)
  *		and the engine tests.  Not part of the adapter's boundary.
  *
  * A preparation turns the two inputs into distinct sets (identical sets
@@ -113,6 +113,43 @@ extern void sj_jaccard_prepared_bounds(const SjJaccardJoin *j,
 									   const uint32_t **minov,
 									   const uint32_t **minsize,
 									   const uint32_t **size_start);
+
+/*
+ * A record source: how the GPU engine feeds distinct pairs to the handle.
+ * Each call returns the next records (distinct pairs u > v with their
+ * similarity; arrays owned by the source until its next call) or, for
+ * count_only, a count of member pairs, and sets *exhausted once nothing
+ * more will come.
+ */
+typedef SjStatus (*SjJaccardSource) (void *ctx, const uint32_t **u,
+									 const uint32_t **v, const double **sim,
+									 size_t *n, uint64_t *count,
+									 int *exhausted, char *errmsg);
+
+/*
+ * The distinct sets in probe order (size ascending), tokens renumbered and
+ * sorted, and member counts per side (weight_right NULL for a self-join).
+ */
+extern void sj_jaccard_prepared_sets(const SjJaccardJoin *j, uint32_t *nsets,
+									 uint32_t *universe,
+									 const uint64_t **offsets,
+									 const uint32_t **tokens,
+									 const uint32_t **weight_left,
+									 const uint32_t **weight_right);
+
+/* Replace CPU probing by a record source (and name the strategy). */
+extern void sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source,
+								  void *ctx, const char *strategy);
+
+/*
+ * Co-processing: build the CPU engine's index over a prepared join, then
+ * take its unverified candidate pairs (x << 32 | y, x > y) a buffer at a
+ * time, each pair exactly once over the join.
+ */
+extern SjStatus sj_jaccard_filter_begin(SjJaccardJoin *j, char *errmsg);
+extern SjStatus sj_jaccard_filter_next(SjJaccardJoin *j, uint64_t *buf,
+									   size_t cap, size_t *n, int *exhausted,
+									   char *errmsg);
 
 /*
  * The GPU engine's preparation (cuda/jaccard_prep.cu; GPU builds only):

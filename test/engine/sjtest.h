@@ -12,7 +12,11 @@
 #ifndef SJTEST_H
 #define SJTEST_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "sjengine.h"
 
 typedef void (*SjTestFn) (int *failed);
 
@@ -26,6 +30,35 @@ extern unsigned long long sj_test_seed(void);
  * own (a new process has no CUDA state yet) and exits with its result.
  */
 extern int	sj_test_child(const char *mode);
+
+/* A result pair of two rows and its value, and a growable list of them. */
+typedef struct SjTestPair
+{
+	uint32_t	l;
+	uint32_t	r;
+	double		d;
+} SjTestPair;
+
+typedef struct SjTestPairs
+{
+	SjTestPair *p;
+	size_t		n;
+	size_t		alloc;
+} SjTestPairs;
+
+/* sjtest_util.c: splitmix64, uniform doubles, pair lists. */
+extern uint64_t sj_test_splitmix(uint64_t *state);
+extern double sj_test_unit(uint64_t *state);
+extern void sj_test_pairs_add(SjTestPairs *ps, uint32_t l, uint32_t r, double d);
+extern int	sj_test_pair_cmp(const void *a, const void *b);
+
+/* A distance of left row i and right row j, for a brute-force oracle. */
+typedef double (*SjTestDistFn) (const SjVectors *L, uint32_t i,
+								const SjVectors *R, uint32_t j);
+
+/* Every pair within eps, by brute force; R NULL: self-join (i < j). */
+extern void sj_test_brute_join(const SjVectors *L, const SjVectors *R,
+							   double eps, SjTestDistFn dist, SjTestPairs *out);
 
 #define SJ_TEST(name) \
 	static void name(int *sj_failed_); \

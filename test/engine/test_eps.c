@@ -18,20 +18,8 @@
 #include "sjtest.h"
 
 /* One pair of the expected or actual result. */
-typedef struct EpsPair
-{
-	uint32_t	l;
-	uint32_t	r;
-	double		d;
-} EpsPair;
-
-/* A growable list of pairs. */
-typedef struct EpsPairs
-{
-	EpsPair    *p;
-	size_t		n;
-	size_t		alloc;
-} EpsPairs;
+typedef SjTestPair EpsPair;
+typedef SjTestPairs EpsPairs;
 
 /* Data shapes. */
 typedef enum EpsShape
@@ -64,24 +52,6 @@ typedef struct EpsCase
 static uint64_t rng_state;
 static double right_shift;		/* added to every right coordinate */
 
-/* splitmix64. */
-static uint64_t
-rng_next(void)
-{
-	uint64_t	z = (rng_state += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
-}
-
-/* Uniform double in [0, 1). */
-static double
-rng_unit(void)
-{
-	return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
-}
-
 static double pool[5][2048];	/* shared by both sides of a case */
 static double centre[8][2048];
 static int	npool;
@@ -93,13 +63,13 @@ make_shape(const EpsCase *c)
 	int			k,
 				m;
 
-	npool = 1 + (int) (rng_next() % 5);
+	npool = 1 + (int) (sj_test_splitmix(&rng_state) % 5);
 	for (k = 0; k < c->dim && k < 2048; k++)
 	{
 		for (m = 0; m < 5; m++)
-			pool[m][k] = c->lo + rng_unit() * (c->hi - c->lo);
+			pool[m][k] = c->lo + sj_test_unit(&rng_state) * (c->hi - c->lo);
 		for (m = 0; m < 8; m++)
-			centre[m][k] = c->lo + rng_unit() * (c->hi - c->lo);
+			centre[m][k] = c->lo + sj_test_unit(&rng_state) * (c->hi - c->lo);
 	}
 }
 
@@ -113,8 +83,8 @@ make_vectors(const EpsCase *c, uint32_t n)
 
 	for (i = 0; i < n; i++)
 	{
-		int			m = (int) (rng_next() % 8);
-		int			pm = (int) (rng_next() % npool);
+		int			m = (int) (sj_test_splitmix(&rng_state) % 8);
+		int			pm = (int) (sj_test_splitmix(&rng_state) % npool);
 
 		for (k = 0; k < c->dim; k++)
 		{
@@ -123,10 +93,10 @@ make_vectors(const EpsCase *c, uint32_t n)
 			switch (c->shape)
 			{
 				case SHAPE_UNIFORM:
-					v = c->lo + rng_unit() * (c->hi - c->lo);
+					v = c->lo + sj_test_unit(&rng_state) * (c->hi - c->lo);
 					break;
 				case SHAPE_CLUSTERS:
-					v = centre[m][k] + (rng_unit() - 0.5) * c->eps * 3.0;
+					v = centre[m][k] + (sj_test_unit(&rng_state) - 0.5) * c->eps * 3.0;
 					break;
 				case SHAPE_DUPLICATES:
 					v = pool[pm][k];
@@ -135,55 +105,20 @@ make_vectors(const EpsCase *c, uint32_t n)
 					v = pool[0][k];
 					break;
 				case SHAPE_INTGRID:
-					v = (double) (rng_next() % ((uint64_t) c->hi + 1));
+					v = (double) (sj_test_splitmix(&rng_state) % ((uint64_t) c->hi + 1));
 					break;
 				case SHAPE_LARGE_STEP:
-					v = c->lo + (double) (rng_next() % 6) * c->hi;
+					v = c->lo + (double) (sj_test_splitmix(&rng_state) % 6) * c->hi;
 					break;
 				case SHAPE_UNDERFLOW:
 				default:
-					v = (double) (rng_next() % 4) * 1e-170;
+					v = (double) (sj_test_splitmix(&rng_state) % 4) * 1e-170;
 					break;
 			}
 			x[(size_t) k * n + i] = v;
 		}
 	}
 	return x;
-}
-
-/* Append a pair. */
-static int
-pairs_add(EpsPairs *ps, uint32_t l, uint32_t r, double d)
-{
-	if (ps->n == ps->alloc)
-	{
-		size_t		want = ps->alloc ? ps->alloc * 2 : 1024;
-		EpsPair    *p = realloc(ps->p, want * sizeof(EpsPair));
-
-		if (p == NULL)
-			return 0;
-		ps->p = p;
-		ps->alloc = want;
-	}
-	ps->p[ps->n].l = l;
-	ps->p[ps->n].r = r;
-	ps->p[ps->n].d = d;
-	ps->n++;
-	return 1;
-}
-
-/* Order pairs by (left, right). */
-static int
-cmp_pair(const void *a, const void *b)
-{
-	const EpsPair *x = a,
-			   *y = b;
-
-	if (x->l != y->l)
-		return x->l < y->l ? -1 : 1;
-	if (x->r != y->r)
-		return x->r < y->r ? -1 : 1;
-	return 0;
 }
 
 /* The contract's distance of left row i and right row j. */
@@ -218,7 +153,7 @@ oracle(const double *L, uint32_t nl, const double *R, uint32_t nr, int self,
 				oracle_dist(L, nl, i, R, nr, j, dim);
 
 			if (d <= eps)
-				pairs_add(out, i, j, d);
+				sj_test_pairs_add(out, i, j, d);
 		}
 }
 
@@ -285,7 +220,7 @@ run_engine_on(const EpsCase *c, const double *L, const double *R,
 			continue;
 		}
 		for (i = 0; i < b.count; i++)
-			pairs_add(out, b.left[i], b.right[i], b.value[i]);
+			sj_test_pairs_add(out, b.left[i], b.right[i], b.value[i]);
 	}
 	sj_eps_cpu_timings(join, &tm);
 	if (strategy)
@@ -414,8 +349,8 @@ check_case(const EpsCase *c, uint64_t seed)
 			err = "pair count differs";
 		else if (got.n > 0)
 		{
-			qsort(got.p, got.n, sizeof(EpsPair), cmp_pair);
-			qsort(want.p, want.n, sizeof(EpsPair), cmp_pair);
+			qsort(got.p, got.n, sizeof(EpsPair), sj_test_pair_cmp);
+			qsort(want.p, want.n, sizeof(EpsPair), sj_test_pair_cmp);
 			for (i = 0; i < got.n && err == NULL; i++)
 			{
 				if (got.p[i].l != want.p[i].l || got.p[i].r != want.p[i].r)

@@ -24,19 +24,8 @@
 #include "sjgpu.h"
 #include "sjtest.h"
 
-typedef struct CPair
-{
-	uint32_t	l;
-	uint32_t	r;
-	double		d;
-} CPair;
-
-typedef struct CPairs
-{
-	CPair	   *p;
-	size_t		n;
-	size_t		alloc;
-} CPairs;
+typedef SjTestPair CPair;
+typedef SjTestPairs CPairs;
 
 typedef enum CShape
 {
@@ -50,55 +39,6 @@ typedef enum CShape
 } CShape;
 
 static uint64_t c_rng;
-
-/* splitmix64 */
-static uint64_t
-c_next(void)
-{
-	uint64_t	z = (c_rng += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
-}
-
-/* Uniform double in [0, 1). */
-static double
-c_unit(void)
-{
-	return (c_next() >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* Append a pair (aborts when out of memory: a test harness). */
-static void
-cpairs_add(CPairs *ps, uint32_t l, uint32_t r, double d)
-{
-	if (ps->n == ps->alloc)
-	{
-		ps->alloc = ps->alloc ? ps->alloc * 2 : 1024;
-		ps->p = realloc(ps->p, ps->alloc * sizeof(CPair));
-		if (!ps->p)
-			abort();
-	}
-	ps->p[ps->n].l = l;
-	ps->p[ps->n].r = r;
-	ps->p[ps->n].d = d;
-	ps->n++;
-}
-
-/* Order pairs by (left, right). */
-static int
-cpair_cmp(const void *a, const void *b)
-{
-	const CPair *x = a,
-			   *y = b;
-
-	if (x->l != y->l)
-		return x->l < y->l ? -1 : 1;
-	if (x->r != y->r)
-		return x->r < y->r ? -1 : 1;
-	return 0;
-}
 
 /* The canonical cosine distance of left row i and right row j. */
 static double
@@ -121,23 +61,6 @@ cos_dist(const SjVectors *L, uint32_t i, const SjVectors *R, uint32_t j)
 	return sj_cosine_finish(dot, na, nb);
 }
 
-/* Brute-force join; R NULL: self-join. */
-static void
-cos_oracle(const SjVectors *L, const SjVectors *R, double eps, CPairs *out)
-{
-	uint32_t	i,
-				j;
-
-	for (i = 0; i < L->n; i++)
-		for (j = R ? 0 : i + 1; j < (R ? R->n : L->n); j++)
-		{
-			double		d = cos_dist(L, i, R ? R : L, j);
-
-			if (d <= eps)
-				cpairs_add(out, i, j, d);
-		}
-}
-
 /*
  * n rows of a shape (SoA); every zero_every-th row a zero vector (0: none),
  * rows scaled by 10^[-3, 3) where mixed.  Bundles share `centres'.
@@ -154,8 +77,8 @@ cos_gen(CShape shape, uint32_t n, int dim, const double *centres, int ncentres,
 		abort();
 	for (i = 0; i < n; i++)
 	{
-		int			m = (int) (c_next() % (uint64_t) ncentres);
-		double		scale = mixed ? pow(10.0, 6.0 * c_unit() - 3.0) : 1.0;
+		int			m = (int) (sj_test_splitmix(&c_rng) % (uint64_t) ncentres);
+		double		scale = mixed ? pow(10.0, 6.0 * sj_test_unit(&c_rng) - 3.0) : 1.0;
 		int			zero = zero_every > 0 && i % zero_every == (uint32_t) zero_every / 2;
 
 		for (k = 0; k < dim; k++)
@@ -165,22 +88,22 @@ cos_gen(CShape shape, uint32_t n, int dim, const double *centres, int ncentres,
 			switch (shape)
 			{
 				case C_CLUSTERS:
-					x = centres[m * dim + k] + spread * (c_unit() - 0.5);
+					x = centres[m * dim + k] + spread * (sj_test_unit(&c_rng) - 0.5);
 					break;
 				case C_INTGRID:
-					x = (double) ((int) (c_next() % 5) - 2);
+					x = (double) ((int) (sj_test_splitmix(&c_rng) % 5) - 2);
 					break;
 				case C_OFFSET:
-					x = 1e6 + 1e-3 * c_unit();
+					x = 1e6 + 1e-3 * sj_test_unit(&c_rng);
 					break;
 				case C_UNDERFLOW:
-					x = (double) ((int) (c_next() % 5) - 2) * 1e-155;
+					x = (double) ((int) (sj_test_splitmix(&c_rng) % 5) - 2) * 1e-155;
 					break;
 				case C_HUGE:
-					x = (c_unit() - 0.5) * 1e150;
+					x = (sj_test_unit(&c_rng) - 0.5) * 1e150;
 					break;
 				default:
-					x = 2.0 * c_unit() - 1.0;
+					x = 2.0 * sj_test_unit(&c_rng) - 1.0;
 					break;
 			}
 			c[(size_t) k * n + i] = zero ? 0.0 : x * scale;
@@ -201,8 +124,8 @@ cos_pick_eps(const SjVectors *L, const SjVectors *R, double q)
 
 	for (i = 0; i < 256; i++)
 	{
-		double		x = cos_dist(L, (uint32_t) (c_next() % L->n), B,
-								 (uint32_t) (c_next() % B->n));
+		double		x = cos_dist(L, (uint32_t) (sj_test_splitmix(&c_rng) % L->n), B,
+								 (uint32_t) (sj_test_splitmix(&c_rng) % B->n));
 
 		if (!isnan(x))
 			d[m++] = x;
@@ -265,7 +188,7 @@ cos_run(int gpu, const SjVectors *L, const SjVectors *R, double eps,
 			break;
 		}
 		for (i = 0; i < b.count; i++)
-			cpairs_add(out, b.left[i], b.right[i], b.value[i]);
+			sj_test_pairs_add(out, b.left[i], b.right[i], b.value[i]);
 	}
 	if (gpu)
 		sjgpu_eps_end(gj);
@@ -281,11 +204,11 @@ cos_compare(CPairs *exp, CPairs *got)
 	static char msg[512];
 	size_t		i;
 
-	qsort(exp->p, exp->n, sizeof(CPair), cpair_cmp);
-	qsort(got->p, got->n, sizeof(CPair), cpair_cmp);
+	qsort(exp->p, exp->n, sizeof(CPair), sj_test_pair_cmp);
+	qsort(got->p, got->n, sizeof(CPair), sj_test_pair_cmp);
 	for (i = 0; i < exp->n && i < got->n; i++)
 	{
-		if (cpair_cmp(&exp->p[i], &got->p[i]) != 0)
+		if (sj_test_pair_cmp(&exp->p[i], &got->p[i]) != 0)
 		{
 			snprintf(msg, sizeof(msg), "%zu pairs expected, %zu got; first difference "
 					 "at %zu: (%u,%u) expected, (%u,%u) got (distances %.17g, %.17g)",
@@ -342,7 +265,7 @@ cos_check(const CosCase *c, int gpu, uint64_t salt)
 	c_rng = sj_test_seed() * 0x100000001B3ULL + salt;
 	centres = malloc(sizeof(double) * 8 * c->dim);
 	for (i = 0; i < 8 * c->dim; i++)
-		centres[i] = c_unit() - 0.5;
+		centres[i] = sj_test_unit(&c_rng) - 0.5;
 	lc = cos_gen(c->shape, c->nl, c->dim, centres, 8, c->spread, c->zero_every, c->mixed);
 	rc = cos_gen(c->shape, c->nr, c->dim, centres, 8, c->spread, c->zero_every, c->mixed);
 	L.n = c->nl;
@@ -366,7 +289,7 @@ cos_check(const CosCase *c, int gpu, uint64_t salt)
 		o.cpu_threads = v < 2 ? 1 : 3;
 		o.max_batch_pairs = v == 1 ? 7 : v == 2 ? 1000 : 0;
 		o.count_only = v == 3;
-		cos_oracle(&L, self ? NULL : &R, eps, &exp);
+		sj_test_brute_join(&L, self ? NULL : &R, eps, cos_dist, &exp);
 		err = cos_run(gpu, &L, self ? NULL : &R, eps, &o, &got, &count);
 		if (err == NULL && o.count_only && count != exp.n)
 		{
@@ -481,7 +404,7 @@ SJ_TEST(eps_cosine_cpu_no_shared_index)
 	o.cpu_threads = 1;
 	o.metric = SJ_METRIC_COSINE;
 	o.shared_index = index;
-	cos_oracle(&lv, &rv, 0.5, &exp);
+	sj_test_brute_join(&lv, &rv, 0.5, cos_dist, &exp);
 	err = cos_run(0, &lv, &rv, 0.5, &o, &got, &count);
 	if (err == NULL)
 		err = cos_compare(&exp, &got);
@@ -558,7 +481,7 @@ SJ_TEST(eps_cosine_gpu_vs_cpu)
 		c_rng = sj_test_seed() * 0x100000001B3ULL + 5000 + t;
 		centres = malloc(sizeof(double) * 16 * dim);
 		for (i = 0; i < 16 * dim; i++)
-			centres[i] = c_unit() - 0.5;
+			centres[i] = sj_test_unit(&c_rng) - 0.5;
 		lc = cos_gen(C_CLUSTERS, n, dim, centres, 16, 0.3, 29, t >= 5);
 		rc = cos_gen(C_CLUSTERS, n / 2 + 1, dim, centres, 16, 0.3, 29, t >= 5);
 		L.n = n;

@@ -34,19 +34,8 @@
 extern void sjgpu_eps_set_test_strategy(int strategy);
 extern void sjgpu_eps_set_test_segment_work(double units);
 
-typedef struct GPair
-{
-	uint32_t	l;
-	uint32_t	r;
-	double		d;
-} GPair;
-
-typedef struct GPairs
-{
-	GPair	   *p;
-	size_t		n;
-	size_t		alloc;
-} GPairs;
+typedef SjTestPair GPair;
+typedef SjTestPairs GPairs;
 
 typedef enum GShape
 {
@@ -62,56 +51,11 @@ typedef enum GShape
 
 static uint64_t g_rng;
 
-/* splitmix64 */
-static uint64_t
-g_next(void)
-{
-	uint64_t	z = (g_rng += 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
-}
-
-static double
-g_unit(void)
-{
-	return (g_next() >> 11) * (1.0 / 9007199254740992.0);
-}
-
+/* Seed the generator from the run seed and a per-test salt. */
 static void
 g_seed(uint64_t salt)
 {
 	g_rng = sj_test_seed() * 0x2545F4914F6CDD1DULL + salt;
-}
-
-static void
-pairs_add(GPairs *ps, uint32_t l, uint32_t r, double d)
-{
-	if (ps->n == ps->alloc)
-	{
-		ps->alloc = ps->alloc ? ps->alloc * 2 : 1024;
-		ps->p = realloc(ps->p, ps->alloc * sizeof(GPair));
-		if (!ps->p)
-			abort();
-	}
-	ps->p[ps->n].l = l;
-	ps->p[ps->n].r = r;
-	ps->p[ps->n].d = d;
-	ps->n++;
-}
-
-static int
-pair_cmp(const void *a, const void *b)
-{
-	const GPair *x = a,
-			   *y = b;
-
-	if (x->l != y->l)
-		return x->l < y->l ? -1 : 1;
-	if (x->r != y->r)
-		return x->r < y->r ? -1 : 1;
-	return 0;
 }
 
 /* The contract's distance expression. */
@@ -128,23 +72,6 @@ g_dist(const SjVectors *L, uint32_t i, const SjVectors *R, uint32_t j)
 		sum = sum + d * d;
 	}
 	return sqrt(sum);
-}
-
-/* Brute-force oracle. */
-static void
-oracle_brute(const SjVectors *L, const SjVectors *R, double eps, GPairs *out)
-{
-	uint32_t	i,
-				j;
-
-	for (i = 0; i < L->n; i++)
-		for (j = R ? 0 : i + 1; j < (R ? R->n : L->n); j++)
-		{
-			double		d = g_dist(L, i, R ? R : L, j);
-
-			if (d <= eps)
-				pairs_add(out, i, j, d);
-		}
 }
 
 static const double *sweep_key;
@@ -197,7 +124,7 @@ oracle_sweep(const SjVectors *L, const SjVectors *R, double eps, GPairs *out)
 				continue;
 			d = g_dist(L, a, B, b);
 			if (d <= eps)
-				pairs_add(out, a, b, d);
+				sj_test_pairs_add(out, a, b, d);
 		}
 	}
 	free(li);
@@ -268,7 +195,7 @@ run_gpu(const SjVectors *L, const SjVectors *R, double eps, const SjJoinOptions 
 				return 0;
 			}
 			if (out)
-				pairs_add(out, b.left[i], b.right[i], b.value[i]);
+				sj_test_pairs_add(out, b.left[i], b.right[i], b.value[i]);
 		}
 	}
 	if (tm)
@@ -283,13 +210,13 @@ compare_pairs(GPairs *exp, GPairs *got, char *why)
 {
 	size_t		i;
 
-	qsort(exp->p, exp->n, sizeof(GPair), pair_cmp);
-	qsort(got->p, got->n, sizeof(GPair), pair_cmp);
+	qsort(exp->p, exp->n, sizeof(GPair), sj_test_pair_cmp);
+	qsort(got->p, got->n, sizeof(GPair), sj_test_pair_cmp);
 	if (exp->n != got->n)
 	{
 		snprintf(why, 512, "expected %zu pairs, got %zu", exp->n, got->n);
 		for (i = 0; i < exp->n && i < got->n; i++)
-			if (pair_cmp(&exp->p[i], &got->p[i]) != 0)
+			if (sj_test_pair_cmp(&exp->p[i], &got->p[i]) != 0)
 			{
 				snprintf(why, 512, "expected %zu pairs, got %zu; first difference at %zu: "
 						 "expected (%u,%u) got (%u,%u)", exp->n, got->n, i,
@@ -300,7 +227,7 @@ compare_pairs(GPairs *exp, GPairs *got, char *why)
 	}
 	for (i = 0; i < exp->n; i++)
 	{
-		if (pair_cmp(&exp->p[i], &got->p[i]) != 0)
+		if (sj_test_pair_cmp(&exp->p[i], &got->p[i]) != 0)
 		{
 			snprintf(why, 512, "pair %zu: expected (%u,%u) got (%u,%u)", i,
 					 exp->p[i].l, exp->p[i].r, got->p[i].l, got->p[i].r);
@@ -326,7 +253,7 @@ gen(GShape shape, uint32_t n, int dim, const double *pool, int npool)
 
 	for (i = 0; i < n; i++)
 	{
-		int			p = (int) (g_next() % (uint64_t) npool);
+		int			p = (int) (sj_test_splitmix(&g_rng) % (uint64_t) npool);
 
 		for (k = 0; k < dim; k++)
 		{
@@ -335,10 +262,10 @@ gen(GShape shape, uint32_t n, int dim, const double *pool, int npool)
 			switch (shape)
 			{
 				case G_UNIFORM:
-					x = 100.0 * g_unit();
+					x = 100.0 * sj_test_unit(&g_rng);
 					break;
 				case G_CLUSTERS:
-					x = pool[p * dim + k] + (g_unit() - 0.5);
+					x = pool[p * dim + k] + (sj_test_unit(&g_rng) - 0.5);
 					break;
 				case G_DUPLICATES:
 					x = pool[p * dim + k];
@@ -347,13 +274,13 @@ gen(GShape shape, uint32_t n, int dim, const double *pool, int npool)
 					x = pool[k];
 					break;
 				case G_INTGRID:
-					x = (double) (g_next() % 6);
+					x = (double) (sj_test_splitmix(&g_rng) % 6);
 					break;
 				case G_OFFSET:
-					x = 1e6 + 1e-3 * g_unit();
+					x = 1e6 + 1e-3 * sj_test_unit(&g_rng);
 					break;
 				default:
-					x = (double) (g_next() % 5) * 1e-170;
+					x = (double) (sj_test_splitmix(&g_rng) % 5) * 1e-170;
 					break;
 			}
 			c[(size_t) k * n + i] = x;
@@ -376,14 +303,14 @@ pick_eps(GShape shape, const SjVectors *L, const SjVectors *R)
 	{
 		static const double e[] = {0.0, 1.0, 1.4142135623730951, 2.0, 3.0};
 
-		return e[g_next() % 5];
+		return e[sj_test_splitmix(&g_rng) % 5];
 	}
 	if (shape == G_UNDERFLOW)
-		return (g_next() % 2) ? 0.0 : 1e-170;
-	if (g_next() % 10 == 0 || L->n == 0 || B->n == 0)
-		return (g_next() % 2) ? 0.0 : 1.0;
+		return (sj_test_splitmix(&g_rng) % 2) ? 0.0 : 1e-170;
+	if (sj_test_splitmix(&g_rng) % 10 == 0 || L->n == 0 || B->n == 0)
+		return (sj_test_splitmix(&g_rng) % 2) ? 0.0 : 1.0;
 	for (i = 0; i < 64; i++)
-		d[m++] = g_dist(L, (uint32_t) (g_next() % L->n), B, (uint32_t) (g_next() % B->n));
+		d[m++] = g_dist(L, (uint32_t) (sj_test_splitmix(&g_rng) % L->n), B, (uint32_t) (sj_test_splitmix(&g_rng) % B->n));
 	for (i = 1; i < m; i++)
 		for (a = i; a > 0 && d[a - 1] > d[a]; a--)
 		{
@@ -393,7 +320,7 @@ pick_eps(GShape shape, const SjVectors *L, const SjVectors *R)
 			d[a - 1] = t;
 		}
 	/* an exact pair distance: its pair sits on the boundary */
-	return d[g_next() % 6];
+	return d[sj_test_splitmix(&g_rng) % 6];
 }
 
 /* Random cases a test runs (SJ_EPS_CASES overrides, e.g. under memcheck). */
@@ -446,15 +373,15 @@ random_case(int strategy, uint64_t salt, char *why)
 	uint64_t	count;
 
 	g_seed(salt);
-	shape = (GShape) (g_next() % G_NSHAPES);
-	dim = dims[g_next() % 10];
-	self = g_next() % 2;
-	nl = sizes[g_next() % 11];
-	nr = sizes[g_next() % 11];
-	npool = 1 + (int) (g_next() % 12);
+	shape = (GShape) (sj_test_splitmix(&g_rng) % G_NSHAPES);
+	dim = dims[sj_test_splitmix(&g_rng) % 10];
+	self = sj_test_splitmix(&g_rng) % 2;
+	nl = sizes[sj_test_splitmix(&g_rng) % 11];
+	nr = sizes[sj_test_splitmix(&g_rng) % 11];
+	npool = 1 + (int) (sj_test_splitmix(&g_rng) % 12);
 	pool = malloc(sizeof(double) * npool * dim);
 	for (int i = 0; i < npool * dim; i++)
-		pool[i] = 10.0 * g_unit();
+		pool[i] = 10.0 * sj_test_unit(&g_rng);
 	lc = gen(shape, nl, dim, pool, npool);
 	L.n = nl;
 	L.dim = dim;
@@ -469,9 +396,9 @@ random_case(int strategy, uint64_t salt, char *why)
 	eps = pick_eps(shape, &L, self ? NULL : &R);
 	memset(&o, 0, sizeof(o));
 	o.cpu_threads = 1;
-	o.max_batch_pairs = (g_next() % 3 == 0) ? 1 + g_next() % 50 : 0;
-	o.count_only = g_next() % 5 == 0;
-	oracle_brute(&L, self ? NULL : &R, eps, &exp);
+	o.max_batch_pairs = (sj_test_splitmix(&g_rng) % 3 == 0) ? 1 + sj_test_splitmix(&g_rng) % 50 : 0;
+	o.count_only = sj_test_splitmix(&g_rng) % 5 == 0;
+	sj_test_brute_join(&L, self ? NULL : &R, eps, g_dist, &exp);
 	/* keep the number of calls reasonable */
 	if (o.max_batch_pairs && exp.n / o.max_batch_pairs > 20000)
 		o.max_batch_pairs = exp.n / 20000 + 1;
@@ -615,7 +542,7 @@ SJ_TEST(eps_gpu_boundary_lattice)
 				L.dim = dim;
 				L.coords = c;
 				memset(&o, 0, sizeof(o));
-				oracle_brute(&L, NULL, epss[e], &exp);
+				sj_test_brute_join(&L, NULL, epss[e], g_dist, &exp);
 				set_strategy(s);
 				SJ_CHECK(run_gpu(&L, NULL, epss[e], &o, &got, &count, NULL, why),
 						 "dim %d eps %g: %s", dim, epss[e], why);
@@ -657,7 +584,7 @@ SJ_TEST(eps_gpu_tiny_batches)
 			int			self = s != 1;
 
 			for (int i = 0; i < 16; i++)
-				pool[i] = 10.0 * g_unit();
+				pool[i] = 10.0 * sj_test_unit(&g_rng);
 			lc = gen(G_CLUSTERS, 1500, 2, pool, 8);
 			rc = gen(G_CLUSTERS, 1100, 2, pool, 8);
 			L.n = 1500;
@@ -668,7 +595,7 @@ SJ_TEST(eps_gpu_tiny_batches)
 			R.coords = rc;
 			memset(&o, 0, sizeof(o));
 			o.max_batch_pairs = batches[b];
-			oracle_brute(&L, self ? NULL : &R, 0.1, &exp);
+			sj_test_brute_join(&L, self ? NULL : &R, 0.1, g_dist, &exp);
 			set_strategy(s == 2 ? 2 : 1);
 			SJ_CHECK(run_gpu(&L, self ? NULL : &R, 0.1, &o, &got, &count, NULL, why),
 					 "batch %zu: %s", batches[b], why);
@@ -760,7 +687,7 @@ SJ_TEST(eps_gpu_high_dim)
 		double		eps;
 
 		for (int i = 0; i < 6 * dim; i++)
-			pool[i] = 10.0 * g_unit();
+			pool[i] = 10.0 * sj_test_unit(&g_rng);
 		c = gen(G_CLUSTERS, n, dim, pool, 6);
 		L.n = n;
 		L.dim = dim;
@@ -770,7 +697,7 @@ SJ_TEST(eps_gpu_high_dim)
 		memset(&o, 0, sizeof(o));
 		o.gpu_memory_limit = 1 << 20;
 		o.max_batch_pairs = 5000;
-		oracle_brute(&L, NULL, eps, &exp);
+		sj_test_brute_join(&L, NULL, eps, g_dist, &exp);
 		SJ_CHECK(run_gpu(&L, NULL, eps, &o, &got, &count, NULL, why), "dim %d: %s", dim, why);
 		SJ_CHECK(compare_pairs(&exp, &got, why), "dim %d (%zu pairs): %s", dim, exp.n, why);
 		free(exp.p);
@@ -814,7 +741,7 @@ SJ_TEST(eps_gpu_segments)
 
 		g_seed(800 + t);
 		for (int i = 0; i < 120; i++)
-			pool[i] = 10.0 * g_unit();
+			pool[i] = 10.0 * sj_test_unit(&g_rng);
 		lc = gen(G_CLUSTERS, nl, dim, pool, 30);
 		rc = gen(G_CLUSTERS, nr, dim, pool, 30);
 		L.n = nl;
@@ -929,7 +856,7 @@ SJ_TEST(eps_gpu_vs_cpu)
 
 		g_seed(600 + t);
 		for (int i = 0; i < 120; i++)
-			pool[i] = 20.0 * g_unit();
+			pool[i] = 20.0 * sj_test_unit(&g_rng);
 		lc = gen(t < 4 ? G_UNIFORM : G_CLUSTERS, nl, dim, pool, 20);
 		rc = gen(t < 4 ? G_UNIFORM : G_CLUSTERS, nr, dim, pool, 20);
 		L.n = nl;
@@ -949,7 +876,7 @@ SJ_TEST(eps_gpu_vs_cpu)
 
 			SJ_CHECK(sj_eps_cpu_next(cj, &b, &done, err) == SJ_OK, "%s", err);
 			for (size_t i = 0; i < b.count; i++)
-				pairs_add(&exp, b.left[i], b.right[i], b.value[i]);
+				sj_test_pairs_add(&exp, b.left[i], b.right[i], b.value[i]);
 		}
 		sj_eps_cpu_end(cj);
 		SJ_CHECK(run_gpu(&L, self ? NULL : &R, eps, &o, &got, &count, NULL, why), "%s", why);
@@ -1207,7 +1134,7 @@ sj_test_child(const char *mode)
 	g_seed(77);
 	c = malloc(sizeof(double) * n * 2);
 	for (uint32_t i = 0; i < n * 2; i++)
-		c[i] = g_unit() * 10.0;
+		c[i] = sj_test_unit(&g_rng) * 10.0;
 	L = (SjVectors) {n, 2, c};
 	memset(&o, 0, sizeof(o));
 	if (sjgpu_eps_begin(&L, NULL, 0.3, &o, &j, err) != SJ_OK)
@@ -1225,12 +1152,12 @@ sj_test_child(const char *mode)
 			return 1;
 		}
 		for (size_t k = 0; k < b.count; k++)
-			pairs_add(&got, b.left[k], b.right[k], b.value[k]);
+			sj_test_pairs_add(&got, b.left[k], b.right[k], b.value[k]);
 	}
 	sjgpu_eps_timings(j, &t);
 	sjgpu_eps_end(j);
 	sjgpu_start_device_wait();
-	oracle_brute(&L, NULL, 0.3, &want);
+	sj_test_brute_join(&L, NULL, 0.3, g_dist, &want);
 	printf("     %s: device start-up waited %.1f ms, join %.1f ms in all, %zu pairs\n",
 		   mode, t.start_ms, now_ms() - t0, got.n);
 	if (want.n == 0 || !compare_pairs(&want, &got, why))
@@ -1329,7 +1256,7 @@ t_oracle(int metric, const SjVectors *L, const SjVectors *R, double eps, GPairs 
 			double		v = t_value(metric, L, i, B, j);
 
 			if (v <= eps)
-				pairs_add(out, i, j, v);
+				sj_test_pairs_add(out, i, j, v);
 		}
 }
 
@@ -1345,13 +1272,13 @@ t_data(int kind, uint32_t n, int dim)
 
 	for (uint32_t i = 0; i < n; i++)
 	{
-		int			cl = (int) (g_next() % nc);
-		double		mag = kind == 3 ? pow(10.0, (double) (g_next() % 7) - 3.0) : 1.0;
+		int			cl = (int) (sj_test_splitmix(&g_rng) % nc);
+		double		mag = kind == 3 ? pow(10.0, (double) (sj_test_splitmix(&g_rng) % 7) - 3.0) : 1.0;
 
 		for (int k = 0; k < dim; k++)
 		{
 			double		centre = (double) ((cl * 7919 + k * 104729) % 1000) / 1000.0;
-			double		jitter = kind == 2 ? 1e-12 * g_unit() : 0.02 * (g_unit() - 0.5);
+			double		jitter = kind == 2 ? 1e-12 * sj_test_unit(&g_rng) : 0.02 * (sj_test_unit(&g_rng) - 0.5);
 			double		x = (centre + jitter) * mag;
 
 			if (kind == 1)
@@ -1393,7 +1320,7 @@ t_case(int metric, int kind, uint32_t n, int dim, char *why)
 			free(all.p);
 			continue;
 		}
-		qsort(all.p, all.n, sizeof(GPair), pair_cmp);
+		qsort(all.p, all.n, sizeof(GPair), sj_test_pair_cmp);
 		{
 			double	   *v = malloc(sizeof(double) * all.n);
 			size_t		m = 0;
@@ -1501,13 +1428,13 @@ t_clusters(uint32_t n, int dim, uint32_t ncentres, double jit)
 	double	   *ctr = malloc(sizeof(double) * ncentres * dim);
 
 	for (size_t i = 0; i < (size_t) ncentres * dim; i++)
-		ctr[i] = g_unit();
+		ctr[i] = sj_test_unit(&g_rng);
 	for (uint32_t i = 0; i < n; i++)
 	{
 		uint32_t	cl = i % ncentres;
 
 		for (int k = 0; k < dim; k++)
-			c[(size_t) k * n + i] = ctr[(size_t) cl * dim + k] + jit * (2.0 * g_unit() - 1.0);
+			c[(size_t) k * n + i] = ctr[(size_t) cl * dim + k] + jit * (2.0 * sj_test_unit(&g_rng) - 1.0);
 	}
 	free(ctr);
 	return c;

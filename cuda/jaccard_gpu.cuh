@@ -1,0 +1,300 @@
+/*
+ * jaccard_gpu.cuh
+ *		Internal header of the GPU jaccard engine: constants, the probe
+ *		kernels' arguments and the JaccardDevice class, whose methods are
+ *		defined in jaccard_gpu.cu (construction, the probe loop,
+ *		co-processing's pipeline, the C boundary), jaccard_plan.cu (cost
+ *		model and memory plan) and jaccard_kernels.cu (kernels and their
+ *		launches).  See the header of jaccard_gpu.cu for the design.
+ */
+#ifndef JACCARD_GPU_CUH
+#define JACCARD_GPU_CUH
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "sjgpu_internal.cuh"
+#include "sjjaccard.h"
+#include "sjjrules.h"
+
+namespace sjjaccard_gpu
+{
+
+using sjgpu::Budget;
+using sjgpu::DeviceBuffer;
+using sjgpu::Error;
+using sjgpu::PinnedBuffer;
+using sjgpu::div_up;
+
+constexpr int kWarp = 32;
+constexpr int kBlock = 256;			/* threads per block, both kernels */
+constexpr int kWindow = 8192;		/* brute force: counters per window */
+constexpr double kChunkMs = 50.0;	/* target kernel time of one chunk */
+constexpr size_t kMaxRecords = (size_t) 1 << 24;	/* output buffer, at most */
+constexpr size_t kMinRecords = 256;
+
+constexpr int kMaxSigWords = 32;		/* bitmap: at most 2048-bit signatures */
+
+/* co-processing: candidate pairs per pipeline batch, at most */
+constexpr size_t kMaxCandidates = (size_t) 1 << 21;
+
+/*
+ * Cost model constants of co-processing, in the device cost units of the
+ * header (estimates to be calibrated with jaccard_strategy_bench): one
+ * index entry visited by one CPU thread (slot lookup, positional filter,
+ * a cache miss or two), from the CPU engine's and the prefix-block's
+ * measured rates; one candidate verified by one device thread (offsets,
+ * a divergent merge of both lists, the 8-byte copy), plus its merge steps.
+ */
+constexpr double kCpuEntryCost = 4096.0;
+constexpr double kVerifyPairCost = 16.0;
+
+/* The strategies of the header of jaccard_gpu.cu. */
+enum class Strategy
+{
+	Prefix,
+	Brute,
+	Bitmap,
+	Coproc
+};
+
+/*
+ * Test hooks (defined in jaccard_gpu.cu): 0 automatic, 1 prefix, 2 brute
+ * force, 3 bitmap, 4 co-processing; the signature words of the bitmap
+ * strategy (0 = from the universe); co-processing's candidates per batch
+ * and result records per verification (0 = from the memory budget).
+ */
+extern int	forced_strategy;
+extern int	forced_sig_words;
+extern size_t forced_coproc_candidates;
+extern size_t forced_coproc_records;
+
+/*
+ * Test hook: host milliseconds of the last join's steps (prepare, choose
+ * the strategy, upload and plan memory, index builds, work estimates,
+ * waits for the device), for the engine benchmarks.
+ */
+enum
+{
+	kPhasePrepare,
+	kPhaseStrategy,
+	kPhaseMemory,
+	kPhaseIndex,
+	kPhaseEstimate,
+	kPhaseWait,
+	kPhases
+};
+extern double phase_ms[kPhases];
+
+/* Everything a probe kernel reads and writes. */
+struct ProbeArgs
+{
+	const uint64_t *off;		/* distinct sets: CSR offsets */
+	const uint32_t *tok;
+	const uint32_t *wl;			/* member counts per side (wr: two-table) */
+	const uint32_t *wr;
+	const uint32_t *minov;		/* exact bounds of the host */
+	const uint32_t *minsize;
+	const uint32_t *size_start;
+	const uint64_t *list_off;	/* index of the current partition */
+	const uint64_t *post;		/* set << 32 | position, lists by set */
+	const unsigned long long *sig;	/* bitmap: word w of set v at w * nsets + v */
+	uint32_t	nsets;
+	uint32_t	sig_words;
+	int			sig_exact;		/* the signature is the set */
+	uint32_t	u0;				/* probes [u0, u1) */
+	uint32_t	u1;
+	uint32_t	v0;				/* candidates [v0, v1) */
+	uint32_t	v1;
+	double		threshold;
+	int			self;
+	int			count_only;
+	uint32_t   *out_u;			/* records, capacity cap */
+	uint32_t   *out_v;
+	double	   *out_sim;
+	unsigned long long cap;
+	unsigned long long *counter;	/* [0] records, [1] member pairs */
+};
+
+/* A piece of work: probes [u0, u1) against candidates [v0, v1). */
+struct Work
+{
+	uint32_t	u0;
+	uint32_t	u1;
+	uint32_t	v0;
+	uint32_t	v1;
+};
+
+/* Number of bits needed for values below n (at least 1). */
+static inline int
+bits_for(uint64_t n)
+{
+	int			b = 1;
+
+	while (b < 64 && (n - 1) >> b)
+		b++;
+	return b;
+}
+
+/* Copy a host array to a new device buffer. */
+template <class T>
+static DeviceBuffer<T>
+upload(Budget *budget, const T *src, size_t n, const char *what,
+	   cudaStream_t stream)
+{
+	DeviceBuffer<T> buf(budget, n > 0 ? n : 1, what);
+
+	if (n > 0)
+		SJGPU_CHECK(cudaMemcpyAsync(buf.get(), src, n * sizeof(T),
+									cudaMemcpyHostToDevice, stream));
+	return buf;
+}
+
+/* sj_parallel_for over a callable f(task) (which must not throw). */
+template <class F>
+static void
+parallel_for(int nthreads, uint64_t ntasks, F &f)
+{
+	auto		trampoline = [](void *arg, uint64_t task, int) {
+		(*static_cast<F *>(arg)) (task);
+	};
+
+	if (sj_parallel_for(nthreads, ntasks, trampoline, &f) != SJ_OK)
+		throw std::bad_alloc();
+}
+
+constexpr uint64_t kHostTask = 16384;	/* probes per host task */
+
+/* The device half of one join; the record source of its host handle. */
+class JaccardDevice
+{
+public:
+	JaccardDevice(SjJaccardJoin *host, double threshold,
+				  const SjJoinOptions *options);
+	~JaccardDevice();
+
+	const char *strategy_name() const;
+	void		fetch(const uint32_t **u, const uint32_t **v, const double **sim,
+					  size_t *n, uint64_t *count, int *exhausted);
+	void		add_timings(SjTimings *t) const;
+
+private:
+	void		upload_sets();
+	void		choose_strategy();
+	double		bitmap_pass_fraction() const;
+	double		coproc_candidate_fraction() const;
+	void		plan_memory();
+	void		build_signatures();
+	void		plan_coproc();
+	void		allocate_records();
+	bool		coproc_instead();
+	void		build_index(uint32_t v0, uint32_t v1);
+	void		estimate_work();
+	bool		launch_next();
+	ProbeArgs	probe_args(const Work &w) const;
+	void		launch(const Work &w);
+	uint32_t	entries_of(uint32_t v) const;
+	void		take_records(unsigned long long nrec, size_t *n, uint64_t *count);
+
+	/* co-processing's pipeline */
+	void		fetch_coproc(size_t *n, uint64_t *count, int *exhausted);
+	void		filter_batch(int slot);
+	bool		launch_next_coproc(bool may_filter);
+	void		launch_verify(const Work &w);
+
+	/* the prepared input (host memory owned by the host handle) */
+	SjJaccardJoin *host_;
+	uint32_t	nsets_ = 0;
+	uint32_t	universe_ = 0;
+	uint32_t	maxsize_ = 0;
+	const uint64_t *off_ = nullptr;
+	const uint32_t *tok_ = nullptr;
+	const uint32_t *wl_ = nullptr;
+	const uint32_t *wr_ = nullptr;
+	const uint32_t *minov_ = nullptr;
+	const uint32_t *minsize_ = nullptr;
+	const uint32_t *size_start_ = nullptr;
+	double		threshold_;
+	int			threads_;
+	bool		self_;
+	bool		count_only_;
+	Strategy	strategy_ = Strategy::Prefix;
+	char		strategy_str_[64] = "gpu prefix-block";
+	uint32_t	sig_words_ = 1;	/* bitmap: signature words, a power of 2 */
+	bool		sig_exact_ = false;
+
+	Budget		budget_;
+	sjgpu::Stream stream_;
+	sjgpu::EventTimer kernel_timer_;
+	int			sms_ = 1;
+
+	/* resident: the distinct sets, member counts, bounds */
+	DeviceBuffer<uint64_t> d_off_;
+	DeviceBuffer<uint32_t> d_tok_;
+	DeviceBuffer<uint32_t> d_wl_;
+	DeviceBuffer<uint32_t> d_wr_;
+	DeviceBuffer<uint32_t> d_minov_;
+	DeviceBuffer<uint32_t> d_minsize_;
+	DeviceBuffer<uint32_t> d_size_start_;
+	DeviceBuffer<unsigned long long> d_sig_;	/* bitmap signatures */
+
+	/* output of one chunk */
+	size_t		cap_ = 0;
+	DeviceBuffer<uint32_t> d_out_u_;
+	DeviceBuffer<uint32_t> d_out_v_;
+	DeviceBuffer<double> d_out_sim_;
+	DeviceBuffer<unsigned long long> d_counter_;
+	PinnedBuffer<uint32_t> h_out_u_;
+	PinnedBuffer<uint32_t> h_out_v_;
+	PinnedBuffer<double> h_out_sim_;
+	PinnedBuffer<unsigned long long> h_counter_;
+
+	/* token counts over all distinct sets: indexing prefixes, all tokens */
+	std::vector<uint32_t> cnt_idx_;
+	std::vector<uint32_t> cnt_all_;
+
+	/* index of the current partition of candidate sets */
+	std::vector<uint64_t> ent_prefix_;	/* entries of sets [0, v), host */
+	std::vector<Work> parts_;	/* [v0, v1) in u0/u1 unused */
+	size_t		part_ = 0;
+	bool		part_ready_ = false;
+	uint64_t	max_entries_ = 0;	/* per partition, from the budget */
+	DeviceBuffer<uint64_t> d_list_off_;
+	DeviceBuffer<uint64_t> d_post_;
+
+	/*
+	 * Co-processing: two slots of candidate pairs (x << 32 | y).  The CPU
+	 * filters into the slot that is not on the device while the device
+	 * verifies the other; a Work's u0/u1 are then candidate indices.
+	 */
+	size_t		ccap_ = 0;		/* candidates per slot */
+	PinnedBuffer<uint64_t> h_cand_[2];
+	DeviceBuffer<uint64_t> d_cand_[2];
+	int			dev_slot_ = 1;	/* the slot the device verifies (or did) */
+	int			pending_slot_ = -1;	/* filled, not yet sent; or -1 */
+	size_t		pending_n_ = 0;
+	bool		filter_done_ = false;
+	sjgpu::Event batch_done_;	/* after a verification's counter copy */
+
+	/* probe progress */
+	std::vector<uint64_t> work_prefix_;	/* estimated work of probes [0, u) */
+	uint32_t	next_u_ = 0;
+	std::vector<Work> stack_;	/* split work after an overflow */
+	bool		inflight_ = false;
+	Work		cur_ = {0, 0, 0, 0};
+	uint64_t	cur_work_ = 0;
+	double		target_work_ = (double) ((uint64_t) 1 << 24);
+	double		records_per_work_ = 0.0;
+
+	/* timings */
+	double		build_ms_ = 0.0;
+	double		transfer_ms_ = 0.0;
+	uint64_t	reruns_ = 0;
+};
+
+}								/* namespace sjjaccard_gpu */
+
+#endif							/* JACCARD_GPU_CUH */

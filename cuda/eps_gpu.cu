@@ -59,6 +59,7 @@
 #include "eps_tc.cuh"
 #include "sjdist.h"
 #include "sjgpu_internal.cuh"
+#include "sjgpu_multi.cuh"
 
 namespace
 {
@@ -979,6 +980,8 @@ struct SjGpuEpsJoin
 	int			dim = 0;
 	bool		count_only = false;
 	int			device = 0;
+	sjgpu::MultiJoin *multi = nullptr;	/* set: the join runs on several
+										 * devices, and nothing below is used */
 
 	/* plan */
 	Budget		budget;
@@ -2279,6 +2282,90 @@ fail(SjGpuEpsJoin *j, SjStatus st, const char *errmsg)
 
 }								/* namespace */
 
+extern "C" void sjgpu_eps_end(SjGpuEpsJoin *join);
+
+namespace
+{
+
+/* Rows [first, first + n) of v, copied into buf unless they are all of v. */
+SjVectors
+slice_rows(const SjVectors &v, uint32_t first, uint32_t n, std::vector<double> *buf)
+{
+	SjVectors	out = v;
+
+	if (first == 0 && n == v.n)
+		return out;
+	buf->resize((size_t) n * v.dim);
+	for (int k = 0; k < v.dim; k++)
+		memcpy(buf->data() + (size_t) k * n, v.coords + (size_t) k * v.n + first,
+			   (size_t) n * sizeof(double));
+	out.n = n;
+	out.coords = buf->data();
+	return out;
+}
+
+/* One piece of a multi-device eps join: its rows and its one-device join. */
+struct EpsPiece
+{
+	std::vector<double> l;
+	std::vector<double> r;
+	SjGpuEpsJoin *j = nullptr;
+};
+
+/* How sjgpu_multi runs a piece of an eps join: as a one-device eps join. */
+class EpsPieceOps : public sjgpu::PieceOps
+{
+public:
+	EpsPieceOps(const SjVectors &left, const SjVectors *right, double eps)
+		: left_(left), right_(right ? *right : left), self_(!right), eps_(eps) {}
+
+	SjStatus	begin(const sjgpu::Piece &p, const SjJoinOptions *options, void **h,
+					  char *errmsg) override
+	{
+		EpsPiece   *e;
+		SjVectors	l,
+					r;
+
+		try
+		{
+			e = new EpsPiece();
+			*h = e;
+			l = slice_rows(left_, p.left_first, p.left_n, &e->l);
+			if (!p.self)
+				r = slice_rows(right_, p.right_first, p.right_n, &e->r);
+		}
+		catch (const std::bad_alloc &)
+		{
+			sjgpu::set_errmsg(errmsg, "out of host memory in the GPU engine");
+			return SJ_ERR_NOMEM;
+		}
+		return sjgpu_eps_begin(&l, p.self ? nullptr : &r, eps_, options, &e->j, errmsg);
+	}
+	SjStatus	next(void *h, SjPairBatch *batch, int *done, char *errmsg) override
+	{
+		return sjgpu_eps_next(static_cast<EpsPiece *>(h)->j, batch, done, errmsg);
+	}
+	void		timings(void *h, SjTimings *t) override
+	{
+		sjgpu_eps_timings(static_cast<EpsPiece *>(h)->j, t);
+	}
+	void		end(void *h) override
+	{
+		EpsPiece   *e = static_cast<EpsPiece *>(h);
+
+		sjgpu_eps_end(e->j);
+		delete e;
+	}
+
+private:
+	SjVectors	left_;
+	SjVectors	right_;			/* == left_ for a self-join */
+	bool		self_;
+	double		eps_;
+};
+
+}								/* namespace */
+
 /* ------------------------------------------------------------------------
  * The C boundary
  * ------------------------------------------------------------------------ */
@@ -2310,6 +2397,18 @@ sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 		if (!join)
 			throw Error(SJ_ERR_INVALID, "eps_join: join handle pointer is NULL");
 		check_args(left, right, eps, options);
+		if (options->gpu_ndevices > 1 && left->n > 0 && (right ? right->n > 0 : left->n > 1))
+		{
+			/* several devices: pieces of this join, each a one-device join */
+			j = new SjGpuEpsJoin();
+			j->multi = sjgpu::multi_begin(
+				std::unique_ptr<sjgpu::PieceOps>(new EpsPieceOps(*left, right, eps)),
+				sjgpu::split_pieces(left->n, right ? right->n : 0, right == nullptr,
+									options->gpu_ndevices),
+				options);
+			*join = j;
+			return;
+		}
 		double		start_ms = sjgpu::use_device(options->gpu_device);
 
 		j = new SjGpuEpsJoin();
@@ -2381,6 +2480,14 @@ sjgpu_eps_next(SjGpuEpsJoin *join, SjPairBatch *batch, int *done, char *errmsg)
 	st = sjgpu::guard(errmsg, [&] {
 		if (!join || !batch || !done)
 			throw Error(SJ_ERR_INVALID, "eps_join: next() needs a handle, a batch and done");
+		if (join->multi)
+		{
+			SjStatus	inner = sjgpu::multi_next(join->multi, batch, done, errmsg);
+
+			if (inner != SJ_OK)
+				throw Error(inner, "%s", errmsg ? errmsg : "");
+			return;
+		}
 		if (join->finished)
 		{
 			*done = 1;
@@ -2426,6 +2533,11 @@ sjgpu_eps_timings(const SjGpuEpsJoin *join, SjTimings *timings)
 		memset(timings, 0, sizeof(*timings));
 		return;
 	}
+	if (join->multi)
+	{
+		sjgpu::multi_timings(join->multi, timings);
+		return;
+	}
 	*timings = join->timings;
 	timings->device_bytes = join->budget.peak();
 }
@@ -2435,6 +2547,12 @@ sjgpu_eps_end(SjGpuEpsJoin *join)
 {
 	if (!join)
 		return;
+	if (join->multi)
+	{
+		sjgpu::multi_end(join->multi);
+		delete join;
+		return;
+	}
 	(void) cudaSetDevice(join->device);
 	if (join->compute.get())
 		(void) cudaStreamSynchronize(join->compute.get());

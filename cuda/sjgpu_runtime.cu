@@ -125,7 +125,8 @@ static std::mutex start_mutex;
 static pthread_t start_thread;
 static bool start_running;		/* start_thread is to be joined */
 static bool start_begun;		/* one was started in this process */
-static int	start_ordinal;
+static int	start_ordinals[SJGPU_MAX_DEVICES];
+static int	start_count;
 
 static double
 clock_ms()
@@ -140,9 +141,14 @@ static void *
 start_main(void *)
 {
 	probe_devices();
-	if (start_ordinal < probe_count && cudaSetDevice(start_ordinal) == cudaSuccess)
-		(void) cudaFree(nullptr);	/* makes sure the context exists */
-	(void) cudaGetLastError();
+	for (int i = 0; i < start_count; i++)
+	{
+		int			ord = start_ordinals[i];
+
+		if (ord < probe_count && cudaSetDevice(ord) == cudaSuccess)
+			(void) cudaFree(nullptr);	/* makes sure the context exists */
+		(void) cudaGetLastError();
+	}
 	return nullptr;
 }
 
@@ -442,14 +448,32 @@ sjgpu_compiled(void)
 extern "C" void
 sjgpu_start_device(int ordinal)
 {
+	sjgpu_start_devices(&ordinal, 1);
+}
+
+/* Begin creating the contexts of several devices on a thread of its own. */
+extern "C" void
+sjgpu_start_devices(const int *ordinals, int n)
+{
 	std::lock_guard<std::mutex> lock(sjgpu::start_mutex);
 	sigset_t	all,
 				old;
 
-	if (sjgpu::start_begun || ordinal < 0)
+	if (sjgpu::start_begun || !ordinals || n < 1)
+		return;
+	sjgpu::start_count = 0;
+	for (int i = 0; i < n && sjgpu::start_count < SJGPU_MAX_DEVICES; i++)
+	{
+		bool		seen = ordinals[i] < 0;
+
+		for (int k = 0; k < sjgpu::start_count && !seen; k++)
+			seen = sjgpu::start_ordinals[k] == ordinals[i];
+		if (!seen)
+			sjgpu::start_ordinals[sjgpu::start_count++] = ordinals[i];
+	}
+	if (sjgpu::start_count == 0)
 		return;
 	sjgpu::start_begun = true;
-	sjgpu::start_ordinal = ordinal;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	sjgpu::start_running =

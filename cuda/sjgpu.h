@@ -57,7 +57,10 @@ extern SjStatus sjgpu_device_info(int ordinal, SjGpuDeviceInfo *info,
 extern void sjgpu_start_device(int ordinal);
 extern void sjgpu_start_device_wait(void);
 
-/* sjgpu_start_device for several devices (a repeated ordinal once). */
+/*
+ * sjgpu_start_device for several devices (a repeated ordinal once); NULL:
+ * every device found.
+ */
 extern void sjgpu_start_devices(const int *ordinals, int n);
 
 /*

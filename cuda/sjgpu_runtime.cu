@@ -141,9 +141,9 @@ static void *
 start_main(void *)
 {
 	probe_devices();
-	for (int i = 0; i < start_count; i++)
+	for (int i = 0; i < (start_count < 0 ? probe_count : start_count); i++)
 	{
-		int			ord = start_ordinals[i];
+		int			ord = start_count < 0 ? i : start_ordinals[i];
 
 		if (ord < probe_count && cudaSetDevice(ord) == cudaSuccess)
 			(void) cudaFree(nullptr);	/* makes sure the context exists */
@@ -459,10 +459,10 @@ sjgpu_start_devices(const int *ordinals, int n)
 	sigset_t	all,
 				old;
 
-	if (sjgpu::start_begun || !ordinals || n < 1)
+	if (sjgpu::start_begun)
 		return;
-	sjgpu::start_count = 0;
-	for (int i = 0; i < n && sjgpu::start_count < SJGPU_MAX_DEVICES; i++)
+	sjgpu::start_count = ordinals ? 0 : -1; /* NULL: every device */
+	for (int i = 0; ordinals && i < n && sjgpu::start_count < SJGPU_MAX_DEVICES; i++)
 	{
 		bool		seen = ordinals[i] < 0;
 

@@ -138,6 +138,7 @@ _PG_init(void)
 							 "memory instead of dynamic shared memory.",
 							 &sj_enable_shared_index, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	SjDevicesInit();
 	MarkGUCPrefixReserved("simjoin");
 	SjCustomScanInit();
 	sj_prev_utility_hook = ProcessUtility_hook;
@@ -258,7 +259,7 @@ SjStartDevice(void)
 		on_proc_exit(SjStartDeviceWait, (Datum) 0);
 		registered = true;
 	}
-	sjgpu_start_device(0);
+	SjDevicesStart();
 }
 
 /*
@@ -322,6 +323,7 @@ SjRunCallback(void *arg)
 		run->handle = NULL;
 		run->end(h);
 	}
+	SjDevicesRelease(&run->hold);
 }
 
 /* Tie the run's engine handle to CurrentMemoryContext's lifetime. */
@@ -350,7 +352,13 @@ SjRunCollect(SjRun *run, SjStats *stats)
 	strlcpy(stats->strategy, t.strategy, sizeof(stats->strategy));
 	strlcpy(stats->device, run->gpu ? "gpu" : "cpu", sizeof(stats->device));
 	if (run->gpu)
+	{
 		sj_gpu_joined = true;
+		if (t.devices[0])
+			strlcpy(stats->devices, t.devices, sizeof(stats->devices));
+		else
+			SjDevicesDescribe(&run->hold, stats->devices, sizeof(stats->devices));
+	}
 }
 
 /*
@@ -406,6 +414,8 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 				options.cpu_threads = cur->cpu_threads;
 			if (!cur->gpu)
 				options.shared_index = cur->shared_index;
+			else
+				SjDevicesAcquire(&options, &cur->run->hold);
 			cur->run->gpu = cur->gpu;
 			status = spec->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
 			if (status == SJ_ERR_INVALID && options.shared_index != NULL)
@@ -414,7 +424,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 				elog(DEBUG1, "simjoin: %s", engmsg);
 				cur->shared_index = NULL;
 				options.shared_index = NULL;
-				memset(cur->run, 0, sizeof(SjRun));
+				memset(cur->run, 0, sizeof(SjRun));	/* a CPU run: holds no device */
 				cur->run->gpu = cur->gpu;
 				engmsg[0] = '\0';
 				status = spec->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
@@ -671,8 +681,8 @@ Datum
 simjoin_last_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[15];
-	bool		nulls[15];
+	Datum		values[16];
+	bool		nulls[16];
 	SjStats    *s = &sj_last_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -696,6 +706,10 @@ simjoin_last_stats(PG_FUNCTION_ARGS)
 	values[12] = Float8GetDatum(s->total_ms);
 	values[13] = Int64GetDatum(s->device_bytes);
 	values[14] = Int32GetDatum(s->scan_workers);
+	if (s->devices[0])
+		values[15] = CStringGetTextDatum(s->devices);
+	else
+		nulls[15] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));
 }

@@ -48,6 +48,16 @@ typedef enum SjOperator
 	SJ_OP_THETA
 } SjOperator;
 
+/* Most entries of simjoin.devices; device numbers are below it. */
+#define SJ_MAX_DEVICES 64
+
+/* The GPUs one run holds (counted as loaded until SjDevicesRelease). */
+typedef struct SjDeviceHold
+{
+	int			n;
+	int			ordinals[SJ_MAX_DEVICES];
+} SjDeviceHold;
+
 /*
  * One engine run: the chosen engine's handle behind a small dispatch table.
  * Created by SjRunBegin* in CurrentMemoryContext, ended by SjRunEnd or, after
@@ -65,6 +75,7 @@ typedef struct SjRun
 	/* CPU engines begun with index_right: their flattened index, or NULL */
 	size_t		(*index_size) (const void *handle);
 	void		(*index_write) (const void *handle, void *dst);
+	SjDeviceHold hold;			/* GPU runs: the devices it runs on */
 	MemoryContextCallback cb;
 } SjRun;
 
@@ -105,6 +116,7 @@ typedef struct SjStats
 	double		total_ms;
 	int64		device_bytes;
 	int			scan_workers;	/* parallel workers that read an input */
+	char		devices[192];	/* GPU: devices, and shares when several */
 } SjStats;
 
 extern SjStats sj_last_stats;
@@ -124,6 +136,14 @@ extern bool SjUseGpu(void);
 extern double SjGpuStartMs(void);
 extern void SjStartDevice(void);
 extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
+
+/* devices.c */
+extern char *sj_devices_string;
+extern void SjDevicesInit(void);
+extern void SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold);
+extern void SjDevicesRelease(SjDeviceHold *hold);
+extern void SjDevicesStart(void);
+extern void SjDevicesDescribe(const SjDeviceHold *hold, char *buf, size_t len);
 extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);
 
 /* A pull-style run of one join: SjRunJoin's loop, for the custom scan. */

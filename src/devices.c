@@ -4,8 +4,9 @@
  *		of each device across sessions.
  *
  * simjoin.devices is "all" (every device found) or a list of device
- * numbers.  A join spreads over every device of the list; a parallel
- * worker, which runs only its part of a join, takes the one least loaded.
+ * numbers.  An eps join spreads over every device of the list (SjSpreads);
+ * other joins, and a parallel worker, which runs only its part of a join,
+ * take the one least loaded.
  * A number may repeat ('0,0'): two shares of one device, which runs the
  * multi-device path on a one-GPU machine (for testing).
  *
@@ -257,11 +258,12 @@ SjDevicesLeastLoaded(const int *ordinals, int n)
 
 /*
  * Choose the devices of a GPU join and count them as loaded: every entry
- * of simjoin.devices, or for a parallel worker the least loaded one.  Sets
+ * of simjoin.devices where the operator's GPU engine spreads one join
+ * (spread), else (and for a parallel worker) the least loaded one.  Sets
  * options->gpu_device (and gpu_devices, pointing into hold, when several).
  */
 void
-SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold)
+SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold, bool spread)
 {
 	int			ordinals[SJ_MAX_DEVICES];
 	int			n = SjDevicesResolve(ordinals);
@@ -274,7 +276,7 @@ SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold)
 		before_shmem_exit(SjDevicesAtExit, (Datum) 0);
 		sj_exit_registered = true;
 	}
-	if (n == 1 || IsParallelWorker())
+	if (n == 1 || !spread || IsParallelWorker())
 	{
 		hold->n = 1;
 		hold->ordinals[0] = SjDevicesLeastLoaded(ordinals, n);
@@ -314,15 +316,16 @@ SjDevicesRelease(SjDeviceHold *hold)
 
 /*
  * Start the devices a join will likely use (SjStartDevice): every one of
- * the list; for a parallel worker, the one least loaded now.
+ * the list where the join spreads; else the one least loaded now.
  */
 void
-SjDevicesStart(void)
+SjDevicesStart(bool spread)
 {
 	int			ordinals[SJ_MAX_DEVICES];
 	int			n;
 
-	if (sj_devices_list.n == 0 && !IsParallelWorker())
+	spread = spread && !IsParallelWorker();
+	if (sj_devices_list.n == 0 && spread)
 	{
 		sjgpu_start_devices(NULL, 0);	/* every device, counted there */
 		return;
@@ -342,7 +345,7 @@ SjDevicesStart(void)
 		for (int i = 0; i < n; i++)
 			ordinals[i] = i;
 	}
-	if (IsParallelWorker())
+	if (!spread)
 	{
 		int			one = SjDevicesLeastLoaded(ordinals, n);
 
@@ -366,4 +369,11 @@ SjDevicesDescribe(const SjDeviceHold *hold, char *buf, size_t len)
 
 		used += w > 0 ? (size_t) w : 0;
 	}
+}
+
+/* Does the GPU engine spread one join of this operator over several devices? */
+bool
+SjSpreads(const char *operator_name)
+{
+	return strncmp(operator_name, "eps_join", 8) == 0;
 }

@@ -259,7 +259,7 @@ SjStartDevice(void)
 		on_proc_exit(SjStartDeviceWait, (Datum) 0);
 		registered = true;
 	}
-	SjDevicesStart();
+	SjDevicesStart(true);		/* every device a join may spread over */
 }
 
 /*
@@ -415,7 +415,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 			if (!cur->gpu)
 				options.shared_index = cur->shared_index;
 			else
-				SjDevicesAcquire(&options, &cur->run->hold);
+				SjDevicesAcquire(&options, &cur->run->hold, SjSpreads(spec->name));
 			cur->run->gpu = cur->gpu;
 			status = spec->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
 			if (status == SJ_ERR_INVALID && options.shared_index != NULL)

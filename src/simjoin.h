@@ -140,9 +140,11 @@ extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
 /* devices.c */
 extern char *sj_devices_string;
 extern void SjDevicesInit(void);
-extern void SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold);
+extern void SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold,
+							 bool spread);
+extern bool SjSpreads(const char *operator_name);
 extern void SjDevicesRelease(SjDeviceHold *hold);
-extern void SjDevicesStart(void);
+extern void SjDevicesStart(bool spread);
 extern void SjDevicesDescribe(const SjDeviceHold *hold, char *buf, size_t len);
 extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);
 

@@ -310,6 +310,7 @@ multi_begin(std::unique_ptr<PieceOps> ops, std::vector<Piece> pieces,
 {
 	std::unique_ptr<MultiJoin> m(new MultiJoin());
 	int			n = options->gpu_ndevices;
+	int			started = 0;
 	sigset_t	all,
 				old;
 
@@ -354,10 +355,13 @@ multi_begin(std::unique_ptr<PieceOps> ops, std::vector<Piece> pieces,
 
 		w->started = pthread_create(&w->thread, nullptr, worker_main, w.get()) == 0;
 		if (w->started)
+		{
 			m->running++;
+			started++;
+		}
 	}
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
-	if (m->running == 0)
+	if (started == 0)
 	{
 		multi_end(m.release());
 		throw Error(SJ_ERR_INTERNAL, "could not start a thread for any GPU");

@@ -14,6 +14,7 @@
  */
 #include <cub/block/block_reduce.cuh>
 
+#include <atomic>
 #include <cmath>
 
 #include "eps_tc.cuh"
@@ -507,18 +508,23 @@ tc_filter(const TcSide &probe, const TcSide &build, const TcParams &p, bool self
 		  unsigned long long *count, cudaStream_t st)
 {
 	dim3		grid((build.n + kTcTile - 1) / kTcTile, (p1 - p0 + kTcTile - 1) / kTcTile);
-	static bool sized[2];
+	/* devices whose kernel was sized: a bit per device (an attribute is per device) */
+	static std::atomic<unsigned long long> sized[2];
+	int			dev = 0;
+	unsigned long long bit;
 
 	SJGPU_CHECK(cudaMemsetAsync(count, 0, sizeof(*count), st));
 	if (p1 <= p0 || build.n == 0)
 		return;
-	if (!sized[self])
+	SJGPU_CHECK(cudaGetDevice(&dev));
+	bit = dev >= 0 && dev < 64 ? 1ULL << dev : 0;
+	if (bit == 0 || !(sized[self].load() & bit))
 	{
 		/* more than 48 KB of dynamic shared memory must be asked for */
 		SJGPU_CHECK(cudaFuncSetAttribute(self ? filter_kernel<true> : filter_kernel<false>,
 										 cudaFuncAttributeMaxDynamicSharedMemorySize,
 										 (int) kFilterSmem));
-		sized[self] = true;
+		sized[self].fetch_or(bit);
 	}
 	if (self)
 		filter_kernel<true><<<grid, kThreads, kFilterSmem, st>>>(probe, build, p, p0, p1, keys,

@@ -2282,90 +2282,6 @@ fail(SjGpuEpsJoin *j, SjStatus st, const char *errmsg)
 
 }								/* namespace */
 
-extern "C" void sjgpu_eps_end(SjGpuEpsJoin *join);
-
-namespace
-{
-
-/* Rows [first, first + n) of v, copied into buf unless they are all of v. */
-SjVectors
-slice_rows(const SjVectors &v, uint32_t first, uint32_t n, std::vector<double> *buf)
-{
-	SjVectors	out = v;
-
-	if (first == 0 && n == v.n)
-		return out;
-	buf->resize((size_t) n * v.dim);
-	for (int k = 0; k < v.dim; k++)
-		memcpy(buf->data() + (size_t) k * n, v.coords + (size_t) k * v.n + first,
-			   (size_t) n * sizeof(double));
-	out.n = n;
-	out.coords = buf->data();
-	return out;
-}
-
-/* One piece of a multi-device eps join: its rows and its one-device join. */
-struct EpsPiece
-{
-	std::vector<double> l;
-	std::vector<double> r;
-	SjGpuEpsJoin *j = nullptr;
-};
-
-/* How sjgpu_multi runs a piece of an eps join: as a one-device eps join. */
-class EpsPieceOps : public sjgpu::PieceOps
-{
-public:
-	EpsPieceOps(const SjVectors &left, const SjVectors *right, double eps)
-		: left_(left), right_(right ? *right : left), self_(!right), eps_(eps) {}
-
-	SjStatus	begin(const sjgpu::Piece &p, const SjJoinOptions *options, void **h,
-					  char *errmsg) override
-	{
-		EpsPiece   *e;
-		SjVectors	l,
-					r;
-
-		try
-		{
-			e = new EpsPiece();
-			*h = e;
-			l = slice_rows(left_, p.left_first, p.left_n, &e->l);
-			if (!p.self)
-				r = slice_rows(right_, p.right_first, p.right_n, &e->r);
-		}
-		catch (const std::bad_alloc &)
-		{
-			sjgpu::set_errmsg(errmsg, "out of host memory in the GPU engine");
-			return SJ_ERR_NOMEM;
-		}
-		return sjgpu_eps_begin(&l, p.self ? nullptr : &r, eps_, options, &e->j, errmsg);
-	}
-	SjStatus	next(void *h, SjPairBatch *batch, int *done, char *errmsg) override
-	{
-		return sjgpu_eps_next(static_cast<EpsPiece *>(h)->j, batch, done, errmsg);
-	}
-	void		timings(void *h, SjTimings *t) override
-	{
-		sjgpu_eps_timings(static_cast<EpsPiece *>(h)->j, t);
-	}
-	void		end(void *h) override
-	{
-		EpsPiece   *e = static_cast<EpsPiece *>(h);
-
-		sjgpu_eps_end(e->j);
-		delete e;
-	}
-
-private:
-	SjVectors	left_;
-	SjVectors	right_;			/* == left_ for a self-join */
-	bool		self_;
-	double		eps_;
-};
-
-}								/* namespace */
-
 /* ------------------------------------------------------------------------
  * The C boundary
  * ------------------------------------------------------------------------ */
@@ -2397,15 +2313,11 @@ sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 		if (!join)
 			throw Error(SJ_ERR_INVALID, "eps_join: join handle pointer is NULL");
 		check_args(left, right, eps, options);
-		if (options->gpu_ndevices > 1 && left->n > 0 && (right ? right->n > 0 : left->n > 1))
+		if (sjgpu::multi_wanted(options, left->n, right ? right->n : 0, right == nullptr))
 		{
 			/* several devices: pieces of this join, each a one-device join */
 			j = new SjGpuEpsJoin();
-			j->multi = sjgpu::multi_begin(
-				std::unique_ptr<sjgpu::PieceOps>(new EpsPieceOps(*left, right, eps)),
-				sjgpu::split_pieces(left->n, right ? right->n : 0, right == nullptr,
-									options->gpu_ndevices),
-				options);
+			j->multi = sjgpu::multi_eps_begin(left, right, eps, options);
 			*join = j;
 			return;
 		}

@@ -82,7 +82,10 @@ extern SjStatus sjgpu_eps_next(SjGpuEpsJoin *join, SjPairBatch *batch,
 extern void sjgpu_eps_timings(const SjGpuEpsJoin *join, SjTimings *timings);
 extern void sjgpu_eps_end(SjGpuEpsJoin *join);
 
-/* jaccard_join on the device: contract of sj_jaccard_cpu_* (sjengine.h). */
+/*
+ * jaccard_join on the device: contract of sj_jaccard_cpu_* (sjengine.h);
+ * several devices as for sjgpu_eps_begin.
+ */
 typedef struct SjGpuJaccardJoin SjGpuJaccardJoin;
 
 extern SjStatus sjgpu_jaccard_begin(const SjSets *left, const SjSets *right,

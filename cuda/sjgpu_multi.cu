@@ -436,6 +436,190 @@ multi_timings(const MultiJoin *m, SjTimings *t)
 	}
 }
 
+/* ------------------------------------------------------------------------
+ * The operators' pieces: each a one-device join through the C boundary
+ * ------------------------------------------------------------------------ */
+
+/* Rows [first, first + n) of v, copied into buf unless they are all of v. */
+static SjVectors
+slice_vectors(const SjVectors &v, uint32_t first, uint32_t n, std::vector<double> *buf)
+{
+	SjVectors	out = v;
+
+	if (first == 0 && n == v.n)
+		return out;
+	buf->resize((size_t) n * v.dim);
+	for (int k = 0; k < v.dim; k++)
+		memcpy(buf->data() + (size_t) k * n, v.coords + (size_t) k * v.n + first,
+			   (size_t) n * sizeof(double));
+	out.n = n;
+	out.coords = buf->data();
+	return out;
+}
+
+/* Sets [first, first + n) of s: offsets rebased into buf, tokens shared. */
+static SjSets
+slice_sets(const SjSets &s, uint32_t first, uint32_t n, std::vector<uint64_t> *buf)
+{
+	SjSets		out = s;
+
+	if (first == 0 && n == s.n)
+		return out;
+	buf->resize((size_t) n + 1);
+	for (uint32_t i = 0; i <= n; i++)
+		(*buf)[i] = s.offsets[first + i] - s.offsets[first];
+	out.n = n;
+	out.offsets = buf->data();
+	out.tokens = s.tokens + s.offsets[first];
+	return out;
+}
+
+/* One piece of a multi-device eps join: its rows and its one-device join. */
+struct EpsPiece
+{
+	std::vector<double> l;
+	std::vector<double> r;
+	SjGpuEpsJoin *j = nullptr;
+};
+
+/* A piece of an eps join is a one-device eps join. */
+class EpsPieceOps : public PieceOps
+{
+public:
+	EpsPieceOps(const SjVectors &left, const SjVectors *right, double eps)
+		: left_(left), right_(right ? *right : left), eps_(eps) {}
+
+	SjStatus	begin(const Piece &p, const SjJoinOptions *options, void **h,
+					  char *errmsg) override
+	{
+		EpsPiece   *e;
+		SjVectors	l,
+					r;
+
+		try
+		{
+			e = new EpsPiece();
+			*h = e;
+			l = slice_vectors(left_, p.left_first, p.left_n, &e->l);
+			if (!p.self)
+				r = slice_vectors(right_, p.right_first, p.right_n, &e->r);
+		}
+		catch (const std::bad_alloc &)
+		{
+			set_errmsg(errmsg, "out of host memory in the GPU engine");
+			return SJ_ERR_NOMEM;
+		}
+		return sjgpu_eps_begin(&l, p.self ? nullptr : &r, eps_, options, &e->j, errmsg);
+	}
+	SjStatus	next(void *h, SjPairBatch *batch, int *done, char *errmsg) override
+	{
+		return sjgpu_eps_next(static_cast<EpsPiece *>(h)->j, batch, done, errmsg);
+	}
+	void		timings(void *h, SjTimings *t) override
+	{
+		sjgpu_eps_timings(static_cast<EpsPiece *>(h)->j, t);
+	}
+	void		end(void *h) override
+	{
+		EpsPiece   *e = static_cast<EpsPiece *>(h);
+
+		sjgpu_eps_end(e->j);
+		delete e;
+	}
+
+private:
+	SjVectors	left_;
+	SjVectors	right_;			/* == left_ for a self-join */
+	double		eps_;
+};
+
+/* One piece of a multi-device jaccard join. */
+struct JaccardPiece
+{
+	std::vector<uint64_t> l;
+	std::vector<uint64_t> r;
+	SjGpuJaccardJoin *j = nullptr;
+};
+
+/* A piece of a jaccard join is a one-device jaccard join. */
+class JaccardPieceOps : public PieceOps
+{
+public:
+	JaccardPieceOps(const SjSets &left, const SjSets *right, double threshold)
+		: left_(left), right_(right ? *right : left), threshold_(threshold) {}
+
+	SjStatus	begin(const Piece &p, const SjJoinOptions *options, void **h,
+					  char *errmsg) override
+	{
+		JaccardPiece *e;
+		SjSets		l,
+					r;
+
+		try
+		{
+			e = new JaccardPiece();
+			*h = e;
+			l = slice_sets(left_, p.left_first, p.left_n, &e->l);
+			if (!p.self)
+				r = slice_sets(right_, p.right_first, p.right_n, &e->r);
+		}
+		catch (const std::bad_alloc &)
+		{
+			set_errmsg(errmsg, "out of host memory in the GPU engine");
+			return SJ_ERR_NOMEM;
+		}
+		return sjgpu_jaccard_begin(&l, p.self ? nullptr : &r, threshold_, options, &e->j,
+								   errmsg);
+	}
+	SjStatus	next(void *h, SjPairBatch *batch, int *done, char *errmsg) override
+	{
+		return sjgpu_jaccard_next(static_cast<JaccardPiece *>(h)->j, batch, done, errmsg);
+	}
+	void		timings(void *h, SjTimings *t) override
+	{
+		sjgpu_jaccard_timings(static_cast<JaccardPiece *>(h)->j, t);
+	}
+	void		end(void *h) override
+	{
+		JaccardPiece *e = static_cast<JaccardPiece *>(h);
+
+		sjgpu_jaccard_end(e->j);
+		delete e;
+	}
+
+private:
+	SjSets		left_;
+	SjSets		right_;			/* == left_ for a self-join */
+	double		threshold_;
+};
+
+bool
+multi_wanted(const SjJoinOptions *options, uint32_t nleft, uint32_t nright, bool self)
+{
+	return options && options->gpu_ndevices > 1 && options->gpu_devices &&
+		nleft > 0 && (self ? nleft > 1 : nright > 0);
+}
+
+MultiJoin *
+multi_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
+				const SjJoinOptions *options)
+{
+	return multi_begin(std::unique_ptr<PieceOps>(new EpsPieceOps(*left, right, eps)),
+					   split_pieces(left->n, right ? right->n : 0, right == nullptr,
+									options->gpu_ndevices),
+					   options);
+}
+
+MultiJoin *
+multi_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
+					const SjJoinOptions *options)
+{
+	return multi_begin(std::unique_ptr<PieceOps>(new JaccardPieceOps(*left, right, threshold)),
+					   split_pieces(left->n, right ? right->n : 0, right == nullptr,
+									options->gpu_ndevices),
+					   options);
+}
+
 void
 multi_end(MultiJoin *m) noexcept
 {

@@ -97,6 +97,23 @@ void		multi_timings(const MultiJoin *m, SjTimings *t);
 /* Stop every worker, end its join and wait for it; accepts NULL. */
 void		multi_end(MultiJoin *m) noexcept;
 
+/*
+ * Should this join spread?  options name several devices, and the join
+ * can pair anything (empty inputs take the one-device path).
+ */
+bool		multi_wanted(const SjJoinOptions *options, uint32_t nleft,
+						 uint32_t nright, bool self);
+
+/*
+ * The operators: multi_begin with pieces that are one-device joins of the
+ * operator (sjgpu_eps_begin, sjgpu_jaccard_begin with gpu_ndevices = 0).
+ * right == NULL: a self-join.  The inputs must outlive the join.
+ */
+MultiJoin  *multi_eps_begin(const SjVectors *left, const SjVectors *right,
+							double eps, const SjJoinOptions *options);
+MultiJoin  *multi_jaccard_begin(const SjSets *left, const SjSets *right,
+								double threshold, const SjJoinOptions *options);
+
 }								/* namespace sjgpu */
 
 #endif							/* SJGPU_MULTI_CUH */

@@ -9,9 +9,12 @@
  * with cudaErrorInsufficientDriver or cudaErrorNoDevice and we report zero
  * devices.  The outcome of that first probe is cached for the process.
  */
+#include <algorithm>
 #include <cstdarg>
 #include <cstring>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include <pthread.h>
 #include <signal.h>
@@ -140,15 +143,37 @@ clock_ms()
 static void *
 start_main(void *)
 {
+	int			n;
+	std::vector<std::thread> others;
+
 	probe_devices();
-	for (int i = 0; i < (start_count < 0 ? probe_count : start_count); i++)
+	n = start_count < 0 ? std::min(probe_count, SJGPU_MAX_DEVICES) : start_count;
+	/* several devices start at once, each on a thread (signals stay blocked) */
+	for (int i = 0; i < n; i++)
 	{
 		int			ord = start_count < 0 ? i : start_ordinals[i];
+		auto		start_one = [ord] {
+			if (ord < probe_count && cudaSetDevice(ord) == cudaSuccess)
+				(void) cudaFree(nullptr);	/* makes sure the context exists */
+			(void) cudaGetLastError();
+		};
 
-		if (ord < probe_count && cudaSetDevice(ord) == cudaSuccess)
-			(void) cudaFree(nullptr);	/* makes sure the context exists */
-		(void) cudaGetLastError();
+		if (i == n - 1)
+		{
+			start_one();
+			break;
+		}
+		try
+		{
+			others.emplace_back(start_one);
+		}
+		catch (...)
+		{
+			start_one();
+		}
 	}
+	for (std::thread &t : others)
+		t.join();
 	return nullptr;
 }
 

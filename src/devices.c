@@ -4,8 +4,8 @@
  *		of each device across sessions.
  *
  * simjoin.devices is "all" (every device found) or a list of device
- * numbers.  An eps join spreads over every device of the list (SjSpreads);
- * other joins, and a parallel worker, which runs only its part of a join,
+ * numbers.  An eps or jaccard join spreads over every device of the list
+ * (SjSpreads); a theta join, and a parallel worker, which runs only its part of a join,
  * take the one least loaded.
  * A number may repeat ('0,0'): two shares of one device, which runs the
  * multi-device path on a one-GPU machine (for testing).
@@ -375,5 +375,6 @@ SjDevicesDescribe(const SjDeviceHold *hold, char *buf, size_t len)
 bool
 SjSpreads(const char *operator_name)
 {
-	return strncmp(operator_name, "eps_join", 8) == 0;
+	return strncmp(operator_name, "eps_join", 8) == 0 ||
+		strncmp(operator_name, "jaccard_join", 12) == 0;
 }

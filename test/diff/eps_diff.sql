@@ -39,12 +39,6 @@ END $$;
 CREATE OR REPLACE FUNCTION sjd_finite(v float8[]) RETURNS boolean LANGUAGE sql IMMUTABLE AS
 $$ SELECT bool_and(x NOT IN ('NaN', 'Infinity', '-Infinity')) FROM unnest(v) x $$;
 
--- The simjoin.devices lists a GPU case also runs with: the one GPU twice
--- (the multi-device path on one card), and two cards where two are visible.
-CREATE OR REPLACE FUNCTION sjd_device_lists() RETURNS text[] LANGUAGE sql AS
-$$ SELECT CASE WHEN (SELECT count(*) FROM simjoin_devices()) >= 2
-               THEN ARRAY['0,0', '0,1'] ELSE ARRAY['0,0'] END $$;
-
 -- One case: CPU count form agrees with CPU pairs; CPU agrees with the
 -- oracle (when asked); GPU agrees with CPU pairs, distances and count.
 CREATE OR REPLACE FUNCTION sjd_eps_case(label text, l text, r text, eps float8,

@@ -388,3 +388,154 @@ SJ_TEST(multi_gpu_eps_early_end)
 			 "ordinal %d accepted", found);
 	free(c);
 }
+
+/* n sets over a universe of u tokens, each a jittered copy of one of k bases. */
+static void
+m_sets(uint32_t n, uint32_t u, uint32_t k, SjSets *s, uint64_t **off, uint32_t **tok)
+{
+	unsigned char *mark = malloc(u);
+	size_t		cap = (size_t) n * 40 + 1;
+
+	*off = malloc(sizeof(uint64_t) * (n + 1));
+	*tok = malloc(sizeof(uint32_t) * cap);
+	(*off)[0] = 0;
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint64_t	base = (m_next() % k) * 7919;
+		size_t		at = (*off)[i];
+
+		memset(mark, 0, u);
+		for (int t = 0; t < 30; t++)
+			if (m_next() % 10 < 8)
+				mark[(base + (uint64_t) t * 31) % u] = 1;
+		for (int t = 0; t < 4; t++)
+			mark[m_next() % u] = 1;
+		for (uint32_t t = 0; t < u && at < cap; t++)
+			if (mark[t])
+				(*tok)[at++] = t;
+		(*off)[i + 1] = at;
+	}
+	s->n = n;
+	s->universe = u;
+	s->offsets = *off;
+	s->tokens = *tok;
+	free(mark);
+}
+
+/* Run a jaccard join to exhaustion into out (sorted). */
+static int
+m_run_jaccard(const SjSets *L, const SjSets *R, double t, const SjJoinOptions *o,
+			  MPairs *out, SjTimings *tm, char *why)
+{
+	SjGpuJaccardJoin *j = NULL;
+	char		err[SJ_ERRMSG_LEN] = "";
+	int			done = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (sjgpu_jaccard_begin(L, R, t, o, &j, err) != SJ_OK)
+	{
+		snprintf(why, 512, "begin: %s", err);
+		return 0;
+	}
+	while (!done)
+	{
+		SjPairBatch b;
+
+		if (sjgpu_jaccard_next(j, &b, &done, err) != SJ_OK)
+		{
+			snprintf(why, 512, "next: %s", err);
+			sjgpu_jaccard_end(j);
+			return 0;
+		}
+		out->count += b.count;
+		if (o->count_only || b.count == 0)
+			continue;
+		if (out->n + b.count > out->alloc)
+		{
+			out->alloc = (out->n + b.count) * 2;
+			out->p = realloc(out->p, out->alloc * sizeof(MPair));
+		}
+		for (size_t i = 0; i < b.count; i++)
+		{
+			if (b.left[i] >= L->n || b.right[i] >= (R ? R->n : L->n) ||
+				(!R && b.left[i] >= b.right[i]))
+			{
+				snprintf(why, 512, "bad pair (%u, %u)", b.left[i], b.right[i]);
+				sjgpu_jaccard_end(j);
+				return 0;
+			}
+			out->p[out->n].l = b.left[i];
+			out->p[out->n].r = b.right[i];
+			out->p[out->n].d = b.value[i];
+			out->n++;
+		}
+	}
+	if (tm)
+		sjgpu_jaccard_timings(j, tm);
+	sjgpu_jaccard_end(j);
+	qsort(out->p, out->n, sizeof(MPair), m_cmp);
+	return 1;
+}
+
+/* Jaccard: the one-device join against every device list. */
+SJ_TEST(multi_gpu_jaccard)
+{
+	static const double thresholds[] = {0.3, 0.6, 0.9};
+	char		why[512] = "";
+	int			lists[4][3],
+				sizes[4],
+				nlists;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x6a6163ULL;
+	nlists = m_lists(lists, sizes);
+	for (int self = 0; self < 2; self++)
+		for (int ti = 0; ti < 3; ti++)
+			for (int count_only = 0; count_only < 2; count_only++)
+			{
+				SjSets		L,
+							R;
+				uint64_t   *lo,
+						   *ro;
+				uint32_t   *lt,
+						   *rt;
+				SjJoinOptions o;
+				MPairs		one,
+							many;
+				int			ok;
+
+				m_sets(3000, 5000, 60, &L, &lo, &lt);
+				m_sets(1200, 5000, 60, &R, &ro, &rt);
+				memset(&o, 0, sizeof(o));
+				o.cpu_threads = 2;
+				o.count_only = count_only;
+				o.max_batch_pairs = 5000;
+				ok = m_run_jaccard(&L, self ? NULL : &R, thresholds[ti], &o, &one, NULL, why);
+				for (int k = 0; k < nlists && ok; k++)
+				{
+					SjTimings	tm;
+
+					o.gpu_ndevices = sizes[k];
+					o.gpu_devices = lists[k];
+					ok = m_run_jaccard(&L, self ? NULL : &R, thresholds[ti], &o, &many, &tm, why) &&
+						m_same(&one, &many, why);
+					if (ok && strstr(tm.devices, "gpu") == NULL)
+					{
+						snprintf(why, 512, "no devices in the timings");
+						ok = 0;
+					}
+					free(many.p);
+				}
+				free(one.p);
+				free(lo);
+				free(lt);
+				free(ro);
+				free(rt);
+				SJ_CHECK(ok, "self %d threshold %g count %d: %s", self, thresholds[ti],
+						 count_only, why);
+			}
+}

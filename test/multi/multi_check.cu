@@ -61,6 +61,21 @@ memory_limit(size_t options_limit)
 
 using namespace sjgpu;
 
+/* The operators' one-device joins are not linked here: stubs. */
+extern "C"
+{
+SjStatus	sjgpu_eps_begin(const SjVectors *, const SjVectors *, double,
+							const SjJoinOptions *, SjGpuEpsJoin **, char *) { return SJ_ERR_NO_DEVICE; }
+SjStatus	sjgpu_eps_next(SjGpuEpsJoin *, SjPairBatch *, int *, char *) { return SJ_ERR_NO_DEVICE; }
+void		sjgpu_eps_timings(const SjGpuEpsJoin *, SjTimings *) {}
+void		sjgpu_eps_end(SjGpuEpsJoin *) {}
+SjStatus	sjgpu_jaccard_begin(const SjSets *, const SjSets *, double,
+								const SjJoinOptions *, SjGpuJaccardJoin **, char *) { return SJ_ERR_NO_DEVICE; }
+SjStatus	sjgpu_jaccard_next(SjGpuJaccardJoin *, SjPairBatch *, int *, char *) { return SJ_ERR_NO_DEVICE; }
+void		sjgpu_jaccard_timings(const SjGpuJaccardJoin *, SjTimings *) {}
+void		sjgpu_jaccard_end(SjGpuJaccardJoin *) {}
+}
+
 static std::atomic<int> fail_begin_at{-1};
 static std::atomic<int> fail_next_at{-1};
 static std::atomic<int> begins{0};

@@ -593,6 +593,105 @@ private:
 	double		threshold_;
 };
 
+/* One piece of a multi-device theta join. */
+struct ThetaPiece
+{
+	std::vector<SjThetaColumn> l;
+	std::vector<SjThetaColumn> r;
+	SjGpuThetaJoin *j = nullptr;
+};
+
+/* Rows [first, first + n) of t: its columns' arrays offset, into cols. */
+static SjThetaTable
+slice_table(const SjThetaTable &t, uint32_t first, uint32_t n,
+			std::vector<SjThetaColumn> *cols)
+{
+	SjThetaTable out = t;
+
+	cols->assign(t.cols, t.cols + t.ncols);
+	for (SjThetaColumn &c : *cols)
+	{
+		/* both column types are 8 bytes a value */
+		c.values = static_cast<const char *>(c.values) + (size_t) first * 8;
+		if (c.nulls)
+			c.nulls += first;
+	}
+	out.n = n;
+	out.cols = cols->data();
+	return out;
+}
+
+/* A piece of a theta join is a one-device theta join (no self-joins). */
+class ThetaPieceOps : public PieceOps
+{
+public:
+	ThetaPieceOps(const SjThetaTable &left, const SjThetaTable &right,
+				  const SjThetaProgram &program, SjThetaStrategy strategy)
+		: left_(left), right_(right), lcols_(left.cols, left.cols + left.ncols),
+		  rcols_(right.cols, right.cols + right.ncols),
+		  instr_(program.instr, program.instr + program.ninstr), strategy_(strategy)
+	{
+		left_.cols = lcols_.data();
+		right_.cols = rcols_.data();
+		program_.ninstr = program.ninstr;
+		program_.instr = instr_.data();
+	}
+
+	SjStatus	begin(const Piece &p, const SjJoinOptions *options, void **h,
+					  char *errmsg) override
+	{
+		ThetaPiece *e;
+		SjThetaTable l,
+					r;
+
+		try
+		{
+			e = new ThetaPiece();
+			*h = e;
+			l = slice_table(left_, p.left_first, p.left_n, &e->l);
+			r = slice_table(right_, p.right_first, p.right_n, &e->r);
+		}
+		catch (const std::bad_alloc &)
+		{
+			set_errmsg(errmsg, "out of host memory in the GPU engine");
+			return SJ_ERR_NOMEM;
+		}
+		return sjgpu_theta_begin(&l, &r, &program_, strategy_, options, &e->j, errmsg);
+	}
+	SjStatus	next(void *h, SjPairBatch *batch, int *done, char *errmsg) override
+	{
+		SjGpuThetaJoin *j = static_cast<ThetaPiece *>(h)->j;
+		SjStatus	st = sjgpu_theta_next(j, batch, done, errmsg);
+		int			none = SJ_THETA_OK;
+
+		if (st == SJ_ERR_DATA)
+			data_error.compare_exchange_strong(none, (int) sjgpu_theta_data_error(j));
+		return st;
+	}
+	void		timings(void *h, SjTimings *t) override
+	{
+		sjgpu_theta_timings(static_cast<ThetaPiece *>(h)->j, t);
+	}
+	void		end(void *h) override
+	{
+		ThetaPiece *e = static_cast<ThetaPiece *>(h);
+
+		sjgpu_theta_end(e->j);
+		delete e;
+	}
+
+	std::atomic<int> data_error{SJ_THETA_OK};	/* the first piece's */
+
+private:
+	SjThetaTable left_;
+	SjThetaTable right_;
+	std::vector<SjThetaColumn> lcols_;
+	std::vector<SjThetaColumn> rcols_;
+	std::vector<SjThetaInstr> instr_;
+	SjThetaProgram program_;
+	SjThetaStrategy strategy_;
+};
+
 bool
 multi_wanted(const SjJoinOptions *options, uint32_t nleft, uint32_t nright, bool self)
 {
@@ -618,6 +717,27 @@ multi_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
 					   split_pieces(left->n, right ? right->n : 0, right == nullptr,
 									options->gpu_ndevices),
 					   options);
+}
+
+MultiJoin *
+multi_theta_begin(const SjThetaTable *left, const SjThetaTable *right,
+				  const SjThetaProgram *program, SjThetaStrategy strategy,
+				  const SjJoinOptions *options)
+{
+	if (!program || program->ninstr < 1 || !program->instr)
+		throw Error(SJ_ERR_INVALID, "theta_join: no program");
+	return multi_begin(std::unique_ptr<PieceOps>(new ThetaPieceOps(*left, *right, *program,
+																	 strategy)),
+					   split_pieces(left->n, right->n, false, options->gpu_ndevices),
+					   options);
+}
+
+SjThetaDataError
+multi_theta_data_error(const MultiJoin *m)
+{
+	const ThetaPieceOps *ops = dynamic_cast<const ThetaPieceOps *>(m->ops.get());
+
+	return ops ? (SjThetaDataError) ops->data_error.load() : SJ_THETA_OK;
 }
 
 void

@@ -113,6 +113,12 @@ MultiJoin  *multi_eps_begin(const SjVectors *left, const SjVectors *right,
 							double eps, const SjJoinOptions *options);
 MultiJoin  *multi_jaccard_begin(const SjSets *left, const SjSets *right,
 								double threshold, const SjJoinOptions *options);
+MultiJoin  *multi_theta_begin(const SjThetaTable *left, const SjThetaTable *right,
+							  const SjThetaProgram *program, SjThetaStrategy strategy,
+							  const SjJoinOptions *options);
+
+/* A multi-device theta join's data error: the first piece's that had one. */
+SjThetaDataError multi_theta_data_error(const MultiJoin *m);
 
 }								/* namespace sjgpu */
 

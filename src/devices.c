@@ -4,9 +4,9 @@
  *		of each device across sessions.
  *
  * simjoin.devices is "all" (every device found) or a list of device
- * numbers.  An eps or jaccard join spreads over every device of the list
- * (SjSpreads); a theta join, and a parallel worker, which runs only its part of a join,
- * take the one least loaded.
+ * numbers.  A join spreads over every device of the list (SjSpreads:
+ * eps, jaccard and theta joins); a parallel worker, which runs only its
+ * part of a join, takes the one least loaded.
  * A number may repeat ('0,0'): two shares of one device, which runs the
  * multi-device path on a one-GPU machine (for testing).
  *
@@ -376,5 +376,6 @@ bool
 SjSpreads(const char *operator_name)
 {
 	return strncmp(operator_name, "eps_join", 8) == 0 ||
-		strncmp(operator_name, "jaccard_join", 12) == 0;
+		strncmp(operator_name, "jaccard_join", 12) == 0 ||
+		strncmp(operator_name, "theta_join", 10) == 0;
 }

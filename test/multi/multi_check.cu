@@ -74,6 +74,13 @@ SjStatus	sjgpu_jaccard_begin(const SjSets *, const SjSets *, double,
 SjStatus	sjgpu_jaccard_next(SjGpuJaccardJoin *, SjPairBatch *, int *, char *) { return SJ_ERR_NO_DEVICE; }
 void		sjgpu_jaccard_timings(const SjGpuJaccardJoin *, SjTimings *) {}
 void		sjgpu_jaccard_end(SjGpuJaccardJoin *) {}
+SjStatus	sjgpu_theta_begin(const SjThetaTable *, const SjThetaTable *, const SjThetaProgram *,
+							  SjThetaStrategy, const SjJoinOptions *, SjGpuThetaJoin **,
+							  char *) { return SJ_ERR_NO_DEVICE; }
+SjStatus	sjgpu_theta_next(SjGpuThetaJoin *, SjPairBatch *, int *, char *) { return SJ_ERR_NO_DEVICE; }
+void		sjgpu_theta_timings(const SjGpuThetaJoin *, SjTimings *) {}
+SjThetaDataError sjgpu_theta_data_error(const SjGpuThetaJoin *) { return SJ_THETA_OK; }
+void		sjgpu_theta_end(SjGpuThetaJoin *) {}
 }
 
 static std::atomic<int> fail_begin_at{-1};

@@ -59,7 +59,7 @@ PG_CFLAGS = -std=gnu11 -ffp-contract=off -pthread -Wall -Wextra -Wno-unused-para
 NVCC_FLAGS = -O3 -std=c++17 $(CUDA_ARCH) -fmad=false -Xcompiler -fPIC,-Wall \
              -Isrc/engine -Icuda --expt-relaxed-constexpr
 
-EXTRA_CLEAN = $(GPU_OBJS) cuda/*.o test/engine/*.o test/engine/engine_test \
+EXTRA_CLEAN = $(GPU_OBJS) cuda/*.o test/engine/*.o test/engine/engine_test test/multi/multi_check \
               results regression.diffs regression.out
 
 PG_CONFIG ?= pg_config
@@ -88,7 +88,7 @@ $(ENGINE_OBJS) $(ENGINE_SRCS:.c=.bc): $(wildcard src/engine/*.h)
 $(ADAPTER_SRCS:.c=.o) $(ADAPTER_SRCS:.c=.bc): $(wildcard src/*.h src/engine/*.h) cuda/sjgpu.h
 
 all: build-kind
-.PHONY: build-kind engine-check
+.PHONY: build-kind engine-check multi-check
 build-kind:
 	@echo "simjoin: $(BUILD_KIND) build"
 
@@ -100,3 +100,10 @@ test/engine/engine_test: $(ENGINE_TEST_SRCS) $(wildcard test/engine/*.h) $(ENGIN
 
 engine-check: test/engine/engine_test
 	test/engine/engine_test
+
+# The multi-device driver with a fake operator: host only, nvcc but no GPU.
+test/multi/multi_check: test/multi/multi_check.cu cuda/sjgpu_multi.cu $(wildcard cuda/*.cuh) cuda/sjgpu.h
+	$(NVCC) -std=c++17 -O1 -Isrc/engine -Icuda -o $@ test/multi/multi_check.cu cuda/sjgpu_multi.cu -lpthread
+
+multi-check: test/multi/multi_check
+	test/multi/multi_check

@@ -59,6 +59,7 @@
 #include "eps_tc.cuh"
 #include "sjdist.h"
 #include "sjgpu_internal.cuh"
+#include "sjgpu_multi.cuh"
 
 namespace
 {
@@ -979,6 +980,8 @@ struct SjGpuEpsJoin
 	int			dim = 0;
 	bool		count_only = false;
 	int			device = 0;
+	sjgpu::MultiJoin *multi = nullptr;	/* set: the join runs on several
+										 * devices, and nothing below is used */
 
 	/* plan */
 	Budget		budget;
@@ -2310,6 +2313,14 @@ sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 		if (!join)
 			throw Error(SJ_ERR_INVALID, "eps_join: join handle pointer is NULL");
 		check_args(left, right, eps, options);
+		if (sjgpu::multi_wanted(options, left->n, right ? right->n : 0, right == nullptr))
+		{
+			/* several devices: pieces of this join, each a one-device join */
+			j = new SjGpuEpsJoin();
+			j->multi = sjgpu::multi_eps_begin(left, right, eps, options);
+			*join = j;
+			return;
+		}
 		double		start_ms = sjgpu::use_device(options->gpu_device);
 
 		j = new SjGpuEpsJoin();
@@ -2381,6 +2392,14 @@ sjgpu_eps_next(SjGpuEpsJoin *join, SjPairBatch *batch, int *done, char *errmsg)
 	st = sjgpu::guard(errmsg, [&] {
 		if (!join || !batch || !done)
 			throw Error(SJ_ERR_INVALID, "eps_join: next() needs a handle, a batch and done");
+		if (join->multi)
+		{
+			SjStatus	inner = sjgpu::multi_next(join->multi, batch, done, errmsg);
+
+			if (inner != SJ_OK)
+				throw Error(inner, "%s", errmsg ? errmsg : "");
+			return;
+		}
 		if (join->finished)
 		{
 			*done = 1;
@@ -2426,6 +2445,11 @@ sjgpu_eps_timings(const SjGpuEpsJoin *join, SjTimings *timings)
 		memset(timings, 0, sizeof(*timings));
 		return;
 	}
+	if (join->multi)
+	{
+		sjgpu::multi_timings(join->multi, timings);
+		return;
+	}
 	*timings = join->timings;
 	timings->device_bytes = join->budget.peak();
 }
@@ -2435,6 +2459,12 @@ sjgpu_eps_end(SjGpuEpsJoin *join)
 {
 	if (!join)
 		return;
+	if (join->multi)
+	{
+		sjgpu::multi_end(join->multi);
+		delete join;
+		return;
+	}
 	(void) cudaSetDevice(join->device);
 	if (join->compute.get())
 		(void) cudaStreamSynchronize(join->compute.get());

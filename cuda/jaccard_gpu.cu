@@ -134,6 +134,7 @@
 #include <vector>
 
 #include "jaccard_gpu.cuh"
+#include "sjgpu_multi.cuh"
 
 namespace sjjaccard_gpu
 {
@@ -590,9 +591,12 @@ struct SjGpuJaccardJoin
 	SjJaccardJoin *host = nullptr;
 	std::unique_ptr<JaccardDevice> dev;
 	double		start_ms = 0;	/* waiting for the device to start */
+	sjgpu::MultiJoin *multi = nullptr;	/* set: on several devices, and
+										 * nothing above is used */
 
 	~SjGpuJaccardJoin()
 	{
+		sjgpu::multi_end(multi);
 		dev.reset();
 		sj_jaccard_cpu_end(host);
 	}
@@ -654,6 +658,13 @@ sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
 
 		if (join == nullptr || options == nullptr)
 			throw Error(SJ_ERR_INVALID, "jaccard_join: bad arguments");
+		if (left && sjgpu::multi_wanted(options, left->n, right ? right->n : 0, right == nullptr))
+		{
+			/* several devices: pieces of this join, each a one-device join */
+			j->multi = sjgpu::multi_jaccard_begin(left, right, threshold, options);
+			*join = j.release();
+			return;
+		}
 		double		start_ms = sjgpu::use_device(options->gpu_device);
 		double		t0 = sj_now_ms();
 
@@ -680,6 +691,15 @@ sjgpu_jaccard_next(SjGpuJaccardJoin *join, SjPairBatch *batch, int *done,
 		sjgpu::set_errmsg(errmsg, "jaccard_join: no handle");
 		return SJ_ERR_INVALID;
 	}
+	if (join->multi)
+	{
+		SjStatus	inner = SJ_OK;
+		SjStatus	st = sjgpu::guard(errmsg, [&] {
+			inner = sjgpu::multi_next(join->multi, batch, done, errmsg);
+		});
+
+		return st != SJ_OK ? st : inner;
+	}
 	return sj_jaccard_cpu_next(join->host, batch, done, errmsg);
 }
 
@@ -691,6 +711,11 @@ sjgpu_jaccard_timings(const SjGpuJaccardJoin *join, SjTimings *timings)
 	memset(timings, 0, sizeof(*timings));
 	if (join == nullptr)
 		return;
+	if (join->multi)
+	{
+		sjgpu::multi_timings(join->multi, timings);
+		return;
+	}
 	sj_jaccard_cpu_timings(join->host, timings);
 	timings->start_ms = join->start_ms;
 	if (join->dev)

@@ -58,8 +58,16 @@ extern void sjgpu_start_device(int ordinal);
 extern void sjgpu_start_device_wait(void);
 
 /*
+ * sjgpu_start_device for several devices (a repeated ordinal once); NULL:
+ * every device found.
+ */
+extern void sjgpu_start_devices(const int *ordinals, int n);
+
+/*
  * eps_join on the device: the same contract as sj_eps_cpu_* (sjengine.h),
- * the same pairs and bit-identical distances.  options->gpu_memory_limit
+ * the same pairs and bit-identical distances.  With options->gpu_ndevices
+ * > 1 the join is spread over options->gpu_devices (cuda/sjgpu_multi.cuh);
+ * pairs may then come in another order, and the memory limit is per device.  options->gpu_memory_limit
  * bounds the device memory the join holds; work beyond it is batched, and
  * SJ_ERR_DEVICE_NOMEM is returned only when even the smallest batch does
  * not fit.
@@ -74,7 +82,10 @@ extern SjStatus sjgpu_eps_next(SjGpuEpsJoin *join, SjPairBatch *batch,
 extern void sjgpu_eps_timings(const SjGpuEpsJoin *join, SjTimings *timings);
 extern void sjgpu_eps_end(SjGpuEpsJoin *join);
 
-/* jaccard_join on the device: contract of sj_jaccard_cpu_* (sjengine.h). */
+/*
+ * jaccard_join on the device: contract of sj_jaccard_cpu_* (sjengine.h);
+ * several devices as for sjgpu_eps_begin.
+ */
 typedef struct SjGpuJaccardJoin SjGpuJaccardJoin;
 
 extern SjStatus sjgpu_jaccard_begin(const SjSets *left, const SjSets *right,

@@ -46,6 +46,11 @@ sjgpu_start_device(int ordinal)
 }
 
 void
+sjgpu_start_devices(const int *ordinals, int n)
+{
+}
+
+void
 sjgpu_start_device_wait(void)
 {
 }

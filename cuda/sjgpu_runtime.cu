@@ -9,9 +9,12 @@
  * with cudaErrorInsufficientDriver or cudaErrorNoDevice and we report zero
  * devices.  The outcome of that first probe is cached for the process.
  */
+#include <algorithm>
 #include <cstdarg>
 #include <cstring>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include <pthread.h>
 #include <signal.h>
@@ -125,7 +128,8 @@ static std::mutex start_mutex;
 static pthread_t start_thread;
 static bool start_running;		/* start_thread is to be joined */
 static bool start_begun;		/* one was started in this process */
-static int	start_ordinal;
+static int	start_ordinals[SJGPU_MAX_DEVICES];
+static int	start_count;
 
 static double
 clock_ms()
@@ -139,10 +143,37 @@ clock_ms()
 static void *
 start_main(void *)
 {
+	int			n;
+	std::vector<std::thread> others;
+
 	probe_devices();
-	if (start_ordinal < probe_count && cudaSetDevice(start_ordinal) == cudaSuccess)
-		(void) cudaFree(nullptr);	/* makes sure the context exists */
-	(void) cudaGetLastError();
+	n = start_count < 0 ? std::min(probe_count, SJGPU_MAX_DEVICES) : start_count;
+	/* several devices start at once, each on a thread (signals stay blocked) */
+	for (int i = 0; i < n; i++)
+	{
+		int			ord = start_count < 0 ? i : start_ordinals[i];
+		auto		start_one = [ord] {
+			if (ord < probe_count && cudaSetDevice(ord) == cudaSuccess)
+				(void) cudaFree(nullptr);	/* makes sure the context exists */
+			(void) cudaGetLastError();
+		};
+
+		if (i == n - 1)
+		{
+			start_one();
+			break;
+		}
+		try
+		{
+			others.emplace_back(start_one);
+		}
+		catch (...)
+		{
+			start_one();
+		}
+	}
+	for (std::thread &t : others)
+		t.join();
 	return nullptr;
 }
 
@@ -442,14 +473,32 @@ sjgpu_compiled(void)
 extern "C" void
 sjgpu_start_device(int ordinal)
 {
+	sjgpu_start_devices(&ordinal, 1);
+}
+
+/* Begin creating the contexts of several devices on a thread of its own. */
+extern "C" void
+sjgpu_start_devices(const int *ordinals, int n)
+{
 	std::lock_guard<std::mutex> lock(sjgpu::start_mutex);
 	sigset_t	all,
 				old;
 
-	if (sjgpu::start_begun || ordinal < 0)
+	if (sjgpu::start_begun)
+		return;
+	sjgpu::start_count = ordinals ? 0 : -1; /* NULL: every device */
+	for (int i = 0; ordinals && i < n && sjgpu::start_count < SJGPU_MAX_DEVICES; i++)
+	{
+		bool		seen = ordinals[i] < 0;
+
+		for (int k = 0; k < sjgpu::start_count && !seen; k++)
+			seen = sjgpu::start_ordinals[k] == ordinals[i];
+		if (!seen)
+			sjgpu::start_ordinals[sjgpu::start_count++] = ordinals[i];
+	}
+	if (sjgpu::start_count == 0)
 		return;
 	sjgpu::start_begun = true;
-	sjgpu::start_ordinal = ordinal;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	sjgpu::start_running =

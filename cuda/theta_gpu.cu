@@ -92,6 +92,7 @@
 #include <vector>
 
 #include "sjgpu_internal.cuh"
+#include "sjgpu_multi.cuh"
 #include "sjnumeric.h"
 
 using sjgpu::Budget;
@@ -1348,6 +1349,8 @@ struct Pass
 
 struct SjGpuThetaJoin
 {
+	sjgpu::MultiJoin *multi = nullptr;	/* set: on several devices, and
+										 * nothing below is used */
 	SjThetaPlan plan;
 	SjThetaInstr prog[SJ_THETA_MAX_INSTR];
 	int			ninstr = 0;
@@ -2598,6 +2601,12 @@ sjgpu_theta_begin(const SjThetaTable *left, const SjThetaTable *right,
 			throw Error(SJ_ERR_INVALID, "theta_join: no options");
 		j = new SjGpuThetaJoin();
 		memset(&j->timings, 0, sizeof(j->timings));
+		if (left && right && sjgpu::multi_wanted(options, left->n, right->n, false))
+		{
+			/* several devices: pieces of this join, each a one-device join */
+			j->multi = sjgpu::multi_theta_begin(left, right, program, strategy, options);
+			return;
+		}
 		ps = sj_theta_plan(program, left, right, strategy, &j->plan, errmsg);
 		if (ps != SJ_OK)
 			throw Error(ps, "%s", errmsg);
@@ -2656,6 +2665,15 @@ sjgpu_theta_next(SjGpuThetaJoin *j, SjPairBatch *batch, int *done, char *errmsg)
 		sjgpu::set_errmsg(errmsg, "theta_join: no join");
 		return SJ_ERR_INVALID;
 	}
+	if (j->multi)
+	{
+		SjStatus	inner = SJ_OK;
+		SjStatus	st = sjgpu::guard(errmsg, [&] {
+			inner = sjgpu::multi_next(j->multi, batch, done, errmsg);
+		});
+
+		return st != SJ_OK ? st : inner;
+	}
 	if (j->error)
 	{
 		sjgpu::set_errmsg(errmsg, sj_theta_error_message((SjThetaDataError) j->error));
@@ -2710,7 +2728,9 @@ sjgpu_theta_next(SjGpuThetaJoin *j, SjPairBatch *batch, int *done, char *errmsg)
 extern "C" void
 sjgpu_theta_timings(const SjGpuThetaJoin *j, SjTimings *timings)
 {
-	if (j)
+	if (j && j->multi)
+		sjgpu::multi_timings(j->multi, timings);
+	else if (j)
 		*timings = j->timings;
 	else
 		memset(timings, 0, sizeof(*timings));
@@ -2719,12 +2739,20 @@ sjgpu_theta_timings(const SjGpuThetaJoin *j, SjTimings *timings)
 extern "C" SjThetaDataError
 sjgpu_theta_data_error(const SjGpuThetaJoin *j)
 {
+	if (j && j->multi)
+		return sjgpu::multi_theta_data_error(j->multi);
 	return j ? (SjThetaDataError) j->error : SJ_THETA_OK;
 }
 
 extern "C" void
 sjgpu_theta_end(SjGpuThetaJoin *j)
 {
+	if (j && j->multi)
+	{
+		sjgpu::multi_end(j->multi);
+		delete j;
+		return;
+	}
 	/* a launch ahead may still run: let it end before its buffers go */
 	if (j && j->inflight != kFlyNone)
 		(void) cudaStreamSynchronize(j->stream.get());

@@ -14,6 +14,19 @@ SHOW simjoin.gpu_memory_limit;
 RESET simjoin.gpu_memory_limit;
 SET simjoin.gpu_memory_limit = -1;
 
+-- simjoin.devices: all, or a list of device numbers (a number may repeat)
+SHOW simjoin.devices;
+SET simjoin.devices = '0,1';
+SHOW simjoin.devices;
+SET simjoin.devices = 0, 0;
+SHOW simjoin.devices;
+SET simjoin.devices = 'ALL';
+SET simjoin.devices = '0,x';
+SET simjoin.devices = '-1';
+SET simjoin.devices = '64';
+SET simjoin.devices = '0,';
+RESET simjoin.devices;
+
 -- the prefix is reserved: misspelled settings are refused
 SET simjoin.devise = 'cpu';
 

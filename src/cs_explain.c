@@ -170,7 +170,12 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 			}
 			SjExplainMs("Scan and Marshal Time", state->stats.scan_ms, es);
 			if (strcmp(state->stats.device, "gpu") == 0)
+			{
+				/* which GPUs, and each one's share of work and time */
+				if (state->stats.devices[0])
+					ExplainPropertyText("GPU Devices", state->stats.devices, es);
 				SjExplainMs("Device Start-up Time", state->stats.start_ms, es);
+			}
 			SjExplainMs("Build Time", state->stats.build_ms, es);
 			SjExplainMs("Probe Time", state->stats.probe_ms, es);
 			SjExplainMs("Transfer Time", state->stats.transfer_ms, es);

@@ -22,6 +22,7 @@
 
 #include "simjoin.h"
 #include "sjgpu.h"
+#include "devices.h"
 #include "sjrun.h"
 
 PG_MODULE_MAGIC;
@@ -114,6 +115,7 @@ _PG_init(void)
 							 "memory instead of dynamic shared memory.",
 							 &sj_enable_shared_index, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	SjDevicesInit();
 	MarkGUCPrefixReserved("simjoin");
 	SjCustomScanInit();
 	sj_prev_utility_hook = ProcessUtility_hook;
@@ -172,8 +174,8 @@ Datum
 simjoin_last_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[15];
-	bool		nulls[15];
+	Datum		values[16];
+	bool		nulls[16];
 	SjStats    *s = &sj_last_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -197,6 +199,10 @@ simjoin_last_stats(PG_FUNCTION_ARGS)
 	values[12] = Float8GetDatum(s->total_ms);
 	values[13] = Int64GetDatum(s->device_bytes);
 	values[14] = Int32GetDatum(s->scan_workers);
+	if (s->devices[0])
+		values[15] = CStringGetTextDatum(s->devices);
+	else
+		nulls[15] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));
 }

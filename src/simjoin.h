@@ -51,4 +51,8 @@ typedef enum SjOperator
 /* cs_planner.c: the Custom Scan node (its files share customscan.h) */
 extern void SjCustomScanInit(void);
 
+/* sjstatus.c: an engine status as an ERROR with a specific SQLSTATE */
+extern void SjReportStatus(SjStatus status, const char *errmsg,
+						   const char *what);
+
 #endif							/* SIMJOIN_H */

@@ -8,7 +8,7 @@
  * whether a GPU is usable asks the GPU engine, which initialises CUDA in
  * this backend then.  The answer is cached for the backend's life.
  *
- * Every engine status reaches the user through SjReportStatus.
+ * Every engine status reaches the user through SjReportStatus (sjstatus.c).
  */
 #include "postgres.h"
 
@@ -39,70 +39,6 @@ SjStatsForget(void)
 {
 	memset(&sj_last_stats, 0, sizeof(sj_last_stats));
 	sj_last_stats_user = InvalidOid;
-}
-
-/*
- * Report a failed engine call as an ERROR with a specific SQLSTATE.
- * "what" names the operation ("eps_join on the GPU").
- */
-void
-SjReportStatus(SjStatus status, const char *engmsg, const char *what)
-{
-	const char *msg = engmsg && engmsg[0] ? engmsg : "no detail";
-
-	switch (status)
-	{
-		case SJ_OK:
-			return;
-		case SJ_ERR_NOMEM:
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory in %s", what),
-					 errdetail("%s", msg)));
-			break;
-		case SJ_ERR_DEVICE_NOMEM:
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of GPU memory in %s", what),
-					 errdetail("%s", msg),
-					 errhint("Lower simjoin.gpu_memory_limit, free GPU memory, "
-							 "or set simjoin.device = auto to fall back to the CPU.")));
-			break;
-		case SJ_ERR_NO_DEVICE:
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("no usable GPU for %s", what),
-					 errdetail("%s", msg),
-					 errhint("Set simjoin.device = auto or cpu to use the CPU engine.")));
-			break;
-		case SJ_ERR_DEVICE:
-			ereport(ERROR,
-					(errcode(ERRCODE_SYSTEM_ERROR),
-					 errmsg("GPU error in %s", what),
-					 errdetail("%s", msg)));
-			break;
-		case SJ_ERR_TOO_LARGE:
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("input too large for %s", what),
-					 errdetail("%s", msg)));
-			break;
-		case SJ_ERR_DATA:
-			/* the engines report PostgreSQL's own message for the condition */
-			ereport(ERROR,
-					(errcode(strstr(msg, "division by zero") ?
-							 ERRCODE_DIVISION_BY_ZERO : ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("%s", msg)));
-			break;
-		case SJ_ERR_INVALID:
-		case SJ_ERR_INTERNAL:
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("internal error in %s", what),
-					 errdetail("%s (status %d)", msg, (int) status)));
-			break;
-	}
 }
 
 /* Is a GPU usable in this backend?  Initialises CUDA on first call. */
@@ -155,7 +91,7 @@ SjStartDevice(void)
 		on_proc_exit(SjStartDeviceWait, (Datum) 0);
 		registered = true;
 	}
-	sjgpu_start_device(0);
+	SjDevicesStart(true);		/* every device a join may spread over */
 }
 
 /*
@@ -219,6 +155,7 @@ SjRunCallback(void *arg)
 		run->handle = NULL;
 		run->engine->end(h);
 	}
+	SjDevicesRelease(&run->hold);
 }
 
 /* Tie the run's engine handle to CurrentMemoryContext's lifetime. */
@@ -247,7 +184,13 @@ SjRunCollect(SjRun *run, SjStats *stats)
 	strlcpy(stats->strategy, t.strategy, sizeof(stats->strategy));
 	strlcpy(stats->device, run->gpu ? "gpu" : "cpu", sizeof(stats->device));
 	if (run->gpu)
+	{
 		sj_gpu_joined = true;
+		if (t.devices[0])
+			strlcpy(stats->devices, t.devices, sizeof(stats->devices));
+		else
+			SjDevicesDescribe(&run->hold, stats->devices, sizeof(stats->devices));
+	}
 }
 
 /*
@@ -303,6 +246,8 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 				options.cpu_threads = cur->cpu_threads;
 			if (!cur->gpu)
 				options.shared_index = cur->shared_index;
+			else
+				SjDevicesAcquire(&options, &cur->run->hold, SjSpreads(spec->name));
 			cur->run->gpu = cur->gpu;
 			status = spec->ops->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
 			if (status == SJ_ERR_INVALID && options.shared_index != NULL)
@@ -311,7 +256,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 				elog(DEBUG1, "simjoin: %s", engmsg);
 				cur->shared_index = NULL;
 				options.shared_index = NULL;
-				memset(cur->run, 0, sizeof(SjRun));
+				memset(cur->run, 0, sizeof(SjRun));	/* a CPU run: holds no device */
 				cur->run->gpu = cur->gpu;
 				engmsg[0] = '\0';
 				status = spec->ops->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);

@@ -13,6 +13,7 @@
 #define SJRUN_H
 
 #include "simjoin.h"
+#include "devices.h"
 
 /*
  * One engine's entry points past its begin, a const table per operator and
@@ -88,6 +89,7 @@ typedef struct SjRun
 	bool		gpu;			/* running on the GPU engine */
 	void	   *handle;			/* engine handle, NULL once ended */
 	const SjEngine *engine;
+	SjDeviceHold hold;			/* GPU runs: the devices it runs on */
 	MemoryContextCallback cb;
 } SjRun;
 
@@ -143,6 +145,7 @@ typedef struct SjStats
 	double		total_ms;
 	int64		device_bytes;
 	int			scan_workers;	/* parallel workers that read an input */
+	char		devices[192];	/* GPU: devices, and shares when several */
 } SjStats;
 
 extern SjStats sj_last_stats;
@@ -151,8 +154,6 @@ extern Oid	sj_last_stats_user;	/* the user the last join ran as */
 extern void SjStatsForget(void);
 
 /* sjrun.c */
-extern void SjReportStatus(SjStatus status, const char *errmsg,
-						   const char *what);
 extern bool SjGpuUsable(void);
 /*
  * GPU start-up: creating a process's CUDA context, and starting one join on

@@ -4,8 +4,9 @@
 #     bash .gpu/on-gpu bash test/gpu-check.sh [LOGDIR]
 #
 # Runs against the server that on-gpu started (PG* variables):
-#   1. the pg_regress suite with simjoin.device = cpu, then = gpu, against
-#      the same expected files;
+#   1. the pg_regress suite with simjoin.device = cpu, then = gpu, then = gpu
+#      with simjoin.devices = '0,0' (one join on two shares of device 0: the
+#      multi-device path on any GPU host), against the same expected files;
 #   2. the engine tests (test/engine/engine_test, built on the build machine
 #      and carried as .gpu/engine_test), CPU and GPU;
 #   3. the differential tests (GPU vs CPU, both vs SQL oracles).
@@ -22,16 +23,18 @@ step() {   # step NAME LOG COMMAND...
     else result[$name]="FAILED ($((SECONDS - t0)) s), see $log"; fi
     echo "$name: ${result[$name]}"
 }
-regress() {
-    PGOPTIONS="-c simjoin.device=$1" make -s installcheck PG_CONFIG="$PG_CONFIG" NVCC=
+regress() {   # regress DEVICE [DEVICES]
+    PGOPTIONS="-c simjoin.device=$1${2:+ -c simjoin.devices=$2}" \
+        make -s installcheck PG_CONFIG="$PG_CONFIG" NVCC=
     local rc=$?
-    [[ -f regression.diffs ]] && cp regression.diffs "$logs/regression-$1.diffs"
+    [[ -f regression.diffs ]] && cp regression.diffs "$logs/regression-$1${2:+-$2}.diffs"
     return $rc
 }
 nvidia-smi -L
 psql -X -At -c "CREATE EXTENSION IF NOT EXISTS simjoin" -c "SELECT * FROM simjoin_devices()"
 step "regress cpu" regress-cpu.log regress cpu
 step "regress gpu" regress-gpu.log regress gpu
+step "regress gpu 0,0" regress-gpu-00.log regress gpu 0,0
 if [[ -x .gpu/engine_test ]]; then
     step "engine tests" engine.log .gpu/engine_test
 fi
@@ -40,6 +43,6 @@ echo
 echo "---- summary"
 grep -h "passed\|failed" "$logs/engine.log" "$logs/diff.log" 2>/dev/null | tail -2
 grep -h "FAIL" "$logs/engine.log" "$logs/diff.log" 2>/dev/null | head -20
-for k in "regress cpu" "regress gpu" "engine tests" "differential"; do
+for k in "regress cpu" "regress gpu" "regress gpu 0,0" "engine tests" "differential"; do
     printf '%-14s %s\n' "$k" "${result[$k]:-not run}"
 done

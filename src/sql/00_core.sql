@@ -16,7 +16,8 @@ CREATE FUNCTION simjoin_last_stats(
     OUT left_rows bigint, OUT right_rows bigint, OUT pairs bigint,
     OUT batches bigint, OUT scan_ms float8, OUT build_ms float8,
     OUT probe_ms float8, OUT transfer_ms float8, OUT emit_ms float8,
-    OUT total_ms float8, OUT device_memory bigint, OUT scan_workers int)
+    OUT total_ms float8, OUT device_memory bigint, OUT scan_workers int,
+    OUT devices text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'simjoin_last_stats'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;

@@ -7,6 +7,12 @@ SELECT setseed(((:seed % 100000) / 100000.0) * 2 - 1);
 CREATE OR REPLACE FUNCTION sjd_gpu() RETURNS boolean LANGUAGE sql AS
 $$ SELECT EXISTS (SELECT 1 FROM simjoin_devices()) $$;
 
+-- The simjoin.devices lists a GPU case also runs with: the one GPU twice
+-- (the multi-device path on one card), and two cards where two are visible.
+CREATE OR REPLACE FUNCTION sjd_device_lists() RETURNS text[] LANGUAGE sql AS
+$$ SELECT CASE WHEN (SELECT count(*) FROM simjoin_devices()) >= 2
+               THEN ARRAY['0,0', '0,1'] ELSE ARRAY['0,0'] END $$;
+
 -- Run a query returning rows on one device into a new temp table.
 CREATE OR REPLACE FUNCTION sjd_capture(tbl text, device text, q text,
                                        mem text DEFAULT '0') RETURNS void

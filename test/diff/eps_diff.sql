@@ -45,7 +45,7 @@ CREATE OR REPLACE FUNCTION sjd_eps_case(label text, l text, r text, eps float8,
                                         oracle boolean, mem text DEFAULT '0')
 RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
-    q text; qc text; n bigint; c bigint; p text;
+    q text; qc text; n bigint; c bigint; p text; devs text;
 BEGIN
     IF r IS NULL THEN
         q := format('SELECT * FROM eps_join(%L, %L, %L, %s::float8)', l, 'id', 'v', eps);
@@ -86,6 +86,19 @@ BEGIN
         END IF;
         RETURN NEXT sjd_report(label || ': gpu = cpu', p,
                                CASE WHEN mem <> '0' THEN 'gpu_memory_limit ' || mem ELSE '' END);
+        -- one join on several devices: one GPU twice, and two GPUs where visible
+        FOREACH devs IN ARRAY sjd_device_lists() LOOP
+            PERFORM set_config('simjoin.devices', devs, true);
+            PERFORM sjd_capture('sjd_gpu', 'gpu', q, mem);
+            p := sjd_same('sjd_gpu', 'sjd_cpu');
+            c := sjd_scalar('gpu', qc, mem);
+            PERFORM set_config('simjoin.devices', 'all', true);
+            IF p IS NULL AND c <> n THEN
+                p := format('gpu count %s, cpu rows %s', c, n);
+            END IF;
+            RETURN NEXT sjd_report(label || ': gpu on devices ' || devs || ' = cpu', p,
+                                   CASE WHEN mem <> '0' THEN 'gpu_memory_limit ' || mem ELSE '' END);
+        END LOOP;
     END IF;
 END $$;
 
@@ -139,6 +152,10 @@ SELECT sjd_eps_case('300k 2-D self (~9M pairs)', 'd_big2', NULL, 0.08, false);
 SELECT sjd_eps_case('300k 2-D self, 16MB device memory', 'd_big2', NULL, 0.08, false, '16MB');
 SELECT sjd_eps_case('200k clusters 3-D self', 'd_big3', NULL, 0.03, false, '32MB');
 SELECT sjd_eps_case('100k x 300k 2-D', 'd_big2b', 'd_big2', 0.05, false);
+
+SELECT CASE WHEN sjd_gpu() AND (SELECT count(*) FROM simjoin_devices()) < 2
+            THEN 'SKIP eps on two real GPUs (one visible; the cases ran on devices 0,0)' END
+WHERE sjd_gpu() AND (SELECT count(*) FROM simjoin_devices()) < 2;
 
 -- device selection without a GPU: gpu is refused, auto uses the CPU
 CREATE OR REPLACE FUNCTION sjd_gpu_refusal() RETURNS text LANGUAGE plpgsql AS $$

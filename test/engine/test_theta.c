@@ -2761,3 +2761,49 @@ SJ_TEST(theta_timing)
 				  NEI(MULI(64, L(0), CI(3)), R(0))),
 			  SJ_THETA_AUTO, 1, 3);
 }
+
+/* ------------------------------------------------------------------------
+ * GPU, one join on two shares of device 0 (the multi-device path)
+ * ------------------------------------------------------------------------ */
+
+static SjStatus
+gpu2_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p,
+		   SjThetaStrategy s, const SjJoinOptions *o, void **j, char *e)
+{
+	static const int devices[2] = {0, 0};
+	SjJoinOptions two = *o;
+
+	two.gpu_ndevices = 2;
+	two.gpu_devices = devices;
+	return sjgpu_theta_begin(l, r, p, s, &two, (SjGpuThetaJoin **) j, e);
+}
+
+static const Engine gpu2_engine = {"gpu on 0,0", gpu2_begin, gpu_next, gpu_timings, gpu_end};
+
+SJ_TEST(theta_multi_gpu)
+{
+	int			ran = 0;
+	const char *bad;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	bad = run_shapes(&gpu2_engine, "theta_multi_gpu", &ran);
+	SJ_CHECK(bad == NULL, "oracle: %s", bad);
+	bad = errors_case(&gpu2_engine);
+	SJ_CHECK(bad == NULL, "errors: %s", bad);
+	bad = all_equal(&gpu2_engine, 3000, 2000, 65536, 4);
+	SJ_CHECK(bad == NULL, "all equal: %s", bad);
+	tn_used = 0;
+	bad = cross_check(&gpu_engine, &gpu2_engine, 20000, 30000,
+					  OR(EQI(L(0), R(0)), GTF(ADDF(64, L(2), CF(60.0)), R(2))),
+					  SJ_THETA_AUTO, SJ_THETA_AUTO, 0, 0);
+	SJ_CHECK(bad == NULL, "OR, one device against two: %s", bad);
+	tn_used = 0;
+	bad = cross_check(&gpu_engine, &gpu2_engine, 40000, 30000,
+					  AND(EQI(L(0), R(0)), LTF(L(2), R(2))),
+					  SJ_THETA_HASH, SJ_THETA_HASH, (size_t) 4 << 20, 1);
+	SJ_CHECK(bad == NULL, "equi + residual, one device against two: %s", bad);
+}

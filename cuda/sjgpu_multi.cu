@@ -1,0 +1,762 @@
+/*
+ * sjgpu_multi.cu
+ *		One join on several devices (see sjgpu_multi.cuh): pieces, workers
+ *		(one host thread per entry of the device list), the hand-over of pair
+ *		batches to the caller's thread, and the per-device statistics.
+ */
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include "sjgpu_multi.cuh"
+
+namespace sjgpu
+{
+
+/* Pieces a worker gets on average: more balance, more copies of the inner side. */
+constexpr int kPiecesPerWorker = 4;
+
+/* How long multi_next waits before returning an empty batch. */
+constexpr int kWaitMs = 100;
+
+/* One entry of the device list and the thread that drives it. */
+struct Worker
+{
+	class MultiJoin *m = nullptr;
+	int			ordinal = 0;
+	SjJoinOptions options;
+	pthread_t	thread;
+	bool		started = false;
+
+	/* the hand-over: a batch the caller may take */
+	bool		has_batch = false;
+	SjPairBatch batch;
+	std::vector<uint32_t> lbuf;	/* indices with the piece's offsets added */
+	std::vector<uint32_t> rbuf;
+
+	/* statistics (under m->mu) */
+	uint64_t	pieces = 0;
+	double		work = 0.0;
+	double		busy_ms = 0.0;	/* in its joins, not waiting for the caller */
+	uint64_t	pairs = 0;
+	uint64_t	peak = 0;		/* largest device memory of one piece */
+	SjTimings	t;
+};
+
+class MultiJoin
+{
+public:
+	std::unique_ptr<PieceOps> ops;
+	std::vector<Piece> pieces;
+	std::atomic<size_t> next_piece{0};
+	std::vector<std::unique_ptr<Worker>> workers;
+
+	mutable std::mutex mu;
+	std::condition_variable cv_main;	/* a batch is ready, a worker ended */
+	std::condition_variable cv_worker;	/* a batch was consumed, or stop */
+	bool		stop = false;
+	int			running = 0;
+	SjStatus	failed = SJ_OK;
+	char		failure[SJ_ERRMSG_LEN] = "";
+	std::deque<Worker *> ready;
+	Worker	   *held = nullptr; /* whose batch the caller holds */
+
+	bool		count_only = false;
+	uint64_t	batches = 0;
+	double		start_ms = 0.0;
+	double		total_work = 0.0;
+	char		strategy[64] = "";
+
+	/* Record the first failure and stop every worker (caller holds mu). */
+	void		fail_locked(SjStatus st, const char *msg)
+	{
+		if (failed == SJ_OK)
+		{
+			failed = st;
+			snprintf(failure, sizeof(failure), "%s", msg ? msg : "");
+		}
+		stop = true;
+		cv_main.notify_all();
+		cv_worker.notify_all();
+	}
+	void		fail(SjStatus st, const char *msg)
+	{
+		std::lock_guard<std::mutex> lk(mu);
+
+		fail_locked(st, msg);
+	}
+};
+
+static double
+now_ms()
+{
+	return std::chrono::duration<double, std::milli>(
+		std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/* Ends a piece's one-device join on every way out of the worker's loop. */
+struct PieceGuard
+{
+	PieceOps   *ops;
+	void	   *h = nullptr;
+
+	~PieceGuard()
+	{
+		if (h)
+			ops->end(h);
+	}
+};
+
+/* Add offsets to a batch's indices, into the worker's own buffers. */
+static void
+shift_batch(Worker *w, SjPairBatch *b, uint32_t loff, uint32_t roff)
+{
+	if (!b->left || !b->right || (loff == 0 && roff == 0))
+		return;
+	w->lbuf.resize(b->count);
+	w->rbuf.resize(b->count);
+	for (size_t i = 0; i < b->count; i++)
+	{
+		w->lbuf[i] = b->left[i] + loff;
+		w->rbuf[i] = b->right[i] + roff;
+	}
+	b->left = w->lbuf.data();
+	b->right = w->rbuf.data();
+}
+
+/* A worker: take pieces until none is left, a failure, or stop. */
+static void
+worker_run(Worker *w)
+{
+	MultiJoin  *m = w->m;
+
+	for (;;)
+	{
+		size_t		p;
+		PieceGuard	g{m->ops.get()};
+		char		msg[SJ_ERRMSG_LEN] = "";
+		double		t0 = now_ms(),
+					waited = 0.0;
+		SjStatus	st;
+		SjTimings	t;
+
+		{
+			std::lock_guard<std::mutex> lk(m->mu);
+
+			if (m->stop)
+				return;
+		}
+		p = m->next_piece.fetch_add(1);
+		if (p >= m->pieces.size())
+			return;
+
+		const Piece &pc = m->pieces[p];
+		uint32_t	loff = pc.left_first;
+		uint32_t	roff = pc.self ? pc.left_first : pc.right_first;
+
+		st = m->ops->begin(pc, &w->options, &g.h, msg);
+		if (st != SJ_OK)
+		{
+			m->fail(st, msg);
+			return;
+		}
+		for (;;)
+		{
+			SjPairBatch b;
+			int			done = 0;
+
+			memset(&b, 0, sizeof(b));
+			st = m->ops->next(g.h, &b, &done, msg);
+			if (st != SJ_OK)
+			{
+				m->fail(st, msg);
+				return;
+			}
+			if (b.count > 0)
+			{
+				double		tw;
+
+				shift_batch(w, &b, loff, roff);
+				tw = now_ms();
+				std::unique_lock<std::mutex> lk(m->mu);
+
+				if (m->stop)
+					return;
+				w->pairs += b.count;
+				w->batch = b;
+				w->has_batch = true;
+				m->ready.push_back(w);
+				m->cv_main.notify_one();
+				m->cv_worker.wait(lk, [&] { return !w->has_batch || m->stop; });
+				waited += now_ms() - tw;
+				if (m->stop)
+					return;
+			}
+			if (done)
+				break;
+		}
+		memset(&t, 0, sizeof(t));
+		m->ops->timings(g.h, &t);
+		{
+			std::lock_guard<std::mutex> lk(m->mu);
+
+			w->t.build_ms += t.build_ms;
+			w->t.probe_ms += t.probe_ms;
+			w->t.transfer_ms += t.transfer_ms;
+			w->t.filter_ms += t.filter_ms;
+			w->t.filter_pairs += t.filter_pairs;
+			w->t.reruns += t.reruns;
+			w->t.start_ms = std::max(w->t.start_ms, t.start_ms);
+			w->peak = std::max<uint64_t>(w->peak, t.device_bytes);
+			w->pieces++;
+			w->work += pc.work;
+			w->busy_ms += now_ms() - t0 - waited;
+			if (m->strategy[0] == '\0')
+				snprintf(m->strategy, sizeof(m->strategy), "%s", t.strategy);
+		}
+	}
+}
+
+/* The worker thread's body: nothing may leave it as an exception. */
+static void *
+worker_main(void *arg)
+{
+	Worker	   *w = static_cast<Worker *>(arg);
+	MultiJoin  *m = w->m;
+
+	try
+	{
+		worker_run(w);
+	}
+	catch (const std::bad_alloc &)
+	{
+		m->fail(SJ_ERR_NOMEM, "out of host memory in the GPU engine");
+	}
+	catch (...)
+	{
+		m->fail(SJ_ERR_INTERNAL, "unknown exception in a GPU worker thread");
+	}
+	{
+		std::lock_guard<std::mutex> lk(m->mu);
+
+		m->running--;
+		m->cv_main.notify_all();
+	}
+	return nullptr;
+}
+
+std::vector<Piece>
+split_pieces(uint32_t nleft, uint32_t nright, bool self, int nworkers)
+{
+	std::vector<Piece> out;
+	uint32_t	n = self || nleft >= nright ? nleft : nright;
+	uint32_t	k = (uint32_t) std::max(1, nworkers) * kPiecesPerWorker;
+
+	k = std::max<uint32_t>(1, std::min(k, n));
+	if (self)
+	{
+		/* bands of rows with equal shares of the upper triangle */
+		uint32_t	a = 0;
+
+		for (uint32_t i = 1; i <= k && a < n; i++)
+		{
+			double		f = 1.0 - std::sqrt(std::max(0.0, 1.0 - (double) i / k));
+			uint32_t	b = i == k ? n : (uint32_t) std::llround(f * n);
+			uint32_t	len;
+
+			b = std::min(n, std::max(b, a + 1));
+			len = b - a;
+			if (len >= 2)
+				out.push_back(Piece{a, len, 0, 0, true, (double) len * (len - 1) / 2});
+			if (b < n)
+				out.push_back(Piece{a, len, b, n - b, false, (double) len * (n - b)});
+			a = b;
+		}
+	}
+	else
+	{
+		bool		left = nleft >= nright;
+		uint32_t	other = left ? nright : nleft;
+
+		for (uint32_t i = 0; i < k; i++)
+		{
+			uint32_t	a = (uint32_t) ((uint64_t) n * i / k);
+			uint32_t	b = (uint32_t) ((uint64_t) n * (i + 1) / k);
+
+			if (b == a)
+				continue;
+			if (left)
+				out.push_back(Piece{a, b - a, 0, other, false, (double) (b - a) * other});
+			else
+				out.push_back(Piece{0, other, a, b - a, false, (double) (b - a) * other});
+		}
+	}
+	std::stable_sort(out.begin(), out.end(),
+					 [](const Piece &x, const Piece &y) { return x.work > y.work; });
+	return out;
+}
+
+MultiJoin *
+multi_begin(std::unique_ptr<PieceOps> ops, std::vector<Piece> pieces,
+			const SjJoinOptions *options)
+{
+	std::unique_ptr<MultiJoin> m(new MultiJoin());
+	int			n = options->gpu_ndevices;
+	int			started = 0;
+	sigset_t	all,
+				old;
+
+	if (n < 1 || !options->gpu_devices)
+		throw Error(SJ_ERR_INVALID, "multi-device join without a device list");
+	m->ops = std::move(ops);
+	m->pieces = std::move(pieces);
+	m->count_only = options->count_only != 0;
+	for (const Piece &p : m->pieces)
+		m->total_work += p.work;
+
+	/* each device's memory limit, shared by the entries that name it */
+	for (int i = 0; i < n; i++)
+	{
+		int			ord = options->gpu_devices[i];
+		int			same = 0;
+		size_t		limit;
+		std::unique_ptr<Worker> w(new Worker());
+
+		for (int k = 0; k < n; k++)
+			same += options->gpu_devices[k] == ord;
+		m->start_ms = std::max(m->start_ms, use_device(ord));
+		limit = memory_limit(options->gpu_memory_limit) / same;
+		w->m = m.get();
+		w->ordinal = ord;
+		w->options = *options;
+		w->options.gpu_device = ord;
+		w->options.gpu_ndevices = 0;
+		w->options.gpu_devices = nullptr;
+		w->options.gpu_memory_limit = limit;
+		memset(&w->batch, 0, sizeof(w->batch));
+		memset(&w->t, 0, sizeof(w->t));
+		m->workers.push_back(std::move(w));
+	}
+
+	/* the threads block every signal: PostgreSQL's handlers stay on ours */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (auto &w : m->workers)
+	{
+		std::lock_guard<std::mutex> lk(m->mu);
+
+		w->started = pthread_create(&w->thread, nullptr, worker_main, w.get()) == 0;
+		if (w->started)
+		{
+			m->running++;
+			started++;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	if (started == 0)
+	{
+		multi_end(m.release());
+		throw Error(SJ_ERR_INTERNAL, "could not start a thread for any GPU");
+	}
+	return m.release();
+}
+
+SjStatus
+multi_next(MultiJoin *m, SjPairBatch *batch, int *done, char *errmsg)
+{
+	std::unique_lock<std::mutex> lk(m->mu);
+
+	memset(batch, 0, sizeof(*batch));
+	*done = 0;
+	if (m->held)
+	{
+		m->held->has_batch = false;
+		m->held = nullptr;
+		m->cv_worker.notify_all();
+	}
+	m->cv_main.wait_for(lk, std::chrono::milliseconds(kWaitMs), [&] {
+		return !m->ready.empty() || m->running == 0 || m->failed != SJ_OK;
+	});
+	if (m->failed != SJ_OK)
+	{
+		set_errmsg(errmsg, m->failure);
+		return m->failed;
+	}
+	if (!m->ready.empty())
+	{
+		Worker	   *w = m->ready.front();
+
+		m->ready.pop_front();
+		*batch = w->batch;
+		m->held = w;
+		m->batches++;
+	}
+	else if (m->running == 0)
+		*done = 1;
+	return SJ_OK;
+}
+
+void
+multi_timings(const MultiJoin *m, SjTimings *t)
+{
+	std::lock_guard<std::mutex> lk(m->mu);
+	size_t		len = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->start_ms = m->start_ms;
+	t->batches = m->batches;
+	snprintf(t->strategy, sizeof(t->strategy), "%s", m->strategy);
+	for (const auto &w : m->workers)
+	{
+		double		share = m->total_work > 0 ? 100.0 * w->work / m->total_work : 0.0;
+		int			wrote;
+
+		t->build_ms += w->t.build_ms;
+		t->probe_ms += w->t.probe_ms;
+		t->transfer_ms += w->t.transfer_ms;
+		t->filter_ms += w->t.filter_ms;
+		t->filter_pairs += w->t.filter_pairs;
+		t->reruns += w->t.reruns;
+		t->start_ms = std::max(t->start_ms, w->t.start_ms);
+		t->device_bytes += w->peak;
+		if (len >= sizeof(t->devices))
+			continue;
+		wrote = snprintf(t->devices + len, sizeof(t->devices) - len,
+						 "%sgpu%d %.0f%% %.1f ms", len ? ", " : "", w->ordinal,
+						 share, w->busy_ms);
+		len += wrote > 0 ? (size_t) wrote : 0;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * The operators' pieces: each a one-device join through the C boundary
+ * ------------------------------------------------------------------------ */
+
+/* Rows [first, first + n) of v, copied into buf unless they are all of v. */
+static SjVectors
+slice_vectors(const SjVectors &v, uint32_t first, uint32_t n, std::vector<double> *buf)
+{
+	SjVectors	out = v;
+
+	if (first == 0 && n == v.n)
+		return out;
+	buf->resize((size_t) n * v.dim);
+	for (int k = 0; k < v.dim; k++)
+		memcpy(buf->data() + (size_t) k * n, v.coords + (size_t) k * v.n + first,
+			   (size_t) n * sizeof(double));
+	out.n = n;
+	out.coords = buf->data();
+	return out;
+}
+
+/* Sets [first, first + n) of s: offsets rebased into buf, tokens shared. */
+static SjSets
+slice_sets(const SjSets &s, uint32_t first, uint32_t n, std::vector<uint64_t> *buf)
+{
+	SjSets		out = s;
+
+	if (first == 0 && n == s.n)
+		return out;
+	buf->resize((size_t) n + 1);
+	for (uint32_t i = 0; i <= n; i++)
+		(*buf)[i] = s.offsets[first + i] - s.offsets[first];
+	out.n = n;
+	out.offsets = buf->data();
+	out.tokens = s.tokens + s.offsets[first];
+	return out;
+}
+
+/* One piece of a multi-device eps join: its rows and its one-device join. */
+struct EpsPiece
+{
+	std::vector<double> l;
+	std::vector<double> r;
+	SjGpuEpsJoin *j = nullptr;
+};
+
+/* A piece of an eps join is a one-device eps join. */
+class EpsPieceOps : public PieceOps
+{
+public:
+	EpsPieceOps(const SjVectors &left, const SjVectors *right, double eps)
+		: left_(left), right_(right ? *right : left), eps_(eps) {}
+
+	SjStatus	begin(const Piece &p, const SjJoinOptions *options, void **h,
+					  char *errmsg) override
+	{
+		EpsPiece   *e;
+		SjVectors	l,
+					r;
+
+		try
+		{
+			e = new EpsPiece();
+			*h = e;
+			l = slice_vectors(left_, p.left_first, p.left_n, &e->l);
+			if (!p.self)
+				r = slice_vectors(right_, p.right_first, p.right_n, &e->r);
+		}
+		catch (const std::bad_alloc &)
+		{
+			set_errmsg(errmsg, "out of host memory in the GPU engine");
+			return SJ_ERR_NOMEM;
+		}
+		return sjgpu_eps_begin(&l, p.self ? nullptr : &r, eps_, options, &e->j, errmsg);
+	}
+	SjStatus	next(void *h, SjPairBatch *batch, int *done, char *errmsg) override
+	{
+		return sjgpu_eps_next(static_cast<EpsPiece *>(h)->j, batch, done, errmsg);
+	}
+	void		timings(void *h, SjTimings *t) override
+	{
+		sjgpu_eps_timings(static_cast<EpsPiece *>(h)->j, t);
+	}
+	void		end(void *h) override
+	{
+		EpsPiece   *e = static_cast<EpsPiece *>(h);
+
+		sjgpu_eps_end(e->j);
+		delete e;
+	}
+
+private:
+	SjVectors	left_;
+	SjVectors	right_;			/* == left_ for a self-join */
+	double		eps_;
+};
+
+/* One piece of a multi-device jaccard join. */
+struct JaccardPiece
+{
+	std::vector<uint64_t> l;
+	std::vector<uint64_t> r;
+	SjGpuJaccardJoin *j = nullptr;
+};
+
+/* A piece of a jaccard join is a one-device jaccard join. */
+class JaccardPieceOps : public PieceOps
+{
+public:
+	JaccardPieceOps(const SjSets &left, const SjSets *right, double threshold)
+		: left_(left), right_(right ? *right : left), threshold_(threshold) {}
+
+	SjStatus	begin(const Piece &p, const SjJoinOptions *options, void **h,
+					  char *errmsg) override
+	{
+		JaccardPiece *e;
+		SjSets		l,
+					r;
+
+		try
+		{
+			e = new JaccardPiece();
+			*h = e;
+			l = slice_sets(left_, p.left_first, p.left_n, &e->l);
+			if (!p.self)
+				r = slice_sets(right_, p.right_first, p.right_n, &e->r);
+		}
+		catch (const std::bad_alloc &)
+		{
+			set_errmsg(errmsg, "out of host memory in the GPU engine");
+			return SJ_ERR_NOMEM;
+		}
+		return sjgpu_jaccard_begin(&l, p.self ? nullptr : &r, threshold_, options, &e->j,
+								   errmsg);
+	}
+	SjStatus	next(void *h, SjPairBatch *batch, int *done, char *errmsg) override
+	{
+		return sjgpu_jaccard_next(static_cast<JaccardPiece *>(h)->j, batch, done, errmsg);
+	}
+	void		timings(void *h, SjTimings *t) override
+	{
+		sjgpu_jaccard_timings(static_cast<JaccardPiece *>(h)->j, t);
+	}
+	void		end(void *h) override
+	{
+		JaccardPiece *e = static_cast<JaccardPiece *>(h);
+
+		sjgpu_jaccard_end(e->j);
+		delete e;
+	}
+
+private:
+	SjSets		left_;
+	SjSets		right_;			/* == left_ for a self-join */
+	double		threshold_;
+};
+
+/* One piece of a multi-device theta join. */
+struct ThetaPiece
+{
+	std::vector<SjThetaColumn> l;
+	std::vector<SjThetaColumn> r;
+	SjGpuThetaJoin *j = nullptr;
+};
+
+/* Rows [first, first + n) of t: its columns' arrays offset, into cols. */
+static SjThetaTable
+slice_table(const SjThetaTable &t, uint32_t first, uint32_t n,
+			std::vector<SjThetaColumn> *cols)
+{
+	SjThetaTable out = t;
+
+	cols->assign(t.cols, t.cols + t.ncols);
+	for (SjThetaColumn &c : *cols)
+	{
+		/* both column types are 8 bytes a value */
+		c.values = static_cast<const char *>(c.values) + (size_t) first * 8;
+		if (c.nulls)
+			c.nulls += first;
+	}
+	out.n = n;
+	out.cols = cols->data();
+	return out;
+}
+
+/* A piece of a theta join is a one-device theta join (no self-joins). */
+class ThetaPieceOps : public PieceOps
+{
+public:
+	ThetaPieceOps(const SjThetaTable &left, const SjThetaTable &right,
+				  const SjThetaProgram &program, SjThetaStrategy strategy)
+		: left_(left), right_(right), lcols_(left.cols, left.cols + left.ncols),
+		  rcols_(right.cols, right.cols + right.ncols),
+		  instr_(program.instr, program.instr + program.ninstr), strategy_(strategy)
+	{
+		left_.cols = lcols_.data();
+		right_.cols = rcols_.data();
+		program_.ninstr = program.ninstr;
+		program_.instr = instr_.data();
+	}
+
+	SjStatus	begin(const Piece &p, const SjJoinOptions *options, void **h,
+					  char *errmsg) override
+	{
+		ThetaPiece *e;
+		SjThetaTable l,
+					r;
+
+		try
+		{
+			e = new ThetaPiece();
+			*h = e;
+			l = slice_table(left_, p.left_first, p.left_n, &e->l);
+			r = slice_table(right_, p.right_first, p.right_n, &e->r);
+		}
+		catch (const std::bad_alloc &)
+		{
+			set_errmsg(errmsg, "out of host memory in the GPU engine");
+			return SJ_ERR_NOMEM;
+		}
+		return sjgpu_theta_begin(&l, &r, &program_, strategy_, options, &e->j, errmsg);
+	}
+	SjStatus	next(void *h, SjPairBatch *batch, int *done, char *errmsg) override
+	{
+		SjGpuThetaJoin *j = static_cast<ThetaPiece *>(h)->j;
+		SjStatus	st = sjgpu_theta_next(j, batch, done, errmsg);
+		int			none = SJ_THETA_OK;
+
+		if (st == SJ_ERR_DATA)
+			data_error.compare_exchange_strong(none, (int) sjgpu_theta_data_error(j));
+		return st;
+	}
+	void		timings(void *h, SjTimings *t) override
+	{
+		sjgpu_theta_timings(static_cast<ThetaPiece *>(h)->j, t);
+	}
+	void		end(void *h) override
+	{
+		ThetaPiece *e = static_cast<ThetaPiece *>(h);
+
+		sjgpu_theta_end(e->j);
+		delete e;
+	}
+
+	std::atomic<int> data_error{SJ_THETA_OK};	/* the first piece's */
+
+private:
+	SjThetaTable left_;
+	SjThetaTable right_;
+	std::vector<SjThetaColumn> lcols_;
+	std::vector<SjThetaColumn> rcols_;
+	std::vector<SjThetaInstr> instr_;
+	SjThetaProgram program_;
+	SjThetaStrategy strategy_;
+};
+
+bool
+multi_wanted(const SjJoinOptions *options, uint32_t nleft, uint32_t nright, bool self)
+{
+	return options && options->gpu_ndevices > 1 && options->gpu_devices &&
+		nleft > 0 && (self ? nleft > 1 : nright > 0);
+}
+
+MultiJoin *
+multi_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
+				const SjJoinOptions *options)
+{
+	return multi_begin(std::unique_ptr<PieceOps>(new EpsPieceOps(*left, right, eps)),
+					   split_pieces(left->n, right ? right->n : 0, right == nullptr,
+									options->gpu_ndevices),
+					   options);
+}
+
+MultiJoin *
+multi_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
+					const SjJoinOptions *options)
+{
+	return multi_begin(std::unique_ptr<PieceOps>(new JaccardPieceOps(*left, right, threshold)),
+					   split_pieces(left->n, right ? right->n : 0, right == nullptr,
+									options->gpu_ndevices),
+					   options);
+}
+
+MultiJoin *
+multi_theta_begin(const SjThetaTable *left, const SjThetaTable *right,
+				  const SjThetaProgram *program, SjThetaStrategy strategy,
+				  const SjJoinOptions *options)
+{
+	if (!program || program->ninstr < 1 || !program->instr)
+		throw Error(SJ_ERR_INVALID, "theta_join: no program");
+	return multi_begin(std::unique_ptr<PieceOps>(new ThetaPieceOps(*left, *right, *program,
+																	 strategy)),
+					   split_pieces(left->n, right->n, false, options->gpu_ndevices),
+					   options);
+}
+
+SjThetaDataError
+multi_theta_data_error(const MultiJoin *m)
+{
+	const ThetaPieceOps *ops = dynamic_cast<const ThetaPieceOps *>(m->ops.get());
+
+	return ops ? (SjThetaDataError) ops->data_error.load() : SJ_THETA_OK;
+}
+
+void
+multi_end(MultiJoin *m) noexcept
+{
+	if (!m)
+		return;
+	{
+		std::lock_guard<std::mutex> lk(m->mu);
+
+		m->stop = true;
+		m->held = nullptr;
+		m->cv_worker.notify_all();
+		m->cv_main.notify_all();
+	}
+	for (auto &w : m->workers)
+		if (w->started)
+			pthread_join(w->thread, nullptr);
+	delete m;
+}
+
+}								/* namespace sjgpu */

@@ -1,0 +1,125 @@
+/*
+ * sjgpu_multi.cuh
+ *		One join on several devices: the shared driver behind every operator's
+ *		sjgpu_*_begin when options->gpu_ndevices > 1.  Private to cuda/.
+ *
+ * The join's work is cut into pieces (rows of one side against the other,
+ * or bands of a self-join), largest first, and handed out dynamically: one
+ * host thread per entry of the device list takes the next piece, runs it as
+ * an ordinary one-device join of that operator on its device (each device
+ * holding its own copy of the inner side), and hands each pair batch to the
+ * caller's thread, which returns it from multi_next.  A device that is
+ * slower or busier simply takes fewer pieces.  One device is the same path
+ * with n = 1: the one-device join is the unit, never a second copy of it.
+ *
+ * Invariants: a worker holds at most one batch the caller has not consumed
+ * (its one-device join keeps the next batch running meanwhile); the batch
+ * multi_next returned stays valid until the next multi_next or multi_end.
+ * multi_end stops every worker, waits for it, and each worker ends its
+ * one-device join, so device memory is released on every device on every
+ * path (error, cancel, early close).  Worker threads block all signals and
+ * call only the CUDA runtime and the operator's engine, never PostgreSQL.
+ */
+#ifndef SJGPU_MULTI_CUH
+#define SJGPU_MULTI_CUH
+
+#include <memory>
+#include <vector>
+
+#include "sjgpu_internal.cuh"
+
+namespace sjgpu
+{
+
+/*
+ * One piece of a join: left rows [left_first, left_first + left_n) against
+ * right rows [right_first, right_first + right_n); self: a self-join of
+ * those left rows (right_* unused).  For a self-join's cross pieces, the
+ * right rows are rows of the one input.  work: estimated pairs tested.
+ */
+struct Piece
+{
+	uint32_t	left_first;
+	uint32_t	left_n;
+	uint32_t	right_first;
+	uint32_t	right_n;
+	bool		self;
+	double		work;
+};
+
+/* How an operator runs one piece as a one-device join. */
+class PieceOps
+{
+public:
+	virtual		~PieceOps() = default;
+
+	/*
+	 * Begin piece p with options (gpu_device set, gpu_ndevices 0); *h
+	 * receives an operator-owned handle that end() frees (also after a
+	 * failed begin that set it).  Pairs the piece returns index the piece's
+	 * own rows; the driver adds the offsets.  Must not throw.
+	 */
+	virtual SjStatus begin(const Piece &p, const SjJoinOptions *options,
+						   void **h, char *errmsg) = 0;
+	virtual SjStatus next(void *h, SjPairBatch *batch, int *done,
+						  char *errmsg) = 0;
+	virtual void timings(void *h, SjTimings *t) = 0;
+	virtual void end(void *h) = 0;
+};
+
+class MultiJoin;
+
+/*
+ * Cut a join of nleft by nright rows (self: nleft rows, nright ignored)
+ * into pieces for nworkers devices, largest first.
+ */
+std::vector<Piece> split_pieces(uint32_t nleft, uint32_t nright, bool self,
+								int nworkers);
+
+/*
+ * Start the workers, one per entry of options->gpu_devices, each with the
+ * device memory limit options->gpu_memory_limit (or 80% of its free
+ * memory), shared by the entries that name the same device.  Throws.
+ */
+MultiJoin  *multi_begin(std::unique_ptr<PieceOps> ops, std::vector<Piece> pieces,
+						const SjJoinOptions *options);
+
+/*
+ * The next batch of pairs (indices of the whole inputs).  Returns an empty
+ * batch with *done = 0 after a short wait, so that the caller can check for
+ * interrupts.  The first failure of any worker is returned, and repeated.
+ */
+SjStatus	multi_next(MultiJoin *m, SjPairBatch *batch, int *done, char *errmsg);
+
+/* Timings summed over devices; strategy of the pieces; the devices line. */
+void		multi_timings(const MultiJoin *m, SjTimings *t);
+
+/* Stop every worker, end its join and wait for it; accepts NULL. */
+void		multi_end(MultiJoin *m) noexcept;
+
+/*
+ * Should this join spread?  options name several devices, and the join
+ * can pair anything (empty inputs take the one-device path).
+ */
+bool		multi_wanted(const SjJoinOptions *options, uint32_t nleft,
+						 uint32_t nright, bool self);
+
+/*
+ * The operators: multi_begin with pieces that are one-device joins of the
+ * operator (sjgpu_eps_begin, sjgpu_jaccard_begin with gpu_ndevices = 0).
+ * right == NULL: a self-join.  The inputs must outlive the join.
+ */
+MultiJoin  *multi_eps_begin(const SjVectors *left, const SjVectors *right,
+							double eps, const SjJoinOptions *options);
+MultiJoin  *multi_jaccard_begin(const SjSets *left, const SjSets *right,
+								double threshold, const SjJoinOptions *options);
+MultiJoin  *multi_theta_begin(const SjThetaTable *left, const SjThetaTable *right,
+							  const SjThetaProgram *program, SjThetaStrategy strategy,
+							  const SjJoinOptions *options);
+
+/* A multi-device theta join's data error: the first piece's that had one. */
+SjThetaDataError multi_theta_data_error(const MultiJoin *m);
+
+}								/* namespace sjgpu */
+
+#endif							/* SJGPU_MULTI_CUH */

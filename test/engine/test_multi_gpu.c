@@ -1,0 +1,541 @@
+/*
+ * test_multi_gpu.c
+ *		Tests of one join on several devices (cuda/sjgpu_multi.cu).
+ *
+ * A device may appear more than once in a device list, so every test runs
+ * the multi-device path on one GPU with the lists {0,0} and {0,0,0}; where
+ * two or more devices are visible, {0,1} and {1,0,1} too (else a "skipped"
+ * note says so).  The one-device join (gpu_ndevices = 0) is the oracle:
+ * the same pairs, distances bit for bit, the same counts.  Every test skips
+ * where no GPU is usable.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sjdist.h"
+#include "sjgpu.h"
+#include "sjtest.h"
+
+#pragma weak sjgpu_eps_set_test_strategy
+extern void sjgpu_eps_set_test_strategy(int strategy);
+
+typedef struct MPair
+{
+	uint32_t	l;
+	uint32_t	r;
+	double		d;
+} MPair;
+
+typedef struct MPairs
+{
+	MPair	   *p;
+	size_t		n;
+	size_t		alloc;
+	uint64_t	count;
+} MPairs;
+
+static uint64_t m_rng;
+
+/* splitmix64 */
+static uint64_t
+m_next(void)
+{
+	uint64_t	z = (m_rng += 0x9E3779B97F4A7C15ULL);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+static double
+m_unit(void)
+{
+	return (m_next() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* n rows (SoA) around ncentres centres in [0,1]^dim, jittered by +-jit. */
+static double *
+m_data(uint32_t n, int dim, uint32_t ncentres, double jit)
+{
+	double	   *centres = malloc(sizeof(double) * ncentres * dim);
+	double	   *c = malloc(sizeof(double) * ((size_t) n * dim + 1));
+
+	for (uint32_t i = 0; i < ncentres * (uint32_t) dim; i++)
+		centres[i] = m_unit();
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	z = (uint32_t) (m_next() % ncentres);
+
+		for (int k = 0; k < dim; k++)
+			c[(size_t) k * n + i] = centres[(size_t) z * dim + k] + jit * (2 * m_unit() - 1);
+	}
+	free(centres);
+	return c;
+}
+
+static int
+m_cmp(const void *a, const void *b)
+{
+	const MPair *x = a,
+			   *y = b;
+
+	if (x->l != y->l)
+		return x->l < y->l ? -1 : 1;
+	if (x->r != y->r)
+		return x->r < y->r ? -1 : 1;
+	return 0;
+}
+
+/* Run an eps join to exhaustion into out (sorted); 0 and why on failure. */
+static int
+m_run(const SjVectors *L, const SjVectors *R, double eps, const SjJoinOptions *o,
+	  MPairs *out, SjTimings *tm, char *why)
+{
+	SjGpuEpsJoin *j = NULL;
+	char		err[SJ_ERRMSG_LEN] = "";
+	SjStatus	st;
+	int			done = 0;
+
+	memset(out, 0, sizeof(*out));
+	st = sjgpu_eps_begin(L, R, eps, o, &j, err);
+	if (st != SJ_OK)
+	{
+		snprintf(why, 512, "begin: status %d: %s", st, err);
+		return 0;
+	}
+	while (!done)
+	{
+		SjPairBatch b;
+
+		st = sjgpu_eps_next(j, &b, &done, err);
+		if (st != SJ_OK)
+		{
+			snprintf(why, 512, "next: status %d: %s", st, err);
+			sjgpu_eps_end(j);
+			return 0;
+		}
+		out->count += b.count;
+		if (o->count_only || b.count == 0)
+			continue;
+		if (o->max_batch_pairs && b.count > o->max_batch_pairs)
+		{
+			snprintf(why, 512, "batch of %zu pairs over %zu", b.count, o->max_batch_pairs);
+			sjgpu_eps_end(j);
+			return 0;
+		}
+		if (out->n + b.count > out->alloc)
+		{
+			out->alloc = (out->n + b.count) * 2;
+			out->p = realloc(out->p, out->alloc * sizeof(MPair));
+		}
+		for (size_t i = 0; i < b.count; i++)
+		{
+			if (b.left[i] >= L->n || b.right[i] >= (R ? R->n : L->n) ||
+				(!R && b.left[i] >= b.right[i]))
+			{
+				snprintf(why, 512, "bad pair (%u, %u)", b.left[i], b.right[i]);
+				sjgpu_eps_end(j);
+				return 0;
+			}
+			out->p[out->n].l = b.left[i];
+			out->p[out->n].r = b.right[i];
+			out->p[out->n].d = b.value[i];
+			out->n++;
+		}
+	}
+	if (tm)
+		sjgpu_eps_timings(j, tm);
+	sjgpu_eps_end(j);
+	qsort(out->p, out->n, sizeof(MPair), m_cmp);
+	return 1;
+}
+
+/* The same pairs, distances bit for bit, and the same count. */
+static int
+m_same(const MPairs *a, const MPairs *b, char *why)
+{
+	if (a->count != b->count || a->n != b->n)
+	{
+		snprintf(why, 512, "one device: %llu pairs, several: %llu",
+				 (unsigned long long) a->count, (unsigned long long) b->count);
+		return 0;
+	}
+	for (size_t i = 0; i < a->n; i++)
+		if (m_cmp(&a->p[i], &b->p[i]) != 0 || memcmp(&a->p[i].d, &b->p[i].d, sizeof(double)) != 0)
+		{
+			snprintf(why, 512, "pair %zu: (%u,%u,%.17g) against (%u,%u,%.17g)", i,
+					 a->p[i].l, a->p[i].r, a->p[i].d, b->p[i].l, b->p[i].r, b->p[i].d);
+			return 0;
+		}
+	return 1;
+}
+
+/* The device lists to test: one GPU repeated, and real pairs where there are two. */
+static int
+m_lists(int lists[4][3], int sizes[4])
+{
+	int			n = 0,
+				found = 0;
+	char		err[SJ_ERRMSG_LEN];
+
+	(void) sjgpu_device_count(&found, err);
+	lists[n][0] = 0;
+	lists[n][1] = 0;
+	sizes[n++] = 2;
+	lists[n][0] = 0;
+	lists[n][1] = 0;
+	lists[n][2] = 0;
+	sizes[n++] = 3;
+	if (found >= 2)
+	{
+		lists[n][0] = 0;
+		lists[n][1] = 1;
+		sizes[n++] = 2;
+		lists[n][0] = 1;
+		lists[n][1] = 0;
+		lists[n][2] = 1;
+		sizes[n++] = 3;
+	}
+	else
+	{
+		static int	said = 0;
+
+		if (!said++)
+			printf("     only one GPU visible: lists of two real devices skipped; {0,0} and {0,0,0} run\n");
+	}
+	return n;
+}
+
+/* One case: the one-device join against every device list. */
+static int
+m_case(uint32_t nl, uint32_t nr, int dim, int self, int metric, int strategy,
+	   int count_only, size_t max_batch, size_t mem, char *why)
+{
+	double	   *lc = m_data(nl, dim, 20, 0.02),
+			   *rc = m_data(nr, dim, 20, 0.02);
+	SjVectors	L = {nl, dim, lc},
+				R = {nr, dim, rc};
+	double		eps = metric == SJ_METRIC_COSINE ? 0.001 : 0.03 * sqrt((double) dim);
+	SjJoinOptions o;
+	MPairs		one,
+				many;
+	int			lists[4][3],
+				sizes[4],
+				nlists = m_lists(lists, sizes),
+				ok;
+
+	memset(&o, 0, sizeof(o));
+	o.metric = metric;
+	o.count_only = count_only;
+	o.max_batch_pairs = max_batch;
+	o.gpu_memory_limit = mem;
+	if (sjgpu_eps_set_test_strategy)
+		sjgpu_eps_set_test_strategy(strategy);
+	ok = m_run(&L, self ? NULL : &R, eps, &o, &one, NULL, why);
+	for (int k = 0; k < nlists && ok; k++)
+	{
+		SjTimings	tm;
+
+		o.gpu_ndevices = sizes[k];
+		o.gpu_devices = lists[k];
+		ok = m_run(&L, self ? NULL : &R, eps, &o, &many, &tm, why) && m_same(&one, &many, why);
+		if (ok && nl > 0 && (self ? nl > 1 : nr > 0) && strstr(tm.devices, "gpu") == NULL)
+		{
+			snprintf(why, 512, "no devices in the timings: \"%s\"", tm.devices);
+			ok = 0;
+		}
+		if (!ok)
+			snprintf(why + strlen(why), 512 - strlen(why) - 1, " [list of %d starting %d]",
+					 sizes[k], lists[k][0]);
+		free(many.p);
+		o.gpu_ndevices = 0;
+		o.gpu_devices = NULL;
+	}
+	if (sjgpu_eps_set_test_strategy)
+		sjgpu_eps_set_test_strategy(0);
+	free(one.p);
+	free(lc);
+	free(rc);
+	return ok;
+}
+
+SJ_TEST(multi_gpu_eps)
+{
+	static const int dims[] = {2, 3, 8, 64, 128, 384};
+	char		why[512] = "";
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x6d756c7469ULL;
+	for (int d = 0; d < 6; d++)
+		for (int self = 0; self < 2; self++)
+			for (int strategy = 0; strategy < 3; strategy++)
+				for (int count_only = 0; count_only < 2; count_only++)
+				{
+					uint32_t	nl = dims[d] >= 128 ? 700 : 2500;
+
+					SJ_CHECK(m_case(nl, nl / 3 + 1, dims[d], self, SJ_METRIC_L2, strategy,
+									count_only, 0, 0, why),
+							 "dim %d self %d strategy %d count %d: %s", dims[d], self,
+							 strategy, count_only, why);
+				}
+}
+
+SJ_TEST(multi_gpu_eps_cosine)
+{
+	char		why[512] = "";
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x636f73ULL;
+	for (int self = 0; self < 2; self++)
+		SJ_CHECK(m_case(1500, 400, 96, self, SJ_METRIC_COSINE, 0, 0, 0, 0, why),
+				 "self %d: %s", self, why);
+}
+
+/* Small batches and a small memory limit: chunks inside the pieces. */
+SJ_TEST(multi_gpu_eps_batches)
+{
+	char		why[512] = "";
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x6261ULL;
+	SJ_CHECK(m_case(4000, 3000, 2, 1, SJ_METRIC_L2, 0, 0, 97, 0, why), "2-d batches: %s", why);
+	SJ_CHECK(m_case(3000, 2000, 96, 0, SJ_METRIC_L2, 0, 0, 1000, 12 << 20, why),
+			 "96-d memory: %s", why);
+	SJ_CHECK(m_case(3000, 2000, 96, 1, SJ_METRIC_L2, 0, 1, 0, 12 << 20, why),
+			 "96-d memory count: %s", why);
+}
+
+/* Fewer rows than pieces, empty sides, one row. */
+SJ_TEST(multi_gpu_eps_tiny)
+{
+	static const uint32_t sizes[] = {0, 1, 2, 3, 7};
+	char		why[512] = "";
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x74ULL;
+	for (int a = 0; a < 5; a++)
+		for (int b = 0; b < 5; b++)
+			for (int self = 0; self < 2; self++)
+				SJ_CHECK(m_case(sizes[a], sizes[b], 3, self, SJ_METRIC_L2, 0, 0, 0, 0, why),
+						 "nl %u nr %u self %d: %s", sizes[a], sizes[b], self, why);
+}
+
+/* Ended early, mid-join: every worker stops and frees; then a bad ordinal. */
+SJ_TEST(multi_gpu_eps_early_end)
+{
+	int			list[2] = {0, 0};
+	int			found = 0;
+	uint32_t	n = 20000;
+	double	   *c;
+	SjVectors	L;
+	SjJoinOptions o;
+	SjGpuEpsJoin *j = NULL;
+	SjPairBatch b;
+	int			done = 0;
+	char		err[SJ_ERRMSG_LEN] = "";
+	SjGpuDeviceInfo before,
+				after;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x65ULL;
+	c = m_data(n, 2, 10, 0.05);
+	L.n = n;
+	L.dim = 2;
+	L.coords = c;
+	memset(&o, 0, sizeof(o));
+	o.max_batch_pairs = 1000;
+	o.gpu_ndevices = 2;
+	o.gpu_devices = list;
+	SJ_CHECK(sjgpu_device_info(0, &before, err) == SJ_OK, "%s", err);
+	for (int round = 0; round < 3; round++)
+	{
+		SJ_CHECK(sjgpu_eps_begin(&L, NULL, 0.05, &o, &j, err) == SJ_OK, "begin: %s", err);
+		for (int k = 0; k < 3 && !done; k++)
+			SJ_CHECK(sjgpu_eps_next(j, &b, &done, err) == SJ_OK, "next: %s", err);
+		sjgpu_eps_end(j);
+	}
+	SJ_CHECK(sjgpu_device_info(0, &after, err) == SJ_OK, "%s", err);
+	SJ_CHECK(after.free_memory + (64 << 20) >= before.free_memory,
+			 "device memory not released: %llu free before, %llu after",
+			 (unsigned long long) before.free_memory, (unsigned long long) after.free_memory);
+
+	(void) sjgpu_device_count(&found, err);
+	list[1] = found;
+	j = NULL;
+	SJ_CHECK(sjgpu_eps_begin(&L, NULL, 0.05, &o, &j, err) == SJ_ERR_NO_DEVICE && j == NULL,
+			 "ordinal %d accepted", found);
+	free(c);
+}
+
+/* n sets over a universe of u tokens, each a jittered copy of one of k bases. */
+static void
+m_sets(uint32_t n, uint32_t u, uint32_t k, SjSets *s, uint64_t **off, uint32_t **tok)
+{
+	unsigned char *mark = malloc(u);
+	size_t		cap = (size_t) n * 40 + 1;
+
+	*off = malloc(sizeof(uint64_t) * (n + 1));
+	*tok = malloc(sizeof(uint32_t) * cap);
+	(*off)[0] = 0;
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint64_t	base = (m_next() % k) * 7919;
+		size_t		at = (*off)[i];
+
+		memset(mark, 0, u);
+		for (int t = 0; t < 30; t++)
+			if (m_next() % 10 < 8)
+				mark[(base + (uint64_t) t * 31) % u] = 1;
+		for (int t = 0; t < 4; t++)
+			mark[m_next() % u] = 1;
+		for (uint32_t t = 0; t < u && at < cap; t++)
+			if (mark[t])
+				(*tok)[at++] = t;
+		(*off)[i + 1] = at;
+	}
+	s->n = n;
+	s->universe = u;
+	s->offsets = *off;
+	s->tokens = *tok;
+	free(mark);
+}
+
+/* Run a jaccard join to exhaustion into out (sorted). */
+static int
+m_run_jaccard(const SjSets *L, const SjSets *R, double t, const SjJoinOptions *o,
+			  MPairs *out, SjTimings *tm, char *why)
+{
+	SjGpuJaccardJoin *j = NULL;
+	char		err[SJ_ERRMSG_LEN] = "";
+	int			done = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (sjgpu_jaccard_begin(L, R, t, o, &j, err) != SJ_OK)
+	{
+		snprintf(why, 512, "begin: %s", err);
+		return 0;
+	}
+	while (!done)
+	{
+		SjPairBatch b;
+
+		if (sjgpu_jaccard_next(j, &b, &done, err) != SJ_OK)
+		{
+			snprintf(why, 512, "next: %s", err);
+			sjgpu_jaccard_end(j);
+			return 0;
+		}
+		out->count += b.count;
+		if (o->count_only || b.count == 0)
+			continue;
+		if (out->n + b.count > out->alloc)
+		{
+			out->alloc = (out->n + b.count) * 2;
+			out->p = realloc(out->p, out->alloc * sizeof(MPair));
+		}
+		for (size_t i = 0; i < b.count; i++)
+		{
+			if (b.left[i] >= L->n || b.right[i] >= (R ? R->n : L->n) ||
+				(!R && b.left[i] >= b.right[i]))
+			{
+				snprintf(why, 512, "bad pair (%u, %u)", b.left[i], b.right[i]);
+				sjgpu_jaccard_end(j);
+				return 0;
+			}
+			out->p[out->n].l = b.left[i];
+			out->p[out->n].r = b.right[i];
+			out->p[out->n].d = b.value[i];
+			out->n++;
+		}
+	}
+	if (tm)
+		sjgpu_jaccard_timings(j, tm);
+	sjgpu_jaccard_end(j);
+	qsort(out->p, out->n, sizeof(MPair), m_cmp);
+	return 1;
+}
+
+/* Jaccard: the one-device join against every device list. */
+SJ_TEST(multi_gpu_jaccard)
+{
+	static const double thresholds[] = {0.3, 0.6, 0.9};
+	char		why[512] = "";
+	int			lists[4][3],
+				sizes[4],
+				nlists;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x6a6163ULL;
+	nlists = m_lists(lists, sizes);
+	for (int self = 0; self < 2; self++)
+		for (int ti = 0; ti < 3; ti++)
+			for (int count_only = 0; count_only < 2; count_only++)
+			{
+				SjSets		L,
+							R;
+				uint64_t   *lo,
+						   *ro;
+				uint32_t   *lt,
+						   *rt;
+				SjJoinOptions o;
+				MPairs		one,
+							many;
+				int			ok;
+
+				m_sets(3000, 5000, 60, &L, &lo, &lt);
+				m_sets(1200, 5000, 60, &R, &ro, &rt);
+				memset(&o, 0, sizeof(o));
+				o.cpu_threads = 2;
+				o.count_only = count_only;
+				o.max_batch_pairs = 5000;
+				ok = m_run_jaccard(&L, self ? NULL : &R, thresholds[ti], &o, &one, NULL, why);
+				for (int k = 0; k < nlists && ok; k++)
+				{
+					SjTimings	tm;
+
+					o.gpu_ndevices = sizes[k];
+					o.gpu_devices = lists[k];
+					ok = m_run_jaccard(&L, self ? NULL : &R, thresholds[ti], &o, &many, &tm, why) &&
+						m_same(&one, &many, why);
+					if (ok && strstr(tm.devices, "gpu") == NULL)
+					{
+						snprintf(why, 512, "no devices in the timings");
+						ok = 0;
+					}
+					free(many.p);
+				}
+				free(one.p);
+				free(lo);
+				free(lt);
+				free(ro);
+				free(rt);
+				SJ_CHECK(ok, "self %d threshold %g count %d: %s", self, thresholds[ti],
+						 count_only, why);
+			}
+}

@@ -1,0 +1,284 @@
+/*
+ * multi_check.cu
+ *		Host-only check of the multi-device driver (cuda/sjgpu_multi.cu), on
+ *		any machine with nvcc, no GPU needed: `make multi-check`.
+ *
+ * A fake operator stands in for the one-device joins: a piece's pairs are
+ * its (left, right) rows with (l + r) % 7 == 0, handed out in small batches
+ * after random short sleeps, so that workers race.  The check compares the
+ * union of the batches with the expected set (no pair twice, none missing)
+ * and the counts of count-only joins, for many sizes, self-joins and lists
+ * of 1 to 4 workers; then an early end, a failing begin and next (the first
+ * failure is reported, every worker stops), and a device that does not
+ * exist.  The CUDA helpers the driver calls are stubbed below.
+ */
+#include <atomic>
+#include <chrono>
+#include <cstdarg>
+#include <cstring>
+#include <set>
+#include <thread>
+
+#include "sjgpu_multi.cuh"
+
+namespace sjgpu
+{
+
+Error::Error(SjStatus status, const char *fmt, ...)
+	: status_(status)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg_, sizeof(msg_), fmt, ap);
+	va_end(ap);
+}
+
+void
+set_errmsg(char *errmsg, const char *msg)
+{
+	if (errmsg)
+		snprintf(errmsg, SJ_ERRMSG_LEN, "%s", msg ? msg : "");
+}
+
+/* Stub: devices 0..3 exist. */
+double
+use_device(int ordinal)
+{
+	if (ordinal < 0 || ordinal >= 4)
+		throw Error(SJ_ERR_NO_DEVICE, "GPU device %d does not exist (4 found)", ordinal);
+	return 0.0;
+}
+
+/* Stub: 1 GiB unless limited. */
+size_t
+memory_limit(size_t options_limit)
+{
+	return options_limit ? options_limit : ((size_t) 1 << 30);
+}
+
+}								/* namespace sjgpu */
+
+using namespace sjgpu;
+
+/* The operators' one-device joins are not linked here: stubs. */
+extern "C"
+{
+SjStatus	sjgpu_eps_begin(const SjVectors *, const SjVectors *, double,
+							const SjJoinOptions *, SjGpuEpsJoin **, char *) { return SJ_ERR_NO_DEVICE; }
+SjStatus	sjgpu_eps_next(SjGpuEpsJoin *, SjPairBatch *, int *, char *) { return SJ_ERR_NO_DEVICE; }
+void		sjgpu_eps_timings(const SjGpuEpsJoin *, SjTimings *) {}
+void		sjgpu_eps_end(SjGpuEpsJoin *) {}
+SjStatus	sjgpu_jaccard_begin(const SjSets *, const SjSets *, double,
+								const SjJoinOptions *, SjGpuJaccardJoin **, char *) { return SJ_ERR_NO_DEVICE; }
+SjStatus	sjgpu_jaccard_next(SjGpuJaccardJoin *, SjPairBatch *, int *, char *) { return SJ_ERR_NO_DEVICE; }
+void		sjgpu_jaccard_timings(const SjGpuJaccardJoin *, SjTimings *) {}
+void		sjgpu_jaccard_end(SjGpuJaccardJoin *) {}
+SjStatus	sjgpu_theta_begin(const SjThetaTable *, const SjThetaTable *, const SjThetaProgram *,
+							  SjThetaStrategy, const SjJoinOptions *, SjGpuThetaJoin **,
+							  char *) { return SJ_ERR_NO_DEVICE; }
+SjStatus	sjgpu_theta_next(SjGpuThetaJoin *, SjPairBatch *, int *, char *) { return SJ_ERR_NO_DEVICE; }
+void		sjgpu_theta_timings(const SjGpuThetaJoin *, SjTimings *) {}
+SjThetaDataError sjgpu_theta_data_error(const SjGpuThetaJoin *) { return SJ_THETA_OK; }
+void		sjgpu_theta_end(SjGpuThetaJoin *) {}
+}
+
+static std::atomic<int> fail_begin_at{-1};
+static std::atomic<int> fail_next_at{-1};
+static std::atomic<int> begins{0};
+static std::atomic<int> nexts{0};
+
+/* A fake one-device join of one piece. */
+struct FakeJoin
+{
+	std::vector<std::pair<uint32_t, uint32_t>> all;
+	size_t		pos = 0;
+	size_t		batch = 1;
+	bool		count_only = false;
+	std::vector<uint32_t> l;
+	std::vector<uint32_t> r;
+	std::vector<double> v;
+};
+
+static bool
+joins(uint32_t a, uint32_t b)
+{
+	return (a + b) % 7 == 0;
+}
+
+/* The fake operator. */
+class FakeOps : public PieceOps
+{
+public:
+	size_t		batch = 1;
+
+	SjStatus	begin(const Piece &p, const SjJoinOptions *o, void **h, char *err) override
+	{
+		FakeJoin   *j = new FakeJoin();
+
+		*h = j;
+		j->batch = batch;
+		j->count_only = o->count_only != 0;
+		if (begins++ == fail_begin_at)
+		{
+			set_errmsg(err, "begin failed");
+			return SJ_ERR_DEVICE;
+		}
+		for (uint32_t a = 0; a < p.left_n; a++)
+			if (p.self)
+			{
+				for (uint32_t b = a + 1; b < p.left_n; b++)
+					if (joins(a + p.left_first, b + p.left_first))
+						j->all.push_back({a, b});
+			}
+			else
+				for (uint32_t b = 0; b < p.right_n; b++)
+					if (joins(a + p.left_first, b + p.right_first))
+						j->all.push_back({a, b});
+		return SJ_OK;
+	}
+	SjStatus	next(void *h, SjPairBatch *b, int *done, char *err) override
+	{
+		FakeJoin   *j = static_cast<FakeJoin *>(h);
+		size_t		n = std::min(j->batch, j->all.size() - j->pos);
+
+		memset(b, 0, sizeof(*b));
+		*done = 0;
+		if (nexts++ == fail_next_at)
+		{
+			set_errmsg(err, "next failed");
+			return SJ_ERR_DEVICE_NOMEM;
+		}
+		std::this_thread::sleep_for(std::chrono::microseconds(rand() % 200));
+		j->l.clear();
+		j->r.clear();
+		j->v.assign(n, 1.0);
+		for (size_t i = 0; i < n; i++)
+		{
+			j->l.push_back(j->all[j->pos + i].first);
+			j->r.push_back(j->all[j->pos + i].second);
+		}
+		j->pos += n;
+		b->count = n;
+		if (!j->count_only)
+		{
+			b->left = j->l.data();
+			b->right = j->r.data();
+			b->value = j->v.data();
+		}
+		*done = j->pos == j->all.size();
+		return SJ_OK;
+	}
+	void		timings(void *, SjTimings *t) override
+	{
+		memset(t, 0, sizeof(*t));
+		strcpy(t->strategy, "fake");
+	}
+	void		end(void *h) override
+	{
+		delete static_cast<FakeJoin *>(h);
+	}
+};
+
+/* One join; stop_after >= 0 ends it early after that many batches. */
+static bool
+run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
+	bool count_only, int stop_after = -1, SjStatus expect = SJ_OK)
+{
+	std::set<std::pair<uint32_t, uint32_t>> exp,
+				got;
+	uint64_t	count = 0;
+	SjJoinOptions o;
+	std::unique_ptr<FakeOps> ops(new FakeOps());
+	MultiJoin  *m;
+	int			done = 0,
+				calls = 0;
+	char		err[SJ_ERRMSG_LEN] = "";
+	SjStatus	st = SJ_OK;
+	SjTimings	t;
+
+	for (uint32_t a = 0; a < nl; a++)
+		for (uint32_t b = self ? a + 1 : 0; b < (self ? nl : nr); b++)
+			if (joins(a, b))
+				exp.insert({a, b});
+	memset(&o, 0, sizeof(o));
+	o.gpu_ndevices = (int) devs.size();
+	o.gpu_devices = devs.data();
+	o.count_only = count_only;
+	ops->batch = batch;
+	try
+	{
+		m = multi_begin(std::move(ops), split_pieces(nl, nr, self, (int) devs.size()), &o);
+	}
+	catch (const Error &e)
+	{
+		if (e.status() != expect)
+			printf("begin: %s\n", e.what());
+		return e.status() == expect;
+	}
+	while (!done)
+	{
+		SjPairBatch b;
+
+		st = multi_next(m, &b, &done, err);
+		if (st != SJ_OK)
+			break;
+		count += b.count;
+		for (size_t i = 0; !count_only && i < b.count; i++)
+			if (!got.insert({b.left[i], b.right[i]}).second)
+			{
+				printf("pair (%u, %u) twice\n", b.left[i], b.right[i]);
+				multi_end(m);
+				return false;
+			}
+		if (stop_after >= 0 && ++calls > stop_after)
+			break;
+	}
+	multi_timings(m, &t);
+	multi_end(m);
+	if (st != expect)
+	{
+		printf("status %d, expected %d: %s\n", (int) st, (int) expect, err);
+		return false;
+	}
+	if (st != SJ_OK || stop_after >= 0)
+		return true;
+	if (count != exp.size() || (!count_only && got != exp))
+	{
+		printf("%u x %u self %d on %zu: %llu pairs, expected %zu\n", nl, nr, self,
+			   devs.size(), (unsigned long long) count, exp.size());
+		return false;
+	}
+	if (devs.size() == 3 && nl == 333 && nr == 333 && self && !count_only)
+		printf("devices: %s; strategy %s; %llu batches\n", t.devices, t.strategy,
+			   (unsigned long long) t.batches);
+	return true;
+}
+
+int
+main()
+{
+	static const uint32_t sizes[] = {1, 2, 3, 5, 17, 100, 333};
+	bool		ok = true;
+	int			n = 0;
+
+	for (uint32_t a : sizes)
+		for (uint32_t b : sizes)
+			for (int self = 0; self < 2; self++)
+				for (int k = 1; k <= 4; k++)
+					for (int co = 0; co < 2; co++, n++)
+						ok &= run(a, b, self, std::vector<int>(k, k % 2), 1 + (a * b) % 50, co);
+	ok &= run(300, 300, true, {0, 1}, 10, false, 5);
+	ok &= run(300, 300, false, {0, 1, 2}, 10, false, 0);
+	begins = 0;
+	fail_begin_at = 3;
+	ok &= run(300, 300, true, {0, 0}, 10, false, -1, SJ_ERR_DEVICE);
+	fail_begin_at = -1;
+	nexts = 0;
+	fail_next_at = 20;
+	ok &= run(300, 300, false, {0, 0, 1}, 10, false, -1, SJ_ERR_DEVICE_NOMEM);
+	fail_next_at = -1;
+	ok &= run(30, 30, false, {0, 7}, 10, false, -1, SJ_ERR_NO_DEVICE);
+	printf("multi-device driver: %d joins and 5 failure cases: %s\n", n, ok ? "ok" : "FAILED");
+	return ok ? 0 : 1;
+}

@@ -136,7 +136,7 @@ BEGIN
     PERFORM sjb_set('simjoin.device', old_device);
     PERFORM sjb_set('simjoin.enable_customscan', old_cs);
     RAISE NOTICE '% | % | % | % ms | % %', workload, form, engine, round(ms[med]::numeric, 1), res,
-        CASE WHEN sc[med] IS NULL THEN '' ELSE
+        CASE WHEN sc[med] IS NULL OR engine = 'native' OR (form LIKE 'sql%' AND NOT node) THEN '' ELSE
             format(' | scan %s build %s probe %s transfer %s emit %s ms, %s',
                    round(sc[med]::numeric, 1), round(bu[med]::numeric, 1), round(pr[med]::numeric, 1),
                    round(tr[med]::numeric, 1), round(em[med]::numeric, 1), strat[med]) END;

@@ -371,6 +371,39 @@ warp_add_total(unsigned long long v, unsigned long long *total)
 }
 
 /*
+ * Pair number g of the pass (a probe position's first pair plus the ones
+ * before it): written when it falls in the current slice [s, e) as
+ * (left, right, value), the smaller row number first in a self-join.
+ * Returns false when g is past the slice: the caller stops this position.
+ */
+template <bool SELF>
+__device__ __forceinline__ bool
+write_pair(const JoinArgs &a, const PassArgs &pa, unsigned long long g, uint32_t pos,
+		   uint32_t j, double value)
+{
+	if (g >= pa.e)
+		return false;
+	if (g >= pa.s)
+	{
+		uint32_t	l = a.porig[pos],
+					r = a.borig[j];
+		size_t		o = (size_t) (g - pa.s);
+
+		if (SELF && l > r)
+		{
+			uint32_t	t = l;
+
+			l = r;
+			r = t;
+		}
+		pa.out_left[o] = l;
+		pa.out_right[o] = r;
+		pa.out_value[o] = value;
+	}
+	return true;
+}
+
+/*
  * Grid probe, one thread per probe position.  kModeWork counts candidates,
  * kModeCount / kModeTotal count pairs, kModeWrite walks the positions of
  * the current slice (grid-stride) and writes its pairs.
@@ -432,32 +465,11 @@ grid_probe_kernel(JoinArgs a, PassArgs pa)
 
 						if (!(dist <= a.eps))
 							continue;
-						if (MODE == kModeWrite)
+						if (MODE == kModeWrite &&
+							!write_pair<SELF>(a, pa, first + n, pos, j, dist))
 						{
-							unsigned long long g = first + n;
-
-							if (g >= pa.e)
-							{
-								stopped = true;
-								break;
-							}
-							if (g >= pa.s)
-							{
-								uint32_t	l = a.porig[pos],
-											r = a.borig[j];
-								size_t		o = (size_t) (g - pa.s);
-
-								if (SELF && l > r)
-								{
-									uint32_t	t = l;
-
-									l = r;
-									r = t;
-								}
-								pa.out_left[o] = l;
-								pa.out_right[o] = r;
-								pa.out_value[o] = dist;
-							}
+							stopped = true;
+							break;
 						}
 						n++;
 					}
@@ -549,30 +561,8 @@ verify_kernel(JoinArgs a, PassArgs pa)
 
 				if (!(v <= a.eps))
 					continue;
-				if (MODE == kModeWrite)
-				{
-					unsigned long long g = first + n;
-
-					if (g >= pa.e)
-						break;
-					if (g >= pa.s)
-					{
-						uint32_t	l = a.porig[pos],
-									r = a.borig[j];
-						size_t		o = (size_t) (g - pa.s);
-
-						if (SELF && l > r)
-						{
-							uint32_t	t = l;
-
-							l = r;
-							r = t;
-						}
-						pa.out_left[o] = l;
-						pa.out_right[o] = r;
-						pa.out_value[o] = v;
-					}
-				}
+				if (MODE == kModeWrite && !write_pair<SELF>(a, pa, first + n, pos, j, v))
+					break;
 				n++;
 			}
 			if (MODE == kModeCount)
@@ -694,32 +684,11 @@ brute_force_kernel(JoinArgs a, PassArgs pa)
 
 					if (!(dist <= a.eps))
 						continue;
-					if (MODE == kModeWrite)
+					if (MODE == kModeWrite &&
+						!write_pair<SELF>(a, pa, first + n, pos, j, dist))
 					{
-						unsigned long long g = first + n;
-
-						if (g >= pa.e)
-						{
-							stopped = true;
-							continue;
-						}
-						if (g >= pa.s)
-						{
-							uint32_t	l = a.porig[pos],
-										r = a.borig[j];
-							size_t		o = (size_t) (g - pa.s);
-
-							if (SELF && l > r)
-							{
-								uint32_t	tmp = l;
-
-								l = r;
-								r = tmp;
-							}
-							pa.out_left[o] = l;
-							pa.out_right[o] = r;
-							pa.out_value[o] = dist;
-						}
+						stopped = true;
+						continue;
 					}
 					n++;
 				}

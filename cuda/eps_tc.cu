@@ -211,6 +211,46 @@ tile_of(uint32_t nx, uint32_t ny, uint32_t group, uint32_t *ty, uint32_t *tx)
 }
 
 /*
+ * The bound's test (eps_tc.cuh) for a pair with FP32 dot product dot and
+ * per-row constants a, b: false only where the pair cannot join.
+ */
+__device__ __forceinline__ bool
+may_join(float dot, float2 a, float2 b, float alpha)
+{
+	float		rhs = __fsub_rd(__fadd_rd(a.x, b.x), __fmul_ru(__fmul_ru(alpha, a.y), b.y));
+
+	return dot >= rhs;
+}
+
+/*
+ * Append the warp's kept pairs (one a lane at most) as (row - p0, col)
+ * keys: one atomic a warp.  Keys past cap are counted, not written.
+ */
+__device__ __forceinline__ void
+append_kept(bool keep, uint32_t row, uint32_t col, uint32_t p0,
+			unsigned long long *keys, unsigned long long cap,
+			unsigned long long *count, int lane)
+{
+	unsigned	mask = __ballot_sync(0xffffffffu, keep);
+	unsigned long long base = 0;
+	int			leader;
+
+	if (mask == 0)
+		return;
+	leader = __ffs(mask) - 1;
+	if (lane == leader)
+		base = atomicAdd(count, (unsigned long long) __popc(mask));
+	base = __shfl_sync(0xffffffffu, base, leader);
+	if (keep)
+	{
+		unsigned long long at = base + __popc(mask & ((1u << lane) - 1));
+
+		if (at < cap)
+			keys[at] = ((unsigned long long) (row - p0) << 32) | col;
+	}
+}
+
+/*
  * A shape of the filter kernel: a block computes a BM x BN tile of dot
  * products (BM probe rows, BN build rows) with warps of WM x WN, K in
  * steps of KS through ST shared-memory stages; MINB blocks a
@@ -399,14 +439,11 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 #pragma unroll
 			for (int e = 0; e < 4; e++)
 			{
-				const float2 a = rp[mi][e >> 1],
-							b = rb[ni][e & 1];
-				float		rhs = __fsub_rd(__fadd_rd(a.x, b.x),
-											__fmul_ru(__fmul_ru(p.alpha, a.y), b.y));
 				const uint32_t row = pt + wm + mi * 16 + lane / 4 + (e >> 1) * 8;
 				const uint32_t col = jt + wn + ni * 8 + (lane % 4) * 2 + (e & 1);
 
-				if (acc[mi][ni][e] >= rhs && !(SELF && col <= row))
+				if (may_join(acc[mi][ni][e], rp[mi][e >> 1], rb[ni][e & 1], p.alpha) &&
+					!(SELF && col <= row))
 					kept[mi] |= 1u << (ni * 4 + e);
 			}
 		any |= kept[mi] != 0;
@@ -420,48 +457,42 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 		for (int ni = 0; ni < S::NI; ni++)
 #pragma unroll
 			for (int e = 0; e < 4; e++)
-			{
-				const bool	keep = (kept[mi] >> (ni * 4 + e)) & 1;
-				unsigned	mask = __ballot_sync(0xffffffffu, keep);
-
-				if (mask == 0)
-					continue;
-
-				const uint32_t row = pt + wm + mi * 16 + lane / 4 + (e >> 1) * 8;
-				const uint32_t col = jt + wn + ni * 8 + (lane % 4) * 2 + (e & 1);
-				unsigned long long base = 0;
-				int			leader = __ffs(mask) - 1;
-
-				if (lane == leader)
-					base = atomicAdd(count, (unsigned long long) __popc(mask));
-				base = __shfl_sync(0xffffffffu, base, leader);
-				if (keep)
-				{
-					unsigned long long at = base + __popc(mask & ((1u << lane) - 1));
-
-					if (at < cap)
-						keys[at] = ((unsigned long long) (row - p0) << 32) | col;
-				}
-			}
+				append_kept((kept[mi] >> (ni * 4 + e)) & 1,
+							pt + wm + mi * 16 + lane / 4 + (e >> 1) * 8,
+							jt + wn + ni * 8 + (lane % 4) * 2 + (e & 1), p0, keys, cap, count,
+							lane);
 }
 
-/* Launch one shape of filter_kernel (its shared memory asked for once). */
+/*
+ * Launch one shape S of a filter kernel (self or not) over the tiles of
+ * [p0, p1) x build, its dynamic shared memory asked for on this device.
+ */
+template <class S, class Kernel>
+void
+launch_shape(Kernel self_kernel, Kernel kernel, const char *name, const TcSide &probe,
+			 const TcSide &build, const TcParams &p, bool self, uint32_t p0, uint32_t p1,
+			 unsigned long long *keys, unsigned long long cap, unsigned long long *count,
+			 cudaStream_t st, uint32_t group)
+{
+	const uint32_t nx = (build.n + S::BN - 1) / S::BN,
+				ny = (p1 - p0 + S::BM - 1) / S::BM;
+	Kernel		k = self ? self_kernel : kernel;
+
+	SJGPU_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+									 (int) S::SMEM));
+	k<<<nx * ny, S::THREADS, S::SMEM, st>>>(probe, build, p, p0, p1, keys, cap, count, group);
+	::sjgpu::check_cuda(cudaGetLastError(), name, __FILE__, __LINE__);
+}
+
+/* Launch one shape of filter_kernel (mma.sync). */
 template <class S>
 void
 launch_filter(const TcSide &probe, const TcSide &build, const TcParams &p, bool self,
 			  uint32_t p0, uint32_t p1, unsigned long long *keys, unsigned long long cap,
 			  unsigned long long *count, cudaStream_t st, uint32_t group = kTcGroup)
 {
-	const uint32_t nx = (build.n + S::BN - 1) / S::BN,
-				ny = (p1 - p0 + S::BM - 1) / S::BM;
-	auto		kernel = self ? filter_kernel<true, S> : filter_kernel<false, S>;
-
-	/* more than 48 KB of dynamic shared memory must be asked for (a device) */
-	SJGPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-									 (int) S::SMEM));
-	kernel<<<nx * ny, S::THREADS, S::SMEM, st>>>(probe, build, p, p0, p1, keys, cap, count,
-												  group);
-	SJGPU_CHECK_LAUNCH("filter_kernel");
+	launch_shape<S>(filter_kernel<true, S>, filter_kernel<false, S>, "launch of filter_kernel",
+					probe, build, p, self, p0, p1, keys, cap, count, st, group);
 }
 
 /*
@@ -672,14 +703,11 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 #pragma unroll
 			for (int e = 0; e < 4; e++)
 			{
-				const float2 a = rp[e >> 1],
-							b = (e & 1) ? b1 : b0;
-				float		rhs = __fsub_rd(__fadd_rd(a.x, b.x),
-											__fmul_ru(__fmul_ru(p.alpha, a.y), b.y));
 				const uint32_t row = rbase + (e >> 1) * 8;
 				const uint32_t col = c0 + (e & 1);
 
-				if (acc[ni][e] >= rhs && !(SELF && col <= row))
+				if (may_join(acc[ni][e], rp[e >> 1], (e & 1) ? b1 : b0, p.alpha) &&
+					!(SELF && col <= row))
 					kept[w] |= 1u << (nn * 4 + e);
 			}
 		}
@@ -691,29 +719,8 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 	for (int ni = 0; ni < S::BN / 8; ni++)
 #pragma unroll
 		for (int e = 0; e < 4; e++)
-		{
-			const bool	keep = (kept[ni / 8] >> ((ni % 8) * 4 + e)) & 1;
-			unsigned	mask = __ballot_sync(0xffffffffu, keep);
-
-			if (mask == 0)
-				continue;
-
-			const uint32_t row = rbase + (e >> 1) * 8;
-			const uint32_t col = jt + ni * 8 + (lane % 4) * 2 + (e & 1);
-			unsigned long long base = 0;
-			int			leader = __ffs(mask) - 1;
-
-			if (lane == leader)
-				base = atomicAdd(count, (unsigned long long) __popc(mask));
-			base = __shfl_sync(0xffffffffu, base, leader);
-			if (keep)
-			{
-				unsigned long long at = base + __popc(mask & ((1u << lane) - 1));
-
-				if (at < cap)
-					keys[at] = ((unsigned long long) (row - p0) << 32) | col;
-			}
-		}
+			append_kept((kept[ni / 8] >> ((ni % 8) * 4 + e)) & 1, rbase + (e >> 1) * 8,
+						jt + ni * 8 + (lane % 4) * 2 + (e & 1), p0, keys, cap, count, lane);
 #endif
 }
 
@@ -724,15 +731,9 @@ launch_wg_filter(const TcSide &probe, const TcSide &build, const TcParams &p, bo
 				 uint32_t p0, uint32_t p1, unsigned long long *keys, unsigned long long cap,
 				 unsigned long long *count, cudaStream_t st, uint32_t group = kTcGroup)
 {
-	const uint32_t nx = (build.n + S::BN - 1) / S::BN,
-				ny = (p1 - p0 + S::BM - 1) / S::BM;
-	auto		kernel = self ? wg_filter_kernel<true, S> : wg_filter_kernel<false, S>;
-
-	SJGPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-									 (int) S::SMEM));
-	kernel<<<nx * ny, S::THREADS, S::SMEM, st>>>(probe, build, p, p0, p1, keys, cap, count,
-												  group);
-	SJGPU_CHECK_LAUNCH("wg_filter_kernel");
+	launch_shape<S>(wg_filter_kernel<true, S>, wg_filter_kernel<false, S>,
+					"launch of wg_filter_kernel", probe, build, p, self, p0, p1, keys, cap,
+					count, st, group);
 }
 
 /*

@@ -172,40 +172,36 @@ run_shape(const Side &pr, const Side &bu, const TcParams &p, uint32_t group = 1)
 	return r;
 }
 
-template <class S>
+/* Time shape S (wgmma when WG) and print it beside the card's peak. */
+template <class S, bool WG>
 void
 report(const char *name, const Side &pr, const Side &bu, const TcParams &p,
 	   const Result *ref, double peak, uint32_t group = 1)
 {
 	cudaFuncAttributes fa;
-	Result		r = run_shape<S, false>(pr, bu, p, group);
+	Result		r = run_shape<S, WG>(pr, bu, p, group);
 	double		flop = 2.0 * pr.tc.n * bu.tc.n * p.pdim;
+	char		shape[64];
+	bool		bad = ref->count != r.count || ref->sum != r.sum;
 
-	SJGPU_CHECK(cudaFuncGetAttributes(&fa, filter_kernel<false, S>));
-	printf("  %-7s g%-2u %3dx%3d w%2dx%2d k%2d s%d b%d  regs %3d spill %3zu  %8.3f ms  %6.1f TFLOP/s"
+	if constexpr (WG)
+	{
+		SJGPU_CHECK(cudaFuncGetAttributes(&fa, wg_filter_kernel<false, S>));
+		snprintf(shape, sizeof(shape), "128x%3d wgmma k%2d s%d b%d", S::BN, S::KS, S::ST,
+				 S::MINB);
+	}
+	else
+	{
+		SJGPU_CHECK(cudaFuncGetAttributes(&fa, filter_kernel<false, S>));
+		snprintf(shape, sizeof(shape), "%3dx%3d w%2dx%2d k%2d s%d b%d", S::BM, S::BN, S::WM,
+				 S::WN, S::KS, S::ST, S::MINB);
+	}
+	printf("  %-7s g%-2u %-28s regs %3d spill %3zu  %8.3f ms  %6.1f TFLOP/s"
 		   "  %4.1f%% of peak  kept %llu%s\n",
-		   name, group, S::BM, S::BN, S::WM, S::WN, S::KS, S::ST, S::MINB, fa.numRegs,
-		   fa.localSizeBytes, r.ms, flop / r.ms / 1e9, 100.0 * flop / r.ms / 1e9 / peak,
-		   r.count, ref && (ref->count != r.count || ref->sum != r.sum) ? "  MISMATCH" : "");
-	if (ref && (ref->count != r.count || ref->sum != r.sum))
+		   name, group, shape, fa.numRegs, fa.localSizeBytes, r.ms, flop / r.ms / 1e9,
+		   100.0 * flop / r.ms / 1e9 / peak, r.count, bad ? "  MISMATCH" : "");
+	if (bad)
 		exit(2);
-}
-
-template <class S>
-void
-wg_report(const char *name, const Side &pr, const Side &bu, const TcParams &p,
-		  const Result *ref, double peak, uint32_t group = 1)
-{
-	cudaFuncAttributes fa;
-	Result		r = run_shape<S, true>(pr, bu, p, group);
-	double		flop = 2.0 * pr.tc.n * bu.tc.n * p.pdim;
-
-	SJGPU_CHECK(cudaFuncGetAttributes(&fa, wg_filter_kernel<false, S>));
-	printf("  %-7s g%-2u 128x%3d wgmma k%2d s%d b%d     regs %3d spill %3zu  %8.3f ms  %6.1f TFLOP/s"
-		   "  %4.1f%% of peak  kept %llu%s\n",
-		   name, group, S::BN, S::KS, S::ST, S::MINB, fa.numRegs, fa.localSizeBytes, r.ms,
-		   flop / r.ms / 1e9, 100.0 * flop / r.ms / 1e9 / peak, r.count,
-		   ref->count != r.count || ref->sum != r.sum ? "  MISMATCH" : "");
 }
 
 }								/* namespace tcbench */
@@ -261,11 +257,11 @@ main(int argc, char **argv)
 
 		for (uint32_t g : {1u, 16u})
 		{
-			report<TcShapeOld>("mma-old", pr, bu, p, &ref, peak, g);
-			report<TcShapeMma>("mma", pr, bu, p, &ref, peak, g);
+			report<TcShapeOld, false>("mma-old", pr, bu, p, &ref, peak, g);
+			report<TcShapeMma, false>("mma", pr, bu, p, &ref, peak, g);
 			if (!tc_wgmma())
 				continue;
-			wg_report<WgShapeMain>("wgmma", pr, bu, p, &ref, peak, g);
+			report<WgShapeMain, true>("wgmma", pr, bu, p, &ref, peak, g);
 		}
 		printf("  tc_filter (the engine's choice: %s)\n", tc_wgmma() ? "wgmma" : "mma.sync");
 		for (Side *s : {&bu, &pr})

@@ -327,9 +327,23 @@ d_holds(int base, int c)
 
 struct DV
 {
-	long long	v;
+	long long	v;				/* int64, double bits, bool; a wide value's low half */
 	int			s;
+	long long	h;				/* a wide numeric value's high half */
 };
+
+__device__ __forceinline__ sj_nw
+d_wide(const DV &a)
+{
+	return (sj_nw) (((sj_nwu) (unsigned long long) a.h << 64) | (unsigned long long) a.v);
+}
+
+__device__ __forceinline__ void
+d_set_wide(DV &a, sj_nw x)
+{
+	a.v = (long long) (unsigned long long) (sj_nwu) x;
+	a.h = (long long) (unsigned long long) ((sj_nwu) x >> 64);
+}
 
 __device__ __forceinline__ DV
 d_unary(int op, int arg, long long k, DV a)
@@ -343,6 +357,30 @@ d_unary(int op, int arg, long long k, DV a)
 		case SJ_OP_MUL_N:
 			if (a.s == kVal)
 				a.v = sj_num_mul(a.v, k, arg);
+			return a;
+		case SJ_OP_WIDEN_N:
+			if (a.s == kVal)
+				d_set_wide(a, sj_nw_widen(a.v, arg));
+			return a;
+		case SJ_OP_NEG_W:
+			if (a.s == kVal)
+				d_set_wide(a, sj_nw_neg(d_wide(a)));
+			return a;
+		case SJ_OP_MUL_W:
+			if (a.s == kVal)
+				d_set_wide(a, sj_nw_mul(d_wide(a), k, arg));
+			return a;
+		case SJ_OP_DIV_W:
+			if (a.s == kVal)
+			{
+				sj_nw		q = 0;
+
+				if (sj_nw_div(d_wide(a), k, SJ_DIVW_KC(arg), SJ_DIVW_DSX(arg),
+							  SJ_DIVW_S(arg), &q))
+					a.s = err_state(SJ_THETA_ERR_DIVISION_BY_ZERO);
+				else
+					d_set_wide(a, q);
+			}
 			return a;
 		case SJ_OP_NOT:
 			if (a.s == kVal)
@@ -411,7 +449,14 @@ d_binary(int op, int arg, DV a, DV b)
 	}
 	r.s = kVal;
 	r.v = 0;
-	if (op == SJ_OP_ADD_N)
+	r.h = 0;
+	if (op == SJ_OP_ADD_W)
+		d_set_wide(r, sj_nw_add(d_wide(a), d_wide(b)));
+	else if (op == SJ_OP_SUB_W)
+		d_set_wide(r, sj_nw_sub(d_wide(a), d_wide(b)));
+	else if (op >= SJ_OP_EQ_W && op <= SJ_OP_GE_W)
+		r.v = d_holds(op - SJ_OP_EQ_W, sj_nw_cmp(d_wide(a), d_wide(b)));
+	else if (op == SJ_OP_ADD_N)
 		r.v = sj_num_add(a.v, b.v);
 	else if (op == SJ_OP_SUB_N)
 		r.v = sj_num_sub(a.v, b.v);
@@ -1450,7 +1495,8 @@ op_arity(int op)
 		return 0;
 	if (op == SJ_OP_NEG_I || op == SJ_OP_NEG_F || op == SJ_OP_I2F || op == SJ_OP_NOT ||
 		op == SJ_OP_IS_NULL || op == SJ_OP_IS_NOT_NULL || op == SJ_OP_NEG_N ||
-		op == SJ_OP_MUL_N)
+		op == SJ_OP_MUL_N || op == SJ_OP_WIDEN_N || op == SJ_OP_NEG_W ||
+		op == SJ_OP_MUL_W || op == SJ_OP_DIV_W)
 		return 1;
 	return 2;
 }

@@ -80,6 +80,7 @@ typedef struct ThScratch
 	ThReg		reg[SJ_THETA_MAX_STACK];
 	ThReg		e[SJ_THETA_MAX_TERMS];	/* range: E per term */
 	ThReg		c[SJ_THETA_MAX_TERMS];	/* range: C per term */
+	sj_nw		w[SJ_THETA_MAX_STACK][TH_LANES];	/* wide numeric values of reg */
 	uint32_t	idx[TH_LANES];
 } ThScratch;
 
@@ -628,6 +629,64 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 					if (!a->s[k])
 						a->v[k].i = op == SJ_OP_NEG_N ? sj_num_neg(a->v[k].i) :
 							sj_num_mul(a->v[k].i, in->ival, in->arg);
+				break;
+			case SJ_OP_WIDEN_N:
+				a = &sc->reg[sp - 1];
+				for (k = 0; k < n; k++)
+					if (!a->s[k])
+						sc->w[sp - 1][k] = sj_nw_widen(a->v[k].i, in->arg);
+				break;
+			case SJ_OP_ADD_W:
+			case SJ_OP_SUB_W:
+				a = &sc->reg[sp - 2];
+				b = &sc->reg[sp - 1];
+				sp--;
+				for (k = 0; k < n; k++)
+				{
+					if (a->s[k] | b->s[k])
+						a->s[k] = th_merge(a->s[k], b->s[k]);
+					else
+						sc->w[sp - 1][k] = op == SJ_OP_ADD_W ?
+							sj_nw_add(sc->w[sp - 1][k], sc->w[sp][k]) :
+							sj_nw_sub(sc->w[sp - 1][k], sc->w[sp][k]);
+				}
+				break;
+			case SJ_OP_NEG_W:
+			case SJ_OP_MUL_W:
+			case SJ_OP_DIV_W:
+				a = &sc->reg[sp - 1];
+				for (k = 0; k < n; k++)
+				{
+					sj_nw	   *x = &sc->w[sp - 1][k];
+
+					if (a->s[k])
+						continue;
+					if (op == SJ_OP_NEG_W)
+						*x = sj_nw_neg(*x);
+					else if (op == SJ_OP_MUL_W)
+						*x = sj_nw_mul(*x, in->ival, in->arg);
+					else if (sj_nw_div(*x, in->ival, SJ_DIVW_KC(in->arg),
+									   SJ_DIVW_DSX(in->arg), SJ_DIVW_S(in->arg), x))
+						a->s[k] = TS_ERR(SJ_THETA_ERR_DIVISION_BY_ZERO);
+				}
+				break;
+			case SJ_OP_EQ_W:
+			case SJ_OP_NE_W:
+			case SJ_OP_LT_W:
+			case SJ_OP_LE_W:
+			case SJ_OP_GT_W:
+			case SJ_OP_GE_W:
+				a = &sc->reg[sp - 2];
+				b = &sc->reg[sp - 1];
+				sp--;
+				for (k = 0; k < n; k++)
+				{
+					if (a->s[k] | b->s[k])
+						a->s[k] = th_merge(a->s[k], b->s[k]);
+					else
+						a->v[k].i = th_cmp_holds(op - SJ_OP_EQ_W,
+												 sj_nw_cmp(sc->w[sp - 1][k], sc->w[sp][k]));
+				}
 				break;
 			case SJ_OP_ADD_F:
 			case SJ_OP_SUB_F:

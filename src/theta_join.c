@@ -1875,7 +1875,14 @@ SjNumericWide(SjThetaCompiler *c, const uint64 *leaf, const int *leafdsmax,
 					else
 						SjNumericWideRefuse(psprintf("The display scale of the dividend varies by row (up to %d), and so does the quotient's scale.",
 													 x.dsmax));
-					divmag[i] = x.mag * pow(10.0, kc);
+					/*
+					 * sj_nw_div's numerator |x| * 10^(r + kc): below
+					 * 10^(24 + 4 w2 + kc) where r is the digits' scale (r =
+					 * 16 - 4 qweight, |x| < 10000^(w1 + 1)), else |x| *
+					 * 10^(dsx or kc + kc)
+					 */
+					divmag[i] = pow(10.0, kc) * Max(pow(10.0, 24 + 4 * w2),
+													x.mag * pow(10.0, Max(x.dsmax, kc)));
 					r.sc = r.dsmax = rmax;
 					r.dsexact = -1;
 					r.mag = x.mag / (fabs((double) in->ival) / pow(10.0, kc)) + 1.0;
@@ -1911,8 +1918,7 @@ SjNumericWide(SjThetaCompiler *c, const uint64 *leaf, const int *leafdsmax,
 		if (in->op == SJ_OP_WIDEN_N || (in->op >= SJ_OP_ADD_W && in->op <= SJ_OP_DIV_W))
 		{
 			if (slot[i].mag * pow(10.0, sw) >= pow(10.0, SJ_NW_MAX_DIGITS - 1) ||
-				(in->op == SJ_OP_DIV_W &&
-				 divmag[i] * pow(10.0, sw) >= pow(10.0, SJ_NW_MAX_DIGITS)))
+				(in->op == SJ_OP_DIV_W && divmag[i] >= pow(10.0, SJ_NW_MAX_DIGITS + 1)))
 				SjNumericWideRefuse(psprintf("A value or result needs more than %d digits at the condition's scale of %d.",
 											 SJ_NW_MAX_DIGITS - 1, sw));
 		}

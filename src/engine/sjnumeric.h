@@ -239,7 +239,8 @@ sj_nw_div_scale(int w1, int f1, int d1, int w2, int f2, int d2)
  * x / (m / 10^kc), x at scale s with display scale dsx, as PostgreSQL's
  * numeric_div computes it (see the top); the divisor's display scale is kc.
  * Returns 0, or 1 for division by zero.  The adapter proves that the
- * quotient's scale is at most s and that |x| * 10^kc * 2 and the result fit.
+ * quotient's scale r is at most s, that |x| * 10^(r + kc) < 10^37 (twice it
+ * fits) and that the result fits.
  */
 SJ_HD int
 sj_nw_div(sj_nw x, int64_t m, int kc, int dsx, int s, sj_nw *out)

@@ -42,9 +42,12 @@
  * precision before the planner offers the custom scan (a parameter, whose
  * value the generic plan does not know, leaves the join to PostgreSQL).  An
  * integer or float column cast to numeric is read as its type and cast by
- * PostgreSQL once read (SjNumericCasts).  Numeric division,
- * whose quotient PostgreSQL rounds to a scale that depends on each value, is
- * refused.  Timestamp +/- an interval constant
+ * PostgreSQL once read (SjNumericCasts).  Numeric division by a constant,
+ * whose quotient PostgreSQL rounds to a scale that depends on each value,
+ * makes every numeric value of the condition wide (128-bit fixed point,
+ * WIDEN_N and the _W operators): SjNumericWide finds a common scale at least
+ * every quotient's select_div_scale() scale and proves that everything fits
+ * at it, or refuses (22003).  Timestamp +/- an interval constant
  * that is a fixed number of microseconds runs in the engines as int64
  * arithmetic.  Intervals that are not (months or years; days on
  * timestamptz, which depend on the session's TimeZone; any interval added

@@ -458,12 +458,6 @@ d_okey(long long bits, int type)
 	return type == SJ_TI64 ? sj_th_okey_i(bits) : sj_th_okey_f(__longlong_as_double(bits));
 }
 
-__device__ __forceinline__ unsigned long long
-d_okey_f(double x)
-{
-	return sj_th_okey_f(x);
-}
-
 /* Hash keys of a join: probe and build columns and types. */
 struct KKeys
 {
@@ -496,12 +490,6 @@ __device__ __forceinline__ unsigned
 d_lower_bound(const unsigned long long *a, unsigned n, unsigned long long key)
 {
 	return sj_th_bound((const uint64_t *) a, n, key, 0);
-}
-
-__device__ __forceinline__ unsigned
-d_upper_bound(const unsigned long long *a, unsigned n, unsigned long long key)
-{
-	return sj_th_bound((const uint64_t *) a, n, key, 1);
 }
 
 /* ------------------------------------------------------------------------

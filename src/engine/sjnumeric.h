@@ -59,35 +59,6 @@ sj_num_special(int64_t x)
 	return x == SJ_NUM_NAN || x == SJ_NUM_PINF || x == SJ_NUM_NINF;
 }
 
-/* -x */
-SJ_HD int64_t
-sj_num_neg(int64_t x)
-{
-	if (x == SJ_NUM_NAN)
-		return x;
-	return -x;					/* swaps the infinities too */
-}
-
-/* x + y */
-SJ_HD int64_t
-sj_num_add(int64_t x, int64_t y)
-{
-	if (x == SJ_NUM_NAN || y == SJ_NUM_NAN)
-		return SJ_NUM_NAN;
-	if (x == SJ_NUM_PINF || x == SJ_NUM_NINF)
-		return (y == -x) ? SJ_NUM_NAN : x;
-	if (y == SJ_NUM_PINF || y == SJ_NUM_NINF)
-		return y;
-	return x + y;
-}
-
-/* x - y */
-SJ_HD int64_t
-sj_num_sub(int64_t x, int64_t y)
-{
-	return sj_num_add(x, sj_num_neg(y));
-}
-
 /* 10^k for 0 <= k <= 18 */
 SJ_HD int64_t
 sj_num_pow10(int k)
@@ -97,21 +68,6 @@ sj_num_pow10(int k)
 	while (k-- > 0)
 		p *= 10;
 	return p;
-}
-
-/*
- * x * (m / 10^k), the product by a constant of mantissa m and scale k.  The
- * common scale S leaves k more digits than x carries, so x is a multiple of
- * 10^k and the product is exact; the adapter has bounded it.
- */
-SJ_HD int64_t
-sj_num_mul(int64_t x, int64_t m, int k)
-{
-	if (x == SJ_NUM_NAN)
-		return x;
-	if (x == SJ_NUM_PINF || x == SJ_NUM_NINF)
-		return m == 0 ? SJ_NUM_NAN : (m > 0 ? x : -x);
-	return (x / sj_num_pow10(k)) * m;
 }
 
 /* ------------------------------------------------------------------------
@@ -151,43 +107,49 @@ sj_nw_widen(int64_t x, int k)
 	return (sj_nw) x * (sj_nw) sj_nw_pow10(k);
 }
 
-/* -x */
-SJ_HD sj_nw
-sj_nw_neg(sj_nw x)
-{
-	return x == SJ_NW_NAN ? x : -x;
+/*
+ * -x, x + y, x - y and x * (m / 10^k) of both fixed points, written once:
+ * P the prefix, T the type, NAN_, PINF_, NINF_ its sentinels.  In x * (m /
+ * 10^k) the common scale leaves k more digits than x carries, so x is a
+ * multiple of 10^k and the product is exact; the adapter has bounded it.
+ */
+#define SJ_NUM_DEFINE_OPS(P, T, NAN_, PINF_, NINF_) \
+SJ_HD T \
+P##_neg(T x) \
+{ \
+	return x == NAN_ ? x : -x;	/* swaps the infinities too */ \
+} \
+\
+SJ_HD T \
+P##_add(T x, T y) \
+{ \
+	if (x == NAN_ || y == NAN_) \
+		return NAN_; \
+	if (x == PINF_ || x == NINF_) \
+		return (y == -x) ? NAN_ : x; \
+	if (y == PINF_ || y == NINF_) \
+		return y; \
+	return x + y; \
+} \
+\
+SJ_HD T \
+P##_sub(T x, T y) \
+{ \
+	return P##_add(x, P##_neg(y)); \
+} \
+\
+SJ_HD T \
+P##_mul(T x, int64_t m, int k) \
+{ \
+	if (x == NAN_) \
+		return x; \
+	if (x == PINF_ || x == NINF_) \
+		return m == 0 ? NAN_ : (m > 0 ? x : -x); \
+	return (x / (T) P##_pow10(k)) * m; \
 }
 
-/* x + y */
-SJ_HD sj_nw
-sj_nw_add(sj_nw x, sj_nw y)
-{
-	if (x == SJ_NW_NAN || y == SJ_NW_NAN)
-		return SJ_NW_NAN;
-	if (x == SJ_NW_PINF || x == SJ_NW_NINF)
-		return (y == -x) ? SJ_NW_NAN : x;
-	if (y == SJ_NW_PINF || y == SJ_NW_NINF)
-		return y;
-	return x + y;
-}
-
-/* x - y */
-SJ_HD sj_nw
-sj_nw_sub(sj_nw x, sj_nw y)
-{
-	return sj_nw_add(x, sj_nw_neg(y));
-}
-
-/* x * (m / 10^k); x is a multiple of 10^k (the adapter's scales). */
-SJ_HD sj_nw
-sj_nw_mul(sj_nw x, int64_t m, int k)
-{
-	if (x == SJ_NW_NAN)
-		return x;
-	if (x == SJ_NW_PINF || x == SJ_NW_NINF)
-		return m == 0 ? SJ_NW_NAN : (m > 0 ? x : -x);
-	return (x / (sj_nw) sj_nw_pow10(k)) * m;
-}
+SJ_NUM_DEFINE_OPS(sj_num, int64_t, SJ_NUM_NAN, SJ_NUM_PINF, SJ_NUM_NINF)
+SJ_NUM_DEFINE_OPS(sj_nw, sj_nw, SJ_NW_NAN, SJ_NW_PINF, SJ_NW_NINF)
 
 /* Three-way order of two wide values (NaN greatest, equal to itself). */
 SJ_HD int

@@ -22,15 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "sjnumeric.h"			/* SJ_HD */
 #include "sjtheta.h"
-
-#ifndef SJ_HD
-#ifdef __CUDACC__
-#define SJ_HD __host__ __device__ __forceinline__
-#else
-#define SJ_HD static inline
-#endif
-#endif
 
 /* Value states: a value, NULL, or an error (SJ_TH_ERR(SjThetaDataError)). */
 #define SJ_TH_VAL		0

@@ -353,6 +353,250 @@ th_iaddsub_fast(int op, ThReg *a, const ThReg *b, int w, int n)
 	return 1;
 }
 
+/* th_eval's numeric operators (sjnumeric.h): returns the new stack depth. */
+static int
+th_eval_numeric(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
+{
+	ThReg	   *a,
+			   *b;
+	int			op = in->op,
+				k;
+
+	switch (op)
+	{
+		case SJ_OP_ADD_N:
+		case SJ_OP_SUB_N:
+			a = &sc->reg[sp - 2];
+			b = &sc->reg[sp - 1];
+			sp--;
+			for (k = 0; k < n; k++)
+			{
+				if (a->s[k] | b->s[k])
+					a->s[k] = th_merge(a->s[k], b->s[k]);
+				else
+					a->v[k].i = op == SJ_OP_ADD_N ?
+						sj_num_add(a->v[k].i, b->v[k].i) :
+						sj_num_sub(a->v[k].i, b->v[k].i);
+			}
+			break;
+		case SJ_OP_NEG_N:
+		case SJ_OP_MUL_N:
+			a = &sc->reg[sp - 1];
+			for (k = 0; k < n; k++)
+				if (!a->s[k])
+					a->v[k].i = op == SJ_OP_NEG_N ? sj_num_neg(a->v[k].i) :
+						sj_num_mul(a->v[k].i, in->ival, in->arg);
+			break;
+		case SJ_OP_WIDEN_N:
+			a = &sc->reg[sp - 1];
+			for (k = 0; k < n; k++)
+				if (!a->s[k])
+					sc->w[sp - 1][k] = sj_nw_widen(a->v[k].i, in->arg);
+			break;
+		case SJ_OP_ADD_W:
+		case SJ_OP_SUB_W:
+			a = &sc->reg[sp - 2];
+			b = &sc->reg[sp - 1];
+			sp--;
+			for (k = 0; k < n; k++)
+			{
+				if (a->s[k] | b->s[k])
+					a->s[k] = th_merge(a->s[k], b->s[k]);
+				else
+					sc->w[sp - 1][k] = op == SJ_OP_ADD_W ?
+						sj_nw_add(sc->w[sp - 1][k], sc->w[sp][k]) :
+						sj_nw_sub(sc->w[sp - 1][k], sc->w[sp][k]);
+			}
+			break;
+		case SJ_OP_NEG_W:
+		case SJ_OP_MUL_W:
+		case SJ_OP_DIV_W:
+			a = &sc->reg[sp - 1];
+			for (k = 0; k < n; k++)
+			{
+				sj_nw	   *x = &sc->w[sp - 1][k];
+
+				if (a->s[k])
+					continue;
+				if (op == SJ_OP_NEG_W)
+					*x = sj_nw_neg(*x);
+				else if (op == SJ_OP_MUL_W)
+					*x = sj_nw_mul(*x, in->ival, in->arg);
+				else if (sj_nw_div(*x, in->ival, SJ_DIVW_KC(in->arg),
+								   SJ_DIVW_DSX(in->arg), SJ_DIVW_S(in->arg), x))
+					a->s[k] = TS_ERR(SJ_THETA_ERR_DIVISION_BY_ZERO);
+			}
+			break;
+		case SJ_OP_EQ_W:
+		case SJ_OP_NE_W:
+		case SJ_OP_LT_W:
+		case SJ_OP_LE_W:
+		case SJ_OP_GT_W:
+		case SJ_OP_GE_W:
+			a = &sc->reg[sp - 2];
+			b = &sc->reg[sp - 1];
+			sp--;
+			for (k = 0; k < n; k++)
+			{
+				if (a->s[k] | b->s[k])
+					a->s[k] = th_merge(a->s[k], b->s[k]);
+				else
+					a->v[k].i = sj_th_holds(op - SJ_OP_EQ_W,
+											 sj_nw_cmp(sc->w[sp - 1][k], sc->w[sp][k]));
+			}
+			break;
+		default:
+			break;
+	}
+	return sp;
+}
+
+/* th_eval's int and float comparisons: returns the new stack depth. */
+static int
+th_eval_compare(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
+{
+	ThReg	   *a,
+			   *b;
+	int			op = in->op,
+				k;
+
+	switch (op)
+	{
+		case SJ_OP_EQ_I:
+		case SJ_OP_NE_I:
+		case SJ_OP_LT_I:
+		case SJ_OP_LE_I:
+		case SJ_OP_GT_I:
+		case SJ_OP_GE_I:
+			{
+				int			base = op - SJ_OP_EQ_I;
+
+				a = &sc->reg[sp - 2];
+				b = &sc->reg[sp - 1];
+				sp--;
+				if (!th_any_state(a, b, n))
+				{
+					th_icmp_fast(base, a, b, n);
+					break;
+				}
+				for (k = 0; k < n; k++)
+				{
+					int64_t		x = a->v[k].i,
+								y = b->v[k].i;
+
+					if (a->s[k] | b->s[k])
+						a->s[k] = th_merge(a->s[k], b->s[k]);
+					else
+						a->v[k].i = sj_th_holds(base, (x > y) - (x < y));
+				}
+				break;
+			}
+		case SJ_OP_EQ_F:
+		case SJ_OP_NE_F:
+		case SJ_OP_LT_F:
+		case SJ_OP_LE_F:
+		case SJ_OP_GT_F:
+		case SJ_OP_GE_F:
+			{
+				int			base = op - SJ_OP_EQ_F;
+
+				a = &sc->reg[sp - 2];
+				b = &sc->reg[sp - 1];
+				sp--;
+				if (!th_any_state(a, b, n))
+				{
+					th_fcmp_fast(base, a, b, n);
+					break;
+				}
+				for (k = 0; k < n; k++)
+				{
+					if (a->s[k] | b->s[k])
+						a->s[k] = th_merge(a->s[k], b->s[k]);
+					else
+						a->v[k].i = sj_th_holds(base, sj_th_fcmp(a->v[k].f, b->v[k].f));
+				}
+				break;
+			}
+		default:
+			break;
+	}
+	return sp;
+}
+
+/* th_eval's AND, OR, NOT, IS [NOT] NULL: returns the new stack depth. */
+static int
+th_eval_logic(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
+{
+	ThReg	   *a,
+			   *b;
+	int			op = in->op,
+				k;
+
+	switch (op)
+	{
+		case SJ_OP_AND:
+		case SJ_OP_OR:
+			{
+				int64_t		dom = op == SJ_OP_OR;	/* the dominant value */
+
+				a = &sc->reg[sp - 2];
+				b = &sc->reg[sp - 1];
+				sp--;
+				if (!th_any_state(a, b, n))
+				{
+					if (dom)
+						for (k = 0; k < n; k++)
+							a->v[k].i |= b->v[k].i;
+					else
+						for (k = 0; k < n; k++)
+							a->v[k].i &= b->v[k].i;
+					break;
+				}
+				for (k = 0; k < n; k++)
+				{
+					uint8_t		sa = a->s[k],
+								sb = b->s[k];
+
+					if (sa > TS_NULL)
+						continue;	/* left error */
+					if (sa == TS_VAL && a->v[k].i == dom)
+						continue;	/* short circuit */
+					if (sb > TS_NULL)
+						a->s[k] = sb;
+					else if (sb == TS_VAL && b->v[k].i == dom)
+					{
+						a->s[k] = TS_VAL;
+						a->v[k].i = dom;
+					}
+					else if (sa == TS_NULL || sb == TS_NULL)
+						a->s[k] = TS_NULL;
+					else
+						a->v[k].i = !dom;
+				}
+				break;
+			}
+		case SJ_OP_NOT:
+			a = &sc->reg[sp - 1];
+			for (k = 0; k < n; k++)
+				a->v[k].i = !a->v[k].i;
+			break;
+		case SJ_OP_IS_NULL:
+		case SJ_OP_IS_NOT_NULL:
+			a = &sc->reg[sp - 1];
+			for (k = 0; k < n; k++)
+			{
+				if (a->s[k] > TS_NULL)
+					continue;
+				a->v[k].i = (a->s[k] == TS_NULL) == (op == SJ_OP_IS_NULL);
+				a->s[k] = TS_VAL;
+			}
+			break;
+		default:
+			break;
+	}
+	return sp;
+}
+
 /*
  * Run instructions [begin, end) for n lanes; returns the register holding
  * the result (the slice must leave exactly one value).
@@ -439,84 +683,21 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 				}
 			case SJ_OP_ADD_N:
 			case SJ_OP_SUB_N:
-				a = &sc->reg[sp - 2];
-				b = &sc->reg[sp - 1];
-				sp--;
-				for (k = 0; k < n; k++)
-				{
-					if (a->s[k] | b->s[k])
-						a->s[k] = th_merge(a->s[k], b->s[k]);
-					else
-						a->v[k].i = op == SJ_OP_ADD_N ?
-							sj_num_add(a->v[k].i, b->v[k].i) :
-							sj_num_sub(a->v[k].i, b->v[k].i);
-				}
-				break;
 			case SJ_OP_NEG_N:
 			case SJ_OP_MUL_N:
-				a = &sc->reg[sp - 1];
-				for (k = 0; k < n; k++)
-					if (!a->s[k])
-						a->v[k].i = op == SJ_OP_NEG_N ? sj_num_neg(a->v[k].i) :
-							sj_num_mul(a->v[k].i, in->ival, in->arg);
-				break;
 			case SJ_OP_WIDEN_N:
-				a = &sc->reg[sp - 1];
-				for (k = 0; k < n; k++)
-					if (!a->s[k])
-						sc->w[sp - 1][k] = sj_nw_widen(a->v[k].i, in->arg);
-				break;
 			case SJ_OP_ADD_W:
 			case SJ_OP_SUB_W:
-				a = &sc->reg[sp - 2];
-				b = &sc->reg[sp - 1];
-				sp--;
-				for (k = 0; k < n; k++)
-				{
-					if (a->s[k] | b->s[k])
-						a->s[k] = th_merge(a->s[k], b->s[k]);
-					else
-						sc->w[sp - 1][k] = op == SJ_OP_ADD_W ?
-							sj_nw_add(sc->w[sp - 1][k], sc->w[sp][k]) :
-							sj_nw_sub(sc->w[sp - 1][k], sc->w[sp][k]);
-				}
-				break;
 			case SJ_OP_NEG_W:
 			case SJ_OP_MUL_W:
 			case SJ_OP_DIV_W:
-				a = &sc->reg[sp - 1];
-				for (k = 0; k < n; k++)
-				{
-					sj_nw	   *x = &sc->w[sp - 1][k];
-
-					if (a->s[k])
-						continue;
-					if (op == SJ_OP_NEG_W)
-						*x = sj_nw_neg(*x);
-					else if (op == SJ_OP_MUL_W)
-						*x = sj_nw_mul(*x, in->ival, in->arg);
-					else if (sj_nw_div(*x, in->ival, SJ_DIVW_KC(in->arg),
-									   SJ_DIVW_DSX(in->arg), SJ_DIVW_S(in->arg), x))
-						a->s[k] = TS_ERR(SJ_THETA_ERR_DIVISION_BY_ZERO);
-				}
-				break;
 			case SJ_OP_EQ_W:
 			case SJ_OP_NE_W:
 			case SJ_OP_LT_W:
 			case SJ_OP_LE_W:
 			case SJ_OP_GT_W:
 			case SJ_OP_GE_W:
-				a = &sc->reg[sp - 2];
-				b = &sc->reg[sp - 1];
-				sp--;
-				for (k = 0; k < n; k++)
-				{
-					if (a->s[k] | b->s[k])
-						a->s[k] = th_merge(a->s[k], b->s[k]);
-					else
-						a->v[k].i = sj_th_holds(op - SJ_OP_EQ_W,
-												 sj_nw_cmp(sc->w[sp - 1][k], sc->w[sp][k]));
-				}
+				sp = th_eval_numeric(in, sc, sp, n);
 				break;
 			case SJ_OP_ADD_F:
 			case SJ_OP_SUB_F:
@@ -553,111 +734,20 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 			case SJ_OP_LE_I:
 			case SJ_OP_GT_I:
 			case SJ_OP_GE_I:
-				{
-					int			base = op - SJ_OP_EQ_I;
-
-					a = &sc->reg[sp - 2];
-					b = &sc->reg[sp - 1];
-					sp--;
-					if (!th_any_state(a, b, n))
-					{
-						th_icmp_fast(base, a, b, n);
-						break;
-					}
-					for (k = 0; k < n; k++)
-					{
-						int64_t		x = a->v[k].i,
-									y = b->v[k].i;
-
-						if (a->s[k] | b->s[k])
-							a->s[k] = th_merge(a->s[k], b->s[k]);
-						else
-							a->v[k].i = sj_th_holds(base, (x > y) - (x < y));
-					}
-					break;
-				}
 			case SJ_OP_EQ_F:
 			case SJ_OP_NE_F:
 			case SJ_OP_LT_F:
 			case SJ_OP_LE_F:
 			case SJ_OP_GT_F:
 			case SJ_OP_GE_F:
-				{
-					int			base = op - SJ_OP_EQ_F;
-
-					a = &sc->reg[sp - 2];
-					b = &sc->reg[sp - 1];
-					sp--;
-					if (!th_any_state(a, b, n))
-					{
-						th_fcmp_fast(base, a, b, n);
-						break;
-					}
-					for (k = 0; k < n; k++)
-					{
-						if (a->s[k] | b->s[k])
-							a->s[k] = th_merge(a->s[k], b->s[k]);
-						else
-							a->v[k].i = sj_th_holds(base, sj_th_fcmp(a->v[k].f, b->v[k].f));
-					}
-					break;
-				}
+				sp = th_eval_compare(in, sc, sp, n);
+				break;
 			case SJ_OP_AND:
 			case SJ_OP_OR:
-				{
-					int64_t		dom = op == SJ_OP_OR;	/* the dominant value */
-
-					a = &sc->reg[sp - 2];
-					b = &sc->reg[sp - 1];
-					sp--;
-					if (!th_any_state(a, b, n))
-					{
-						if (dom)
-							for (k = 0; k < n; k++)
-								a->v[k].i |= b->v[k].i;
-						else
-							for (k = 0; k < n; k++)
-								a->v[k].i &= b->v[k].i;
-						break;
-					}
-					for (k = 0; k < n; k++)
-					{
-						uint8_t		sa = a->s[k],
-									sb = b->s[k];
-
-						if (sa > TS_NULL)
-							continue;	/* left error */
-						if (sa == TS_VAL && a->v[k].i == dom)
-							continue;	/* short circuit */
-						if (sb > TS_NULL)
-							a->s[k] = sb;
-						else if (sb == TS_VAL && b->v[k].i == dom)
-						{
-							a->s[k] = TS_VAL;
-							a->v[k].i = dom;
-						}
-						else if (sa == TS_NULL || sb == TS_NULL)
-							a->s[k] = TS_NULL;
-						else
-							a->v[k].i = !dom;
-					}
-					break;
-				}
 			case SJ_OP_NOT:
-				a = &sc->reg[sp - 1];
-				for (k = 0; k < n; k++)
-					a->v[k].i = !a->v[k].i;
-				break;
 			case SJ_OP_IS_NULL:
 			case SJ_OP_IS_NOT_NULL:
-				a = &sc->reg[sp - 1];
-				for (k = 0; k < n; k++)
-				{
-					if (a->s[k] > TS_NULL)
-						continue;
-					a->v[k].i = (a->s[k] == TS_NULL) == (op == SJ_OP_IS_NULL);
-					a->s[k] = TS_VAL;
-				}
+				sp = th_eval_logic(in, sc, sp, n);
 				break;
 			default:
 				break;			/* rejected by the validator */

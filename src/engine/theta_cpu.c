@@ -1042,15 +1042,169 @@ th_term_interval(const SjThetaJoin *j, const SjThetaTerm *t, ThVal e, ThVal c,
 	return 1;
 }
 
+/*
+ * Candidates of hash block rows r0 .. r0 + n - 1: each row's key group.
+ * Three passes over the rows so that each pass's random reads (directory,
+ * groups) are independent and overlap.  With one key the hash is a
+ * bijection of the key: equal hash is equal key.
+ */
+static void
+th_block_hash(SjThetaJoin *j, uint32_t r0, int n, int worker)
+{
+	const SjThetaTable *out = j->outer;
+	uint64_t	direct = 0;
+	int			k;
+	const SjThetaPlan *p = &j->plan;
+	uint64_t	h[TH_LANES];
+	uint32_t	g[TH_LANES];
+	uint8_t		null[TH_LANES];
+	int			shift = 64 - j->dir_bits;
+
+	for (k = 0; k < n; k++)
+	{
+		uint32_t	row = j->blk_begin + r0 + k;
+
+		null[k] = j->ngroups == 0 || th_key_null(out, p->key_probe_col, p->nkeys, row);
+		if (!null[k])
+		{
+			h[k] = th_hash(out, p->key_probe_col, p->nkeys, row);
+			__builtin_prefetch(&j->dir[h[k] >> shift]);
+		}
+	}
+	for (k = 0; k < n; k++)
+		if (!null[k])
+		{
+			g[k] = j->dir[h[k] >> shift];
+			__builtin_prefetch(&j->groups[g[k]]);
+		}
+	for (k = 0; k < n; k++)
+	{
+		uint32_t	row = j->blk_begin + r0 + k;
+		uint32_t	gs = 0,
+					gl = 0;
+
+		if (!null[k])
+		{
+			uint32_t	x = g[k],
+						e = j->dir[(h[k] >> shift) + 1];
+
+			while (x < e && j->groups[x].hash < h[k])
+				x++;
+			if (x < e && j->groups[x].hash == h[k] &&
+				(p->nkeys == 1 || j->collision ||
+				 th_keys_equal(out, p->key_probe_col, row,
+							   j->inner, p->key_build_col,
+							   j->perm[j->groups[x].start], p->nkeys)))
+			{
+				gs = (uint32_t) j->groups[x].start;
+				gl = (uint32_t) (j->groups[x + 1].start - gs);
+			}
+		}
+		if (j->direct_count)
+		{
+			direct += gl;
+			gl = 0;
+		}
+		j->cstart[r0 + k] = gs;
+		j->clen[r0 + k] = gl;
+		j->ceval[r0 + k] = 0;
+	}
+	j->direct[worker] += direct;
+}
+
+/*
+ * Candidates of range block rows r0 .. r0 + n - 1: E and C of every term
+ * evaluated for the n rows, then each row's slice of the sorted keys.
+ */
+static void
+th_block_range(SjThetaJoin *j, uint32_t r0, int n, int worker)
+{
+	const SjThetaTable *out = j->outer;
+	uint64_t	direct = 0;
+	int			k;
+	ThScratch  *sc = j->scratch[worker];
+	ThSideRef	o,
+				none;
+	const ThSideRef *L,
+			   *R;
+	int			t;
+
+	for (k = 0; k < n; k++)
+		sc->idx[k] = j->blk_begin + r0 + k;
+	o.t = out;
+	o.idx = sc->idx;
+	o.row = 0;
+	o.contig = 1;
+	none.t = j->inner;
+	none.idx = NULL;
+	none.row = 0;
+	none.contig = 0;
+	L = j->outer_left ? &o : &none;
+	R = j->outer_left ? &none : &o;
+	for (t = 0; t < j->plan.nterms; t++)
+	{
+		const SjThetaTerm *tm = &j->plan.terms[t];
+
+		memcpy(&sc->e[t], th_eval(j->prog, tm->e_begin, tm->e_end, L, R, n, sc),
+			   sizeof(ThReg));
+		if (tm->form != SJ_TERM_DIRECT)
+			memcpy(&sc->c[t], th_eval(j->prog, tm->c_begin, tm->c_end, L, R, n, sc),
+				   sizeof(ThReg));
+	}
+	for (k = 0; k < n; k++)
+	{
+		int			fallback = 0,
+					empty = 0;
+		uint32_t	start = 0,
+					end = j->nkeys;
+
+		for (t = 0; t < j->plan.nterms; t++)
+		{
+			uint8_t		se = sc->e[t].s[k];
+			uint8_t		scc = j->plan.terms[t].form == SJ_TERM_DIRECT ? TS_VAL : sc->c[t].s[k];
+
+			if (se > TS_NULL || scc > TS_NULL)
+				fallback = 1;
+			else if (se == TS_NULL || scc == TS_NULL)
+				empty = 1;
+		}
+		for (t = 0; t < j->plan.nterms && !fallback && !empty; t++)
+			if (!th_term_interval(j, &j->plan.terms[t], sc->e[t].v[k],
+								  sc->c[t].v[k], &start, &end))
+				fallback = 1;
+		j->ceval[r0 + k] = (uint8_t) fallback;
+		if (fallback)
+		{
+			j->cstart[r0 + k] = 0;
+			j->clen[r0 + k] = j->nperm;
+		}
+		else if (empty || end <= start)
+		{
+			j->cstart[r0 + k] = 0;
+			j->clen[r0 + k] = 0;
+		}
+		else if (j->direct_count)
+		{
+			direct += end - start;
+			j->cstart[r0 + k] = 0;
+			j->clen[r0 + k] = 0;
+		}
+		else
+		{
+			j->cstart[r0 + k] = start;
+			j->clen[r0 + k] = end - start;
+		}
+	}
+	j->direct[worker] += direct;
+}
+
 /* Load candidates of block rows [c * TH_LANES, ...): one parallel task. */
 static void
 th_block_task(void *arg, uint64_t c, int worker)
 {
 	SjThetaJoin *j = (SjThetaJoin *) arg;
-	const SjThetaTable *out = j->outer;
 	uint32_t	r0 = (uint32_t) c * TH_LANES;
 	int			n = j->blk_n - r0 < TH_LANES ? (int) (j->blk_n - r0) : TH_LANES;
-	uint64_t	direct = 0;
 	int			k;
 
 	if (j->plan.strategy == SJ_THETA_NESTED_LOOP)
@@ -1061,152 +1215,11 @@ th_block_task(void *arg, uint64_t c, int worker)
 			j->clen[r0 + k] = j->inner->n;
 			j->ceval[r0 + k] = 1;
 		}
-		return;
 	}
-
-	if (j->plan.strategy == SJ_THETA_HASH)
-	{
-		/*
-		 * Three passes over the rows so that each pass's random reads
-		 * (directory, groups) are independent and overlap.  With one key the
-		 * hash is a bijection of the key: equal hash is equal key.
-		 */
-		const SjThetaPlan *p = &j->plan;
-		uint64_t	h[TH_LANES];
-		uint32_t	g[TH_LANES];
-		uint8_t		null[TH_LANES];
-		int			shift = 64 - j->dir_bits;
-
-		for (k = 0; k < n; k++)
-		{
-			uint32_t	row = j->blk_begin + r0 + k;
-
-			null[k] = j->ngroups == 0 || th_key_null(out, p->key_probe_col, p->nkeys, row);
-			if (!null[k])
-			{
-				h[k] = th_hash(out, p->key_probe_col, p->nkeys, row);
-				__builtin_prefetch(&j->dir[h[k] >> shift]);
-			}
-		}
-		for (k = 0; k < n; k++)
-			if (!null[k])
-			{
-				g[k] = j->dir[h[k] >> shift];
-				__builtin_prefetch(&j->groups[g[k]]);
-			}
-		for (k = 0; k < n; k++)
-		{
-			uint32_t	row = j->blk_begin + r0 + k;
-			uint32_t	gs = 0,
-						gl = 0;
-
-			if (!null[k])
-			{
-				uint32_t	x = g[k],
-							e = j->dir[(h[k] >> shift) + 1];
-
-				while (x < e && j->groups[x].hash < h[k])
-					x++;
-				if (x < e && j->groups[x].hash == h[k] &&
-					(p->nkeys == 1 || j->collision ||
-					 th_keys_equal(out, p->key_probe_col, row,
-								   j->inner, p->key_build_col,
-								   j->perm[j->groups[x].start], p->nkeys)))
-				{
-					gs = (uint32_t) j->groups[x].start;
-					gl = (uint32_t) (j->groups[x + 1].start - gs);
-				}
-			}
-			if (j->direct_count)
-			{
-				direct += gl;
-				gl = 0;
-			}
-			j->cstart[r0 + k] = gs;
-			j->clen[r0 + k] = gl;
-			j->ceval[r0 + k] = 0;
-		}
-		j->direct[worker] += direct;
-		return;
-	}
-
-	/* range: evaluate E and C of every term for the n rows */
-	{
-		ThScratch  *sc = j->scratch[worker];
-		ThSideRef	o,
-					none;
-		const ThSideRef *L,
-				   *R;
-		int			t;
-
-		for (k = 0; k < n; k++)
-			sc->idx[k] = j->blk_begin + r0 + k;
-		o.t = out;
-		o.idx = sc->idx;
-		o.row = 0;
-		o.contig = 1;
-		none.t = j->inner;
-		none.idx = NULL;
-		none.row = 0;
-		none.contig = 0;
-		L = j->outer_left ? &o : &none;
-		R = j->outer_left ? &none : &o;
-		for (t = 0; t < j->plan.nterms; t++)
-		{
-			const SjThetaTerm *tm = &j->plan.terms[t];
-
-			memcpy(&sc->e[t], th_eval(j->prog, tm->e_begin, tm->e_end, L, R, n, sc),
-				   sizeof(ThReg));
-			if (tm->form != SJ_TERM_DIRECT)
-				memcpy(&sc->c[t], th_eval(j->prog, tm->c_begin, tm->c_end, L, R, n, sc),
-					   sizeof(ThReg));
-		}
-		for (k = 0; k < n; k++)
-		{
-			int			fallback = 0,
-						empty = 0;
-			uint32_t	start = 0,
-						end = j->nkeys;
-
-			for (t = 0; t < j->plan.nterms; t++)
-			{
-				uint8_t		se = sc->e[t].s[k];
-				uint8_t		scc = j->plan.terms[t].form == SJ_TERM_DIRECT ? TS_VAL : sc->c[t].s[k];
-
-				if (se > TS_NULL || scc > TS_NULL)
-					fallback = 1;
-				else if (se == TS_NULL || scc == TS_NULL)
-					empty = 1;
-			}
-			for (t = 0; t < j->plan.nterms && !fallback && !empty; t++)
-				if (!th_term_interval(j, &j->plan.terms[t], sc->e[t].v[k],
-									  sc->c[t].v[k], &start, &end))
-					fallback = 1;
-			j->ceval[r0 + k] = (uint8_t) fallback;
-			if (fallback)
-			{
-				j->cstart[r0 + k] = 0;
-				j->clen[r0 + k] = j->nperm;
-			}
-			else if (empty || end <= start)
-			{
-				j->cstart[r0 + k] = 0;
-				j->clen[r0 + k] = 0;
-			}
-			else if (j->direct_count)
-			{
-				direct += end - start;
-				j->cstart[r0 + k] = 0;
-				j->clen[r0 + k] = 0;
-			}
-			else
-			{
-				j->cstart[r0 + k] = start;
-				j->clen[r0 + k] = end - start;
-			}
-		}
-		j->direct[worker] += direct;
-	}
+	else if (j->plan.strategy == SJ_THETA_HASH)
+		th_block_hash(j, r0, n, worker);
+	else
+		th_block_range(j, r0, n, worker);
 }
 
 /* Load the next block of outer rows; returns the exact count it holds. */

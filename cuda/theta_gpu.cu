@@ -79,6 +79,12 @@
  * Ownership: device memory belongs to the handle through DeviceBuffer
  * charged to its Budget; a pass's index is freed before the next pass's is
  * built; sjgpu_theta_end frees everything.
+ *
+ * Why this file is larger than ~1000 lines: the kernels, the index build
+ * and the host driver (passes, partitions, pieces, windows) share the join's
+ * state; the scalar semantics live in sjthetaops.h and sjnumeric.h, shared
+ * with the CPU engine.  The host driver, being reworked for several GPUs, is
+ * the seam for a split once that settles.
  */
 #include <cub/device/device_partition.cuh>
 #include <cub/device/device_radix_sort.cuh>

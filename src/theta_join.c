@@ -63,6 +63,12 @@
  * out of range is kept with its input and flagged (nulls = 2); once both
  * sides are read, SjThetaDerivedErrors raises PostgreSQL's error for it by
  * computing it again, unless the other side is empty.
+ *
+ * Why this file is larger than ~1000 lines: the condition compiler (from
+ * SjThetaPrecheck to SjNumericWide) and the adapter around the engines
+ * (sides, marshalling, parallel parts, the custom scan's entry points) share
+ * SjThetaCompiler and SjThetaSide.  The compiler is the seam for a split,
+ * once the adapters' method tables (in progress) settle the adapter half.
  */
 #include "postgres.h"
 

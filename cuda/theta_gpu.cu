@@ -170,12 +170,14 @@ struct DV
 	long long	h;				/* a wide numeric value's high half */
 };
 
+/* A slot's wide numeric value (sjnumeric.h's sj_nw). */
 __device__ __forceinline__ sj_nw
 d_wide(const DV &a)
 {
 	return (sj_nw) (((sj_nwu) (unsigned long long) a.h << 64) | (unsigned long long) a.v);
 }
 
+/* Set a slot's wide numeric value. */
 __device__ __forceinline__ void
 d_set_wide(DV &a, sj_nw x)
 {

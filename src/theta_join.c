@@ -1016,7 +1016,9 @@ SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
 			b = SjCompileValue(c, lsecond(args));
 			if (a != SJ_V_RANK || b != SJ_V_RANK)
 				SjThetaRefuse(what);
-			if (c->numeric_wide && exprType(linitial(args)) == NUMERICOID)
+			if (c->numeric_wide &&
+				(fn == F_NUMERIC_EQ || fn == F_NUMERIC_NE || fn == F_NUMERIC_LT ||
+				 fn == F_NUMERIC_LE || fn == F_NUMERIC_GT || fn == F_NUMERIC_GE))
 				SjEmit(c, m->op - SJ_OP_EQ_I + SJ_OP_EQ_W, 0, 0, 0);
 			else
 				SjEmit(c, m->op, 0, 0, 0);

@@ -51,7 +51,7 @@
 #define SJ_TH_DIV64(a, b)	((a) / (b))
 #endif
 
-/* The bits of a double, and back. */
+/* The bits of a double. */
 SJ_HD uint64_t
 sj_th_bits(double x)
 {
@@ -65,6 +65,7 @@ sj_th_bits(double x)
 #endif
 }
 
+/* The double of some bits. */
 SJ_HD double
 sj_th_double(uint64_t b)
 {
@@ -259,13 +260,14 @@ sj_th_fbits(double x)
 	return sj_th_bits(x);
 }
 
-/* Order-preserving keys: unsigned order == PostgreSQL's order of the type. */
+/* Order-preserving key of an int64: unsigned order == PostgreSQL's order. */
 SJ_HD uint64_t
 sj_th_okey_i(int64_t x)
 {
 	return (uint64_t) x ^ (UINT64_C(1) << 63);
 }
 
+/* The order-preserving key of a float8 (NaN greatest, -0 = 0). */
 SJ_HD uint64_t
 sj_th_okey_f(double x)
 {

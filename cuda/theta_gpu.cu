@@ -1214,14 +1214,7 @@ namespace
 int
 op_arity(int op)
 {
-	if (op < SJ_OP_ADD_I)
-		return 0;
-	if (op == SJ_OP_NEG_I || op == SJ_OP_NEG_F || op == SJ_OP_I2F || op == SJ_OP_NOT ||
-		op == SJ_OP_IS_NULL || op == SJ_OP_IS_NOT_NULL || op == SJ_OP_NEG_N ||
-		op == SJ_OP_MUL_N || op == SJ_OP_WIDEN_N || op == SJ_OP_NEG_W ||
-		op == SJ_OP_MUL_W || op == SJ_OP_DIV_W)
-		return 1;
-	return 2;
+	return sj_theta_arity(op);
 }
 
 double

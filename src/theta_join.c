@@ -319,33 +319,7 @@ SjEmit(SjThetaCompiler *c, int op, int arg, int64 ival, double fval)
 				 errmsg("theta_join condition is too long"),
 				 errdetail("At most %d operations are supported.", SJ_THETA_MAX_INSTR)));
 	/* track the evaluation stack, whose depth the engines bound */
-	switch (op)
-	{
-		case SJ_OP_LOAD_L:
-		case SJ_OP_LOAD_R:
-		case SJ_OP_CONST_I:
-		case SJ_OP_CONST_F:
-		case SJ_OP_CONST_B:
-		case SJ_OP_CONST_NULL:
-			c->depth++;
-			break;
-		case SJ_OP_NEG_I:
-		case SJ_OP_NEG_F:
-		case SJ_OP_I2F:
-		case SJ_OP_NOT:
-		case SJ_OP_IS_NULL:
-		case SJ_OP_IS_NOT_NULL:
-		case SJ_OP_NEG_N:
-		case SJ_OP_MUL_N:
-		case SJ_OP_WIDEN_N:
-		case SJ_OP_NEG_W:
-		case SJ_OP_MUL_W:
-		case SJ_OP_DIV_W:
-			break;
-		default:
-			c->depth--;			/* binary operators */
-			break;
-	}
+	c->depth += 1 - sj_theta_arity(op);
 	if (c->depth > SJ_THETA_MAX_STACK)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -1900,18 +1874,10 @@ SjNumericWide(SjThetaCompiler *c, const uint64 *leaf, const int *leafdsmax,
 					stack[sp - 1] = r;
 					break;
 				}
-			case SJ_OP_NEG_I:
-			case SJ_OP_NEG_F:
-			case SJ_OP_I2F:
-			case SJ_OP_NOT:
-			case SJ_OP_IS_NULL:
-			case SJ_OP_IS_NOT_NULL:
-			case SJ_OP_NEG_N:
-			case SJ_OP_MUL_N:
+			default:
+				/* anything else: a result that is not wide */
+				sp -= sj_theta_arity(in->op) - 1;
 				stack[sp - 1] = r;
-				break;
-			default:			/* binary operators */
-				stack[--sp - 1] = r;
 				break;
 		}
 		slot[i] = stack[sp - 1];

@@ -299,6 +299,9 @@ typedef enum SjThetaDataError
 										 * underflow */
 } SjThetaDataError;
 
+/* Operands an opcode takes (0, 1 or 2), or -1 for an unknown opcode. */
+extern int	sj_theta_arity(int op);
+
 /* PostgreSQL's message for a data error ("" for SJ_THETA_OK). */
 extern const char *sj_theta_error_message(SjThetaDataError code);
 

@@ -51,8 +51,8 @@ sj_theta_error_message(SjThetaDataError code)
 }
 
 /* Arity of an opcode (0, 1, 2), or -1 for an unknown one. */
-static int
-theta_arity(int op)
+int
+sj_theta_arity(int op)
 {
 	switch (op)
 	{
@@ -252,7 +252,7 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 	for (i = 0; i < p->ninstr; i++)
 	{
 		const SjThetaInstr *in = &p->instr[i];
-		int			ar = theta_arity(in->op);
+		int			ar = sj_theta_arity(in->op);
 
 		if (ar < 0)
 			return sj_error(errmsg, SJ_ERR_INVALID,

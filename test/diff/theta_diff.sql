@@ -148,9 +148,9 @@ SELECT sjd_theta_case('numeric division: ' || c, 'tn_a', 'tn_b', c, true) FROM u
     'l.u / 3 - r.u / 3 = (l.u - r.u) / 3',
     '(l.u + r.u) / 2 = l.u / 2 + r.u / 2 AND l.k < 25',
     'l.u / 7 * 7 = l.u AND l.k = r.k']) c;
-SELECT sjd_theta_case('numeric division: 200k x 150k, residual', 'tn_big', 'tn_big2',
-                      'r.u BETWEEN l.u - 0.001 AND l.u + 0.001 AND l.p / 3 <> r.p / 3', false, '4MB');
-SELECT sjd_theta_case('numeric division: 200k x 150k hash + quotient', 'tn_big', 'tn_big2',
+-- (a condition that divides compares its numerics as residuals: keys or
+-- bands on other columns keep large joins off the nested loop)
+SELECT sjd_theta_case('numeric division: 200k x 3000, hash + quotient', 'tn_big', 'tn_a',
                       'l.k = r.k AND l.u / 1.5 > r.u AND l.p / 7 < r.u + l.u / 0.7', false, '4MB');
 SELECT sjd_theta_case('numeric: ' || c, 'tn_a', 'tn_b', c, true) FROM unnest(ARRAY[
     'l.u > r.k AND l.u - r.k < 1',

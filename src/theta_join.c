@@ -938,6 +938,29 @@ SjCompileNumericCast(SjThetaCompiler *c, Node *arg, const char *what)
 	return SJ_V_RANK;
 }
 
+/*
+ * Two numeric leaves compared where the condition divides, each pushed and
+ * widened (the second from instruction b0): compare them as they are, int64
+ * at the common scale, which orders them as their wide values (WIDEN_N is
+ * monotonic, sentinels included), so that hash and range plans see plain
+ * column loads.
+ */
+static void
+SjUnwidenLeaves(SjThetaCompiler *c, int b0)
+{
+	ListCell   *lc;
+
+	c->instr[b0 - 1] = c->instr[b0];
+	foreach(lc, c->rank_consts)
+	{
+		SjRankConst *rc = lfirst(lc);
+
+		if (rc->instr == b0)
+			rc->instr = b0 - 1;
+	}
+	c->ninstr -= 2;
+}
+
 /* Compile a call of a built-in function (operator or cast). */
 static SjValType
 SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
@@ -946,6 +969,8 @@ SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
 	const SjFnMap *m = SjFnLookup(fn);
 	SjValType	a,
 				b;
+	int			a0,
+				b0;
 
 	if (m == NULL)
 		SjThetaRefuse(what);
@@ -986,16 +1011,27 @@ SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
 			if (fn == F_TEXT_LT || fn == F_TEXT_LE || fn == F_TEXT_GT || fn == F_TEXT_GE ||
 				fn == F_TEXTEQ || fn == F_TEXTNE)
 				SjNoteTextCollation(c, fn, inputcollid);
+			a0 = c->ninstr;
 			a = SjCompileValue(c, linitial(args));
+			b0 = c->ninstr;
 			b = SjCompileValue(c, lsecond(args));
 			if (a != SJ_V_RANK || b != SJ_V_RANK)
 				SjThetaRefuse(what);
 			if (c->numeric_wide &&
 				(fn == F_NUMERIC_EQ || fn == F_NUMERIC_NE || fn == F_NUMERIC_LT ||
 				 fn == F_NUMERIC_LE || fn == F_NUMERIC_GT || fn == F_NUMERIC_GE))
-				SjEmit(c, m->op - SJ_OP_EQ_I + SJ_OP_EQ_W, 0, 0, 0);
-			else
-				SjEmit(c, m->op, 0, 0, 0);
+			{
+				if (b0 - a0 == 2 && c->ninstr - b0 == 2 &&
+					c->instr[b0 - 1].op == SJ_OP_WIDEN_N &&
+					c->instr[c->ninstr - 1].op == SJ_OP_WIDEN_N)
+					SjUnwidenLeaves(c, b0);
+				else
+				{
+					SjEmit(c, m->op - SJ_OP_EQ_I + SJ_OP_EQ_W, 0, 0, 0);
+					return SJ_V_BOOL;
+				}
+			}
+			SjEmit(c, m->op, 0, 0, 0);
 			return SJ_V_BOOL;
 		case 'n':
 			return SjCompileNumeric(c, fn, args, what);

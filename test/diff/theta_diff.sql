@@ -147,11 +147,15 @@ SELECT sjd_theta_case('numeric division: ' || c, 'tn_a', 'tn_b', c, true) FROM u
     'l.u / 3 < r.u * 2 - 0.5 AND r.k < 5',
     'l.u / 3 - r.u / 3 = (l.u - r.u) / 3',
     '(l.u + r.u) / 2 = l.u / 2 + r.u / 2 AND l.k < 25',
-    'l.u / 7 * 7 = l.u AND l.k = r.k']) c;
--- (a condition that divides compares its numerics as residuals: keys or
--- bands on other columns keep large joins off the nested loop)
+    'l.u / 7 * 7 = l.u AND l.k = r.k',
+    'l.u = r.u AND l.u / 3 > r.p / 7',
+    'r.p >= l.p AND l.p / 3 < r.u AND l.k < 10']) c;
+-- (a condition that divides compares its computed numerics as residuals:
+-- keys or bands between plain columns keep large joins off the nested loop)
 SELECT sjd_theta_case('numeric division: 200k x 3000, hash + quotient', 'tn_big', 'tn_a',
                       'l.k = r.k AND l.u / 1.5 > r.u AND l.p / 7 < r.u + l.u / 0.7', false, '4MB');
+SELECT sjd_theta_case('numeric division: 200k x 150k, numeric hash + quotient', 'tn_big', 'tn_big2',
+                      'l.u = r.u AND l.p / 3 <> r.p / 3', false, '4MB');
 SELECT sjd_theta_case('numeric: ' || c, 'tn_a', 'tn_b', c, true) FROM unnest(ARRAY[
     'l.u > r.k AND l.u - r.k < 1',
     'r.p BETWEEN l.k - 0.5 AND l.k + 0.5']) c;

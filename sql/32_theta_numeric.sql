@@ -172,7 +172,6 @@ SELECT sjn_check('l.u / NULL::numeric > r.u OR l.u = r.u');
 -- numeric columns compared as they are still make hash and range joins
 SELECT sjn_check('l.u = r.u AND l.u / 3 > r.p / 7');
 SELECT sjn_check('r.p >= l.p AND l.p / 3 < r.q AND l.i < 0');
-EXPLAIN (COSTS OFF) SELECT count(*) FROM nl l JOIN nr r ON l.p = r.p AND l.p / 3 > r.q;
 SELECT sjn_node('r.p > l.p / 3') AS division_fits;
 SELECT sjn_node('r.u > l.u / 3') AS division_unconstrained;
 SELECT sjn_node('r.p > l.p / 0.000000000001') AS division_fits_still;

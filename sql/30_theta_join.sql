@@ -109,7 +109,7 @@ SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.t LIKE r.t')$
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'lower(l.t) = r.t')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'CASE WHEN l.b THEN 1 ELSE 0 END = r.i4')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'coalesce(l.i4, 0) = r.i4')$$);
-SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.n / 2 > r.n')$$);
+SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.n / r.n > 1')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.ts > r.ts + l.i4 * interval ''1 month''')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.b IS TRUE')$$);
 SELECT sj_err($$SELECT theta_join_count('tl', 'id', 'tr', 'id', 'l.i4 IS DISTINCT FROM r.i4')$$);

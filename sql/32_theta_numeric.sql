@@ -1,4 +1,4 @@
--- theta_join over numeric arithmetic: + - and * by a constant, exact as
+-- theta_join over numeric arithmetic: + - and * / by a constant, exact as
 -- PostgreSQL computes them, on numerics of mixed scales with negatives,
 -- NULLs, NaN, +-Infinity and values near the fixed point's limits; every
 -- condition checked against the same join in plain SQL, with and without
@@ -154,17 +154,59 @@ SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.u > r.u + 1e3
 -- comparisons alone are ranked, so any magnitude is exact
 SELECT theta_join_count('nbig', 'id', 'nbig', 'id', 'l.u < r.u AND r.u > 1e30 - 1e30');
 
--- refused: division (PostgreSQL rounds the quotient), products of two
--- values, non-finite or long multipliers
-SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p >= r.p / 3')$$);
+-- division by constants: each quotient rounded as PostgreSQL's numeric_div
+-- rounds it, to a scale that depends on the row (16 significant digits at
+-- least, and at least either operand's display scale)
+SELECT sjn_check('r.p > l.p / 3');
+SELECT sjn_check('r.q BETWEEN l.q / 1.5 - 0.5 AND l.q / 1.5 + 0.5');
+SELECT sjn_check('l.p / 7.000 = r.p / 7.000');
+SELECT sjn_check('(l.p + l.q) / 2 < r.p / -2');
+SELECT sjn_check('l.q / 3 = r.q / 3');
+SELECT sjn_check('l.q / 0.7 * 0.7 < r.q');
+SELECT sjn_check('l.u / 3 > r.u / 0.7');
+SELECT sjn_check('l.u / 3 * 3 = l.u AND r.u > l.u');
+SELECT sjn_check('l.u / -2 - r.u / 3 >= 0.5');
+SELECT sjn_check('l.i::numeric / 3 < r.q');
+SELECT sjn_check('l.w / 3 < r.w / 7');
+SELECT sjn_check('l.u / NULL::numeric > r.u OR l.u = r.u');
+-- numeric columns compared as they are still make hash and range joins
+SELECT sjn_check('l.u = r.u AND l.u / 3 > r.p / 7');
+SELECT sjn_check('r.p >= l.p AND l.p / 3 < r.q AND l.i < 0');
+SELECT sjn_node('r.p > l.p / 3') AS division_fits;
+SELECT sjn_node('r.u > l.u / 3') AS division_unconstrained;
+SELECT sjn_node('r.p > l.p / 0.000000000001') AS division_fits_still;
+SELECT sjn_node('r.p > l.p / 0.00000000000001') AS division_too_wide;
+-- NaN / 0 is NaN, NULL / 0 is NULL; anything else / 0 is an error
+CREATE TABLE nnan (id int, u numeric);
+INSERT INTO nnan VALUES (1, 'NaN'), (2, NULL), (3, 'NaN');
+SELECT theta_join_count('nnan', 'id', 'nnan', 'id', 'l.u / 0 = r.u'),
+       (SELECT count(*) FROM nnan l, nnan r WHERE l.u / 0 = r.u);
+SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p / 0 > r.p')$$);
+SELECT sj_err($$SELECT count(*) FROM nl l JOIN nr r ON l.p / 0.00 > r.p$$);
+SELECT sj_err($$SELECT theta_join_count('nbig', 'id', 'nbig', 'id', 'l.u / 0 > r.u')$$);
+-- refused: a quotient that needs too many digits, a dividend whose display
+-- scale varies by row where it decides the quotient's scale, a constant of
+-- more than 18 digits at the common scale (1 / 3.0 is folded to 20 places)
+SELECT theta_join_count('nbig', 'id', 'nbig', 'id', 'l.u / 3 > r.u');
+CREATE TABLE nds (id int, u numeric);
+INSERT INTO nds VALUES (1, 12345678901234.12345), (2, 1.5), (3, -0.1);
+SELECT theta_join_count('nds', 'id', 'nds', 'id', 'l.u / 3 > r.u');
+SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.u > r.u + 1 / 3.0')$$);
+DROP TABLE nnan, nds;
+
+-- refused: division by anything but a constant, products of two values,
+-- non-finite or long multipliers and divisors
+SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p >= r.p / r.q')$$);
+SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p >= 3 / r.q')$$);
+SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p >= r.p / ''Infinity''::numeric')$$);
 SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p * r.q > 1')$$);
 SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p * ''NaN''::numeric > r.p')$$);
 SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p * 1234567890123456789 > r.p')$$);
 SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p % 2 > r.p')$$);
 SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p > r.i + 1')$$);
 SELECT sj_err($$SELECT theta_join_count('nl', 'id', 'nr', 'id', 'l.p > r.b * 1.5')$$);
--- division still runs where PostgreSQL evaluates the join
-SELECT count(*) FROM nl l JOIN nr r ON l.p >= r.p / 3;
+-- division by a column runs where PostgreSQL evaluates the join
+SELECT count(*) FROM nl l JOIN nr r ON l.p >= r.p / r.q;
 
 DROP TABLE nl, nr, nbig;
 DROP FUNCTION sjn_check(text), sjn_node(text);

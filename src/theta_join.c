@@ -42,9 +42,12 @@
  * precision before the planner offers the custom scan (a parameter, whose
  * value the generic plan does not know, leaves the join to PostgreSQL).  An
  * integer or float column cast to numeric is read as its type and cast by
- * PostgreSQL once read (SjNumericCasts).  Numeric division,
- * whose quotient PostgreSQL rounds to a scale that depends on each value, is
- * refused.  Timestamp +/- an interval constant
+ * PostgreSQL once read (SjNumericCasts).  Numeric division by a constant,
+ * whose quotient PostgreSQL rounds to a scale that depends on each value,
+ * makes every numeric value of the condition wide (128-bit fixed point,
+ * WIDEN_N and the _W operators): SjNumericWide finds a common scale at least
+ * every quotient's select_div_scale() scale and proves that everything fits
+ * at it, or refuses (22003).  Timestamp +/- an interval constant
  * that is a fixed number of microseconds runs in the engines as int64
  * arithmetic.  Intervals that are not (months or years; days on
  * timestamptz, which depend on the session's TimeZone; any interval added
@@ -60,8 +63,16 @@
  * out of range is kept with its input and flagged (nulls = 2); once both
  * sides are read, SjThetaDerivedErrors raises PostgreSQL's error for it by
  * computing it again, unless the other side is empty.
+ *
+ * Why this file is larger than ~1000 lines: the condition compiler (from
+ * SjThetaPrecheck to SjNumericWide) and the adapter around the engines
+ * (sides, marshalling, parallel parts, the custom scan's entry points) share
+ * SjThetaCompiler and SjThetaSide.  The compiler is the seam for a split,
+ * once the adapters' method tables (in progress) settle the adapter half.
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "access/relation.h"
 #include "access/transam.h"
@@ -178,6 +189,8 @@ typedef struct SjThetaCompiler
 	int			numeric_mul_scale;	/* sum of the multipliers' scales */
 	bool		numeric_null;	/* a NULL numeric constant: in the planner's
 								 * check, a parameter of unknown value */
+	bool		numeric_wide;	/* the condition divides a numeric: every
+								 * numeric value is wide (sjnumeric.h) */
 } SjThetaCompiler;
 
 /* What the engine begin callback and the emitter need. */
@@ -306,29 +319,7 @@ SjEmit(SjThetaCompiler *c, int op, int arg, int64 ival, double fval)
 				 errmsg("theta_join condition is too long"),
 				 errdetail("At most %d operations are supported.", SJ_THETA_MAX_INSTR)));
 	/* track the evaluation stack, whose depth the engines bound */
-	switch (op)
-	{
-		case SJ_OP_LOAD_L:
-		case SJ_OP_LOAD_R:
-		case SJ_OP_CONST_I:
-		case SJ_OP_CONST_F:
-		case SJ_OP_CONST_B:
-		case SJ_OP_CONST_NULL:
-			c->depth++;
-			break;
-		case SJ_OP_NEG_I:
-		case SJ_OP_NEG_F:
-		case SJ_OP_I2F:
-		case SJ_OP_NOT:
-		case SJ_OP_IS_NULL:
-		case SJ_OP_IS_NOT_NULL:
-		case SJ_OP_NEG_N:
-		case SJ_OP_MUL_N:
-			break;
-		default:
-			c->depth--;			/* binary operators */
-			break;
-	}
+	c->depth += 1 - sj_theta_arity(op);
 	if (c->depth > SJ_THETA_MAX_STACK)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -769,11 +760,12 @@ SjNoteArithOperand(SjThetaCompiler *c)
 }
 
 /*
- * A numeric constant as mantissa / 10^scale with the fewest digits; false
- * where it is NaN or infinite or has more than SJ_NUM_MAX_DIGITS digits.
+ * A numeric constant as mantissa / 10^scale with the fewest digits (with
+ * keep_scale, at its display scale); false where it is NaN or infinite or
+ * has more than SJ_NUM_MAX_DIGITS digits.
  */
 static bool
-SjNumericMultiplier(Datum num, int64 *mantissa, int *scale)
+SjNumericMultiplier(Datum num, bool keep_scale, int64 *mantissa, int *scale)
 {
 	int			k;
 	Datum		m;
@@ -789,7 +781,7 @@ SjNumericMultiplier(Datum num, int64 *mantissa, int *scale)
 										  NumericGetDatum(int64_to_numeric(sj_num_pow10(SJ_NUM_MAX_DIGITS))))) >= 0)
 		return false;
 	*mantissa = DatumGetInt64(DirectFunctionCall1(numeric_int8, m));
-	while (k > 0 && *mantissa % 10 == 0)
+	while (!keep_scale && k > 0 && *mantissa % 10 == 0)
 	{
 		*mantissa /= 10;
 		k--;
@@ -798,9 +790,39 @@ SjNumericMultiplier(Datum num, int64 *mantissa, int *scale)
 	return true;
 }
 
+/* After a numeric value is pushed: widen it where the condition divides. */
+static void
+SjWidenNumeric(SjThetaCompiler *c)
+{
+	if (c->numeric_wide)
+		SjEmit(c, SJ_OP_WIDEN_N, 0, 0, 0);	/* the scale: SjNumericWide */
+}
+
+/* Does the condition divide a numeric? */
+static bool
+SjHasNumericDiv(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, OpExpr))
+		set_opfuncid((OpExpr *) node);
+	if ((IsA(node, OpExpr) && ((OpExpr *) node)->opfuncid == F_NUMERIC_DIV) ||
+		(IsA(node, FuncExpr) && ((FuncExpr *) node)->funcid == F_NUMERIC_DIV))
+		return true;
+	return expression_tree_walker(node, SjHasNumericDiv, context);
+}
+
+/* Compile a whole condition (a boolean). */
+static void
+SjCompileCondition(SjThetaCompiler *c, Node *cond)
+{
+	c->numeric_wide = SjHasNumericDiv(cond, NULL);
+	SjCompileBool(c, cond);
+}
+
 /*
- * Compile numeric + - * and unary minus into fixed-point arithmetic
- * (sjnumeric.h).  A product needs a constant factor; division is refused.
+ * Compile numeric + - * / and unary minus into fixed-point arithmetic
+ * (sjnumeric.h).  A product or quotient needs a constant factor or divisor.
  */
 static SjValType
 SjCompileNumeric(SjThetaCompiler *c, Oid fn, List *args, const char *what)
@@ -808,22 +830,16 @@ SjCompileNumeric(SjThetaCompiler *c, Oid fn, List *args, const char *what)
 	const SjFnMap *m = SjFnLookup(fn);
 	Node	   *x = linitial(args);
 	Node	   *y = list_length(args) > 1 ? lsecond(args) : NULL;
+	bool		wide = c->numeric_wide;
 
-	if (fn == F_NUMERIC_DIV)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("theta_join does not support numeric division in a condition"),
-				 errdetail("PostgreSQL rounds a numeric quotient to a scale that depends on each value."),
-				 errhint("Multiply the other side of the comparison instead, as in l.n * 3 >= r.n, "
-						 "or cast to float8.")));
 	c->numeric_arith = true;
-	if (fn == F_NUMERIC_MUL)
+	if (fn == F_NUMERIC_MUL || fn == F_NUMERIC_DIV)
 	{
 		Const	   *k;
 		int64		mantissa;
 		int			scale;
 
-		if (!IsA(y, Const) && IsA(x, Const))
+		if (fn == F_NUMERIC_MUL && !IsA(y, Const) && IsA(x, Const))
 		{
 			Node	   *t = x;
 
@@ -831,24 +847,35 @@ SjCompileNumeric(SjThetaCompiler *c, Oid fn, List *args, const char *what)
 			y = t;
 		}
 		if (!IsA(y, Const))
-			SjThetaRefuse("numeric multiplication without a constant factor");
+			SjThetaRefuse(fn == F_NUMERIC_MUL ?
+						  "numeric multiplication without a constant factor" :
+						  "numeric division by anything but a constant");
 		k = (Const *) y;
 		if (SjCompileValue(c, x) != SJ_V_RANK)
 			SjThetaRefuse(what);
 		if (k->constisnull)
 		{
-			/* x * NULL is NULL */
+			/* x * NULL and x / NULL are NULL */
 			c->numeric_null = true;
 			SjEmit(c, SJ_OP_CONST_NULL, SJ_TI64, 0, 0);
-			SjEmit(c, SJ_OP_ADD_N, 0, 0, 0);
+			SjWidenNumeric(c);
+			SjEmit(c, wide ? SJ_OP_ADD_W : SJ_OP_ADD_N, 0, 0, 0);
 			return SJ_V_RANK;
 		}
-		if (!SjNumericMultiplier(k->constvalue, &mantissa, &scale))
-			SjThetaRefuse(psprintf("numeric multiplication by %s",
+		if (!SjNumericMultiplier(k->constvalue, wide, &mantissa, &scale))
+			SjThetaRefuse(psprintf("numeric %s by %s",
+								   fn == F_NUMERIC_MUL ? "multiplication" : "division",
 								   DatumGetCString(DirectFunctionCall1(numeric_out,
 																	   k->constvalue))));
-		c->numeric_mul_scale += scale;
-		SjEmit(c, SJ_OP_MUL_N, scale, mantissa, 0);
+		if (fn == F_NUMERIC_DIV)
+			SjEmit(c, SJ_OP_DIV_W, SJ_DIVW_ARG(0, scale, 0), mantissa, 0);
+		else if (wide)
+			SjEmit(c, SJ_OP_MUL_W, scale, mantissa, 0);
+		else
+		{
+			c->numeric_mul_scale += scale;
+			SjEmit(c, SJ_OP_MUL_N, scale, mantissa, 0);
+		}
 		return SJ_V_RANK;
 	}
 	if (SjCompileValue(c, x) != SJ_V_RANK)
@@ -856,7 +883,8 @@ SjCompileNumeric(SjThetaCompiler *c, Oid fn, List *args, const char *what)
 	if (y != NULL && SjCompileValue(c, y) != SJ_V_RANK)
 		SjThetaRefuse(what);
 	if (m->op != 0)
-		SjEmit(c, m->op, 0, 0, 0);
+		SjEmit(c, !wide ? m->op : m->op == SJ_OP_ADD_N ? SJ_OP_ADD_W :
+			   m->op == SJ_OP_SUB_N ? SJ_OP_SUB_W : SJ_OP_NEG_W, 0, 0, 0);
 	return SJ_V_RANK;
 }
 
@@ -906,7 +934,31 @@ SjCompileNumericCast(SjThetaCompiler *c, Node *arg, const char *what)
 			v->vartype == INT8OID ? ((19 << 16) | 0) + VARHDRSZ : -1;
 	}
 	SjEmit(c, v->varno == 1 ? SJ_OP_LOAD_L : SJ_OP_LOAD_R, i, 0, 0);
+	SjWidenNumeric(c);
 	return SJ_V_RANK;
+}
+
+/*
+ * Two numeric leaves compared where the condition divides, each pushed and
+ * widened (the second from instruction b0): compare them as they are, int64
+ * at the common scale, which orders them as their wide values (WIDEN_N is
+ * monotonic, sentinels included), so that hash and range plans see plain
+ * column loads.
+ */
+static void
+SjUnwidenLeaves(SjThetaCompiler *c, int b0)
+{
+	ListCell   *lc;
+
+	c->instr[b0 - 1] = c->instr[b0];
+	foreach(lc, c->rank_consts)
+	{
+		SjRankConst *rc = lfirst(lc);
+
+		if (rc->instr == b0)
+			rc->instr = b0 - 1;
+	}
+	c->ninstr -= 2;
 }
 
 /* Compile a call of a built-in function (operator or cast). */
@@ -917,6 +969,8 @@ SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
 	const SjFnMap *m = SjFnLookup(fn);
 	SjValType	a,
 				b;
+	int			a0,
+				b0;
 
 	if (m == NULL)
 		SjThetaRefuse(what);
@@ -957,10 +1011,26 @@ SjCompileCall(SjThetaCompiler *c, Node *node, Oid fn, List *args,
 			if (fn == F_TEXT_LT || fn == F_TEXT_LE || fn == F_TEXT_GT || fn == F_TEXT_GE ||
 				fn == F_TEXTEQ || fn == F_TEXTNE)
 				SjNoteTextCollation(c, fn, inputcollid);
+			a0 = c->ninstr;
 			a = SjCompileValue(c, linitial(args));
+			b0 = c->ninstr;
 			b = SjCompileValue(c, lsecond(args));
 			if (a != SJ_V_RANK || b != SJ_V_RANK)
 				SjThetaRefuse(what);
+			if (c->numeric_wide &&
+				(fn == F_NUMERIC_EQ || fn == F_NUMERIC_NE || fn == F_NUMERIC_LT ||
+				 fn == F_NUMERIC_LE || fn == F_NUMERIC_GT || fn == F_NUMERIC_GE))
+			{
+				if (b0 - a0 == 2 && c->ninstr - b0 == 2 &&
+					c->instr[b0 - 1].op == SJ_OP_WIDEN_N &&
+					c->instr[c->ninstr - 1].op == SJ_OP_WIDEN_N)
+					SjUnwidenLeaves(c, b0);
+				else
+				{
+					SjEmit(c, m->op - SJ_OP_EQ_I + SJ_OP_EQ_W, 0, 0, 0);
+					return SJ_V_BOOL;
+				}
+			}
 			SjEmit(c, m->op, 0, 0, 0);
 			return SJ_V_BOOL;
 		case 'n':
@@ -1018,7 +1088,10 @@ SjCompileConst(SjThetaCompiler *c, Const *k)
 	{
 		SjEmit(c, SJ_OP_CONST_NULL, t == SJ_V_FLOAT ? SJ_TF64 : SJ_TI64, 0, 0);
 		if (k->consttype == NUMERICOID)
+		{
 			c->numeric_null = true;
+			SjWidenNumeric(c);
+		}
 		return t;
 	}
 	switch (k->consttype)
@@ -1055,6 +1128,8 @@ SjCompileConst(SjThetaCompiler *c, Const *k)
 					rc->value = PointerGetDatum(PG_DETOAST_DATUM_PACKED(rc->value));
 				rc->instr = SjEmit(c, SJ_OP_CONST_I, 0, 0, 0);
 				c->rank_consts = lappend(c->rank_consts, rc);
+				if (rc->kind == SJ_KIND_NUMERIC)
+					SjWidenNumeric(c);
 			}
 			break;
 	}
@@ -1228,6 +1303,8 @@ SjCompile(SjThetaCompiler *c, Node *node)
 				col = SjSideColumn(side, v->varattno, v->vartype, NULL);
 				side->cols[col].typmod = v->vartypmod;
 				SjEmit(c, v->varno == 1 ? SJ_OP_LOAD_L : SJ_OP_LOAD_R, col, 0, 0);
+				if (v->vartype == NUMERICOID)
+					SjWidenNumeric(c);
 				return SjTypeVal(v->vartype);
 			}
 		case T_Const:
@@ -1700,6 +1777,171 @@ SjNumericBounds(SjThetaCompiler *c, const uint64 *leaf, int scale)
 	}
 }
 
+/* A condition's numeric division that the wide fixed point cannot hold. */
+static void
+SjNumericWideRefuse(const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("theta_join cannot evaluate the numeric division of its condition exactly"),
+			 errdetail_internal("%s", detail),
+			 errhint("Filter out the rows of largest magnitude, use fewer decimal places, "
+					 "give the columns a declared scale, or cast to float8.")));
+}
+
+/* A wide stack slot during SjNumericWide: bounds of the values it holds. */
+typedef struct SjWideSlot
+{
+	int			sc;				/* decimal places of the exact value, at most */
+	int			dsmax;			/* display scale, at most */
+	int			dsexact;		/* the display scale of every value, or -1 */
+	double		mag;			/* |finite value|, at most */
+} SjWideSlot;
+
+/*
+ * For a condition that divides: run the program over bounds to find the
+ * wide common scale (every quotient's select_div_scale() scale at most),
+ * prove that no value or intermediate reaches 10^SJ_NW_MAX_DIGITS at it,
+ * and fill in WIDEN_N's and DIV_W's args.  leaf[i] is the largest |value|
+ * of numeric leaf i at the int64 scale, leafdsmax/leafdsexact its display
+ * scales (-1: they vary).  A quotient's scale depends on its dividend's
+ * display scale; where that varies by row and could matter, refuse.
+ */
+static void
+SjNumericWide(SjThetaCompiler *c, const uint64 *leaf, const int *leafdsmax,
+			  const int *leafdsexact, int scale)
+{
+	SjWideSlot	stack[SJ_THETA_MAX_STACK + 1];
+	SjWideSlot	slot[SJ_THETA_MAX_INSTR];
+	double		divmag[SJ_THETA_MAX_INSTR];
+	int			dsarg[SJ_THETA_MAX_INSTR];
+	int			sp = 0;
+	int			sw = scale;
+	int			i;
+
+	for (i = 0; i < c->ninstr; i++)
+	{
+		const SjThetaInstr *in = &c->instr[i];
+		SjWideSlot	r = {0, 0, 0, 0.0};
+
+		switch (in->op)
+		{
+			case SJ_OP_LOAD_L:
+			case SJ_OP_LOAD_R:
+			case SJ_OP_CONST_I:
+			case SJ_OP_CONST_F:
+			case SJ_OP_CONST_B:
+			case SJ_OP_CONST_NULL:
+				r.sc = r.dsmax = leafdsmax[i];
+				r.dsexact = leafdsexact[i];
+				r.mag = (double) leaf[i] / pow(10.0, scale);
+				stack[sp++] = r;
+				break;
+			case SJ_OP_WIDEN_N:
+			case SJ_OP_NEG_W:
+				break;
+			case SJ_OP_MUL_W:
+				r = stack[sp - 1];
+				r.sc += in->arg;
+				r.dsmax += in->arg;
+				if (r.dsexact >= 0)
+					r.dsexact += in->arg;
+				r.mag *= fabs((double) in->ival) / pow(10.0, in->arg);
+				stack[sp - 1] = r;
+				break;
+			case SJ_OP_ADD_W:
+			case SJ_OP_SUB_W:
+				{
+					SjWideSlot	a = stack[sp - 2],
+								b = stack[sp - 1];
+
+					r.sc = Max(a.sc, b.sc);
+					r.dsmax = Max(a.dsmax, b.dsmax);
+					r.dsexact = a.dsexact >= 0 && b.dsexact >= 0 ?
+						Max(a.dsexact, b.dsexact) : -1;
+					r.mag = a.mag + b.mag;
+					stack[--sp - 1] = r;
+					break;
+				}
+			case SJ_OP_DIV_W:
+				{
+					SjWideSlot	x = stack[sp - 1];
+					int			kc = SJ_DIVW_KC(in->arg);
+					int			w1min = x.sc == 0 ? 0 : -((x.sc + 3) / 4);
+					int			w1max = w1min;
+					int			w2,
+								f2,
+								rmax;
+
+					if (in->ival == 0)
+					{
+						/* an error or NaN: no finite result */
+						dsarg[i] = 0;
+						divmag[i] = 0;
+						r.sc = r.dsmax = kc;
+						stack[sp - 1] = r;
+						break;
+					}
+					sj_nw_digits((sj_nwu) Abs(in->ival), kc, &w2, &f2);
+					/* the smallest nonzero |x| is 10^-sc: the largest scale */
+					rmax = SJ_NW_MIN_SIG_DIGITS - 4 * (w1min - w2 - 1);
+					rmax = Max(rmax, Max(x.dsmax, kc));
+					/* the largest |x|: the smallest scale, where dsx may count */
+					while (w1max < 40 && pow(10000.0, w1max + 1) <= x.mag * 1.000001)
+						w1max++;
+					if (x.dsexact >= 0)
+						dsarg[i] = x.dsexact;
+					else if (x.dsmax <= SJ_NW_MIN_SIG_DIGITS - 4 * (w1max - w2))
+						dsarg[i] = 0;	/* never more than the digits' scale */
+					else
+						SjNumericWideRefuse(psprintf("The display scale of the dividend varies by row (up to %d), and so does the quotient's scale.",
+													 x.dsmax));
+					/*
+					 * sj_nw_div's numerator |x| * 10^(r + kc): below
+					 * 10^(24 + 4 w2 + kc) where r is the digits' scale (r =
+					 * 16 - 4 qweight, |x| < 10000^(w1 + 1)), else |x| *
+					 * 10^(dsx or kc + kc)
+					 */
+					divmag[i] = pow(10.0, kc) * Max(pow(10.0, 24 + 4 * w2),
+													x.mag * pow(10.0, Max(x.dsmax, kc)));
+					r.sc = r.dsmax = rmax;
+					r.dsexact = -1;
+					r.mag = x.mag / (fabs((double) in->ival) / pow(10.0, kc)) + 1.0;
+					stack[sp - 1] = r;
+					break;
+				}
+			default:
+				/* anything else: a result that is not wide */
+				sp -= sj_theta_arity(in->op) - 1;
+				stack[sp - 1] = r;
+				break;
+		}
+		slot[i] = stack[sp - 1];
+		if (in->op == SJ_OP_WIDEN_N || (in->op >= SJ_OP_ADD_W && in->op <= SJ_OP_DIV_W))
+			sw = Max(sw, slot[i].sc);
+	}
+	if (sw > SJ_NW_MAX_DIGITS - 1)
+		SjNumericWideRefuse(psprintf("A quotient or value needs %d decimal places, more than %d.",
+									 sw, SJ_NW_MAX_DIGITS - 1));
+	/* every wide value below 10^35 at the scale, with room for rounding */
+	for (i = 0; i < c->ninstr; i++)
+	{
+		SjThetaInstr *in = &c->instr[i];
+
+		if (in->op == SJ_OP_WIDEN_N || (in->op >= SJ_OP_ADD_W && in->op <= SJ_OP_DIV_W))
+		{
+			if (slot[i].mag * pow(10.0, sw) >= pow(10.0, SJ_NW_MAX_DIGITS - 1) ||
+				(in->op == SJ_OP_DIV_W && divmag[i] >= pow(10.0, SJ_NW_MAX_DIGITS + 1)))
+				SjNumericWideRefuse(psprintf("A value or result needs more than %d digits at the condition's scale of %d.",
+											 SJ_NW_MAX_DIGITS - 1, sw));
+		}
+		if (in->op == SJ_OP_WIDEN_N)
+			in->arg = sw - scale;
+		else if (in->op == SJ_OP_DIV_W)
+			in->arg = SJ_DIVW_ARG(sw, SJ_DIVW_KC(in->arg), dsarg[i]);
+	}
+}
+
 /*
  * Once both sides are read: integer and float columns cast to numeric
  * become numeric columns, through PostgreSQL's casts.
@@ -1749,6 +1991,10 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
 {
 	uint64		leaf[SJ_THETA_MAX_INSTR];
 	uint64		colmax[2][SJ_THETA_MAX_COLS];
+	int			dsmin[2][SJ_THETA_MAX_COLS];
+	int			dsmax[2][SJ_THETA_MAX_COLS];
+	int			leafdsmax[SJ_THETA_MAX_INSTR];
+	int			leafdsexact[SJ_THETA_MAX_INSTR];
 	int			scale = 0;
 	int			s,
 				k,
@@ -1775,6 +2021,8 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
 			int			p = 0,
 						sc = 0;
 
+			dsmin[s][k] = INT_MAX;
+			dsmax[s][k] = 0;
 			if (col->kind != SJ_KIND_NUMERIC && !col->to_numeric)
 				continue;
 			if (!from_data)
@@ -1782,11 +2030,21 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
 				if (!SjNumericTypmod(col->typmod, &p, &sc))
 					SjThetaRefuse("numeric arithmetic over numeric values without a declared precision");
 				scale = Max(scale, sc);
+				dsmin[s][k] = dsmax[s][k] = Max(sc, 0);
 				continue;
 			}
 			for (r = 0; r < side->n; r++)
 				if (!col->nulls[r])
-					scale = Max(scale, SjNumericScale(col->dvals[r]));
+				{
+					int			ds = SjNumericScale(col->dvals[r]);
+
+					scale = Max(scale, ds);
+					if (ds >= 0)
+					{
+						dsmin[s][k] = Min(dsmin[s][k], ds);
+						dsmax[s][k] = Max(dsmax[s][k], ds);
+					}
+				}
 		}
 	foreach(lc, c->rank_consts)
 	{
@@ -1837,6 +2095,8 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
 			}
 		}
 	memset(leaf, 0, sizeof(leaf));
+	memset(leafdsmax, 0, sizeof(leafdsmax));
+	memset(leafdsexact, 0, sizeof(leafdsexact));
 	foreach(lc, c->rank_consts)
 	{
 		SjRankConst *rc = lfirst(lc);
@@ -1849,11 +2109,23 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
 		c->instr[rc->instr].ival = v;
 		if (!sj_num_special(v))
 			leaf[rc->instr] = (uint64) Abs(v);
+		leafdsmax[rc->instr] = leafdsexact[rc->instr] = Max(SjNumericScale(rc->value), 0);
 	}
 	for (i = 0; i < c->ninstr; i++)
 		if (c->instr[i].op == SJ_OP_LOAD_L || c->instr[i].op == SJ_OP_LOAD_R)
-			leaf[i] = colmax[c->instr[i].op == SJ_OP_LOAD_L ? 0 : 1][c->instr[i].arg];
-	SjNumericBounds(c, leaf, scale);
+		{
+			s = c->instr[i].op == SJ_OP_LOAD_L ? 0 : 1;
+			k = c->instr[i].arg;
+			leaf[i] = colmax[s][k];
+			leafdsmax[i] = dsmax[s][k];
+			/* one display scale for every value (or none at all) */
+			leafdsexact[i] = dsmin[s][k] == INT_MAX ? 0 :
+				dsmin[s][k] == dsmax[s][k] ? dsmax[s][k] : -1;
+		}
+	if (c->numeric_wide)
+		SjNumericWide(c, leaf, leafdsmax, leafdsexact, scale);
+	else
+		SjNumericBounds(c, leaf, scale);
 }
 
 /*
@@ -2511,7 +2783,7 @@ SjThetaCompilable(Node *cond, int *strategy, char **why)
 
 		tp->comp.sides[0] = &tp->sides[0];
 		tp->comp.sides[1] = &tp->sides[1];
-		SjCompileBool(&tp->comp, cond);
+		SjCompileCondition(&tp->comp, cond);
 		/* numeric arithmetic: provably exact from the declared precisions */
 		if (tp->comp.numeric_arith)
 			SjNumericFixAll(&tp->comp, false);
@@ -2551,7 +2823,7 @@ SjThetaPrepare(Node *cond, bool nokeys)
 
 	tp->comp.sides[0] = &tp->sides[0];
 	tp->comp.sides[1] = &tp->sides[1];
-	SjCompileBool(&tp->comp, cond);
+	SjCompileCondition(&tp->comp, cond);
 	for (s = 0; s < 2; s++)
 	{
 		tp->sides[s].key.typid = INT8OID;
@@ -2734,7 +3006,7 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	memset(&comp, 0, sizeof(comp));
 	comp.sides[0] = sides[0];
 	comp.sides[1] = sides[1];
-	SjCompileBool(&comp, expr);
+	SjCompileCondition(&comp, expr);
 
 	/* read both sides; rank text and numeric values jointly */
 	stats.scan_workers = SjThetaMarshal(sides);

@@ -57,6 +57,17 @@
  *		ival / 10^arg.  Never an error: the adapter proves that every finite
  *		value stays within SJ_NUM_LIMIT.  Compared with EQ_I .. GE_I, whose
  *		int64 order is numeric's (NaN greatest and equal to itself).
+ *	WIDEN_N  i -> w;  ADD_W SUB_W  w,w -> w;  NEG_W MUL_W DIV_W  w -> w
+ *	EQ_W NE_W LT_W LE_W GT_W GE_W  w,w -> b
+ *		numeric for conditions that divide: 128-bit fixed point (SJ_TNW,
+ *		sjnumeric.h's sj_nw) at one common scale S.  WIDEN_N turns an
+ *		int64 fixed-point value into it (times 10^arg).  MUL_W multiplies by
+ *		ival / 10^arg.  DIV_W divides by the constant ival / 10^kc as
+ *		PostgreSQL's numeric_div, rounding the quotient to the scale
+ *		select_div_scale() gives for the row's dividend (display scale dsx)
+ *		and the divisor (display scale kc); arg = SJ_DIVW_ARG(S, kc, dsx).
+ *		The only error is DIV_W's "division by zero" (ival == 0, dividend
+ *		not NaN).  The adapter proves the scales and magnitudes fit.
  *	EQ_I NE_I LT_I LE_I GT_I GE_I	i,i -> b
  *	EQ_F NE_F LT_F LE_F GT_F GE_F	f,f -> b, PostgreSQL's float order:
  *		NaN equals NaN and is greater than everything, -0 equals +0
@@ -124,10 +135,12 @@
  *	- text = text				  dictionary codes (SJ_TI64), EQ_I / NE_I only
  *	- numeric + - and * const	  ADD_N SUB_N NEG_N MUL_N over fixed point
  *								  (SJ_TI64 at the adapter's common scale)
+ *	- numeric / const			  every numeric value WIDEN_N, then the _W
+ *								  operators (comparisons included)
  *	- a constant folded to NULL	  CONST_NULL of the operand's type
  * Not modelled (refuse them): date/timestamp arithmetic with its range
- * checks, numeric division, casts from float to int, CASE, COALESCE,
- * functions.  Constant subexpressions should be folded by the planner first
+ * checks, numeric division by a non-constant, casts from float to int,
+ * CASE, COALESCE, functions.  Constant subexpressions should be folded by the planner first
  * (as PostgreSQL does), so that a constant error is raised once, up front.
  *
  * OUTPUT
@@ -170,7 +183,8 @@ typedef enum SjThetaType
 {
 	SJ_TI64 = 0,
 	SJ_TF64 = 1,
-	SJ_TBOOL = 2
+	SJ_TBOOL = 2,
+	SJ_TNW = 3					/* wide numeric (sj_nw), in programs only */
 } SjThetaType;
 
 typedef struct SjThetaColumn
@@ -228,8 +242,26 @@ typedef enum SjThetaOp
 	SJ_OP_ADD_N = 60,
 	SJ_OP_SUB_N = 61,
 	SJ_OP_NEG_N = 62,
-	SJ_OP_MUL_N = 63
+	SJ_OP_MUL_N = 63,
+	SJ_OP_WIDEN_N = 64,
+	SJ_OP_ADD_W = 65,
+	SJ_OP_SUB_W = 66,
+	SJ_OP_NEG_W = 67,
+	SJ_OP_MUL_W = 68,
+	SJ_OP_DIV_W = 69,
+	SJ_OP_EQ_W = 70,
+	SJ_OP_NE_W = 71,
+	SJ_OP_LT_W = 72,
+	SJ_OP_LE_W = 73,
+	SJ_OP_GT_W = 74,
+	SJ_OP_GE_W = 75
 } SjThetaOp;
+
+/* DIV_W's arg: the common scale, the divisor's scale, the dividend's display scale */
+#define SJ_DIVW_ARG(s, kc, dsx)	((s) | ((kc) << 8) | ((dsx) << 16))
+#define SJ_DIVW_S(arg)		((arg) & 255)
+#define SJ_DIVW_KC(arg)		(((arg) >> 8) & 255)
+#define SJ_DIVW_DSX(arg)	(((arg) >> 16) & 255)
 
 typedef struct SjThetaInstr
 {
@@ -266,6 +298,9 @@ typedef enum SjThetaDataError
 	SJ_THETA_ERR_FLOAT_UNDERFLOW = 6	/* 22003 value out of range:
 										 * underflow */
 } SjThetaDataError;
+
+/* Operands an opcode takes (0, 1 or 2), or -1 for an unknown opcode. */
+extern int	sj_theta_arity(int op);
 
 /* PostgreSQL's message for a data error ("" for SJ_THETA_OK). */
 extern const char *sj_theta_error_message(SjThetaDataError code);

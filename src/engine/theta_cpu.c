@@ -35,6 +35,11 @@
  *   row, so the pairs and errors equal a nested loop's for that row.
  *
  * Memory is the engine's own (malloc); nothing here prints or exits.
+ *
+ * Why this file is larger than ~1000 lines: the interpreter, the index
+ * (hash groups, range keys with fences, the shared flattened index) and the
+ * block/window driver all work on SjThetaJoin's state; the scalar semantics
+ * live in sjthetaops.h and sjnumeric.h.  The index is the seam for a split.
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -45,6 +50,7 @@
 
 #include "sjnumeric.h"
 #include "sjtheta.h"
+#include "sjthetaops.h"
 
 #define TH_LANES			256		/* pairs one interpreter pass evaluates */
 #define TH_BLOCK_ROWS		65536	/* outer rows per block and thread */
@@ -57,9 +63,9 @@
 #define TH_FENCE			64		/* keys between fences (one 512-byte block) */
 
 /* Value states: a value, NULL, or an error (TS_ERR + SjThetaDataError - 1). */
-#define TS_VAL		0
-#define TS_NULL		1
-#define TS_ERR(code)	((uint8_t) ((code) + 1))
+#define TS_VAL		SJ_TH_VAL
+#define TS_NULL		SJ_TH_NULL
+#define TS_ERR(code)	((uint8_t) SJ_TH_ERR(code))
 
 typedef union ThVal
 {
@@ -80,6 +86,7 @@ typedef struct ThScratch
 	ThReg		reg[SJ_THETA_MAX_STACK];
 	ThReg		e[SJ_THETA_MAX_TERMS];	/* range: E per term */
 	ThReg		c[SJ_THETA_MAX_TERMS];	/* range: C per term */
+	sj_nw		w[SJ_THETA_MAX_STACK][TH_LANES];	/* wide numeric values of reg */
 	uint32_t	idx[TH_LANES];
 } ThScratch;
 
@@ -185,180 +192,9 @@ struct SjThetaJoin
 };
 
 /* ------------------------------------------------------------------------
- * Scalar semantics (PostgreSQL's int and float operators)
+ * Scalar semantics: PostgreSQL's int and float operators, float order and
+ * keys are sjthetaops.h's, shared with the GPU engine
  * ------------------------------------------------------------------------ */
-
-/* Error state for a result outside an integer width. */
-static inline uint8_t
-th_range_err(int w)
-{
-	return w == 16 ? TS_ERR(SJ_THETA_ERR_SMALLINT_RANGE) :
-		w == 32 ? TS_ERR(SJ_THETA_ERR_INTEGER_RANGE) :
-		TS_ERR(SJ_THETA_ERR_BIGINT_RANGE);
-}
-
-static inline int
-th_fits(int64_t r, int w)
-{
-	return w == 16 ? (r >= INT16_MIN && r <= INT16_MAX) :
-		w == 32 ? (r >= INT32_MIN && r <= INT32_MAX) : 1;
-}
-
-/* x op y for int ops of width w; returns TS_VAL or an error state. */
-static inline uint8_t
-th_iarith(int op, int64_t x, int64_t y, int w, int64_t *out)
-{
-	int64_t		r;
-
-	switch (op)
-	{
-		case SJ_OP_ADD_I:
-			if (__builtin_add_overflow(x, y, &r))
-				return th_range_err(w);
-			break;
-		case SJ_OP_SUB_I:
-			if (__builtin_sub_overflow(x, y, &r))
-				return th_range_err(w);
-			break;
-		case SJ_OP_MUL_I:
-			if (__builtin_mul_overflow(x, y, &r))
-				return th_range_err(w);
-			break;
-		case SJ_OP_DIV_I:
-			if (y == 0)
-				return TS_ERR(SJ_THETA_ERR_DIVISION_BY_ZERO);
-			if (y == -1)
-			{
-				if (x == INT64_MIN)
-					return th_range_err(w);
-				r = -x;
-			}
-			else
-				r = x / y;
-			break;
-		default:				/* MOD_I */
-			if (y == 0)
-				return TS_ERR(SJ_THETA_ERR_DIVISION_BY_ZERO);
-			r = y == -1 ? 0 : x % y;
-			break;
-	}
-	if (!th_fits(r, w))
-		return th_range_err(w);
-	*out = r;
-	return TS_VAL;
-}
-
-/* x op y for float ops; w == 32 is float4 arithmetic. */
-static inline uint8_t
-th_farith(int op, double x, double y, int w, double *out)
-{
-	if (w == 32)
-	{
-		float		a = (float) x,
-					b = (float) y,
-					r;
-
-		switch (op)
-		{
-			case SJ_OP_ADD_F:
-				r = a + b;
-				if (isinf(r) && !isinf(a) && !isinf(b))
-					return TS_ERR(SJ_THETA_ERR_FLOAT_OVERFLOW);
-				break;
-			case SJ_OP_SUB_F:
-				r = a - b;
-				if (isinf(r) && !isinf(a) && !isinf(b))
-					return TS_ERR(SJ_THETA_ERR_FLOAT_OVERFLOW);
-				break;
-			case SJ_OP_MUL_F:
-				r = a * b;
-				if (isinf(r) && !isinf(a) && !isinf(b))
-					return TS_ERR(SJ_THETA_ERR_FLOAT_OVERFLOW);
-				if (r == 0.0f && a != 0.0f && b != 0.0f)
-					return TS_ERR(SJ_THETA_ERR_FLOAT_UNDERFLOW);
-				break;
-			default:			/* DIV_F */
-				if (b == 0.0f && !isnan(a))
-					return TS_ERR(SJ_THETA_ERR_DIVISION_BY_ZERO);
-				r = a / b;
-				if (isinf(r) && !isinf(a))
-					return TS_ERR(SJ_THETA_ERR_FLOAT_OVERFLOW);
-				if (r == 0.0f && a != 0.0f && !isinf(b))
-					return TS_ERR(SJ_THETA_ERR_FLOAT_UNDERFLOW);
-				break;
-		}
-		*out = r;
-		return TS_VAL;
-	}
-	else
-	{
-		double		r;
-
-		switch (op)
-		{
-			case SJ_OP_ADD_F:
-				r = x + y;
-				if (isinf(r) && !isinf(x) && !isinf(y))
-					return TS_ERR(SJ_THETA_ERR_FLOAT_OVERFLOW);
-				break;
-			case SJ_OP_SUB_F:
-				r = x - y;
-				if (isinf(r) && !isinf(x) && !isinf(y))
-					return TS_ERR(SJ_THETA_ERR_FLOAT_OVERFLOW);
-				break;
-			case SJ_OP_MUL_F:
-				r = x * y;
-				if (isinf(r) && !isinf(x) && !isinf(y))
-					return TS_ERR(SJ_THETA_ERR_FLOAT_OVERFLOW);
-				if (r == 0.0 && x != 0.0 && y != 0.0)
-					return TS_ERR(SJ_THETA_ERR_FLOAT_UNDERFLOW);
-				break;
-			default:			/* DIV_F */
-				if (y == 0.0 && !isnan(x))
-					return TS_ERR(SJ_THETA_ERR_DIVISION_BY_ZERO);
-				r = x / y;
-				if (isinf(r) && !isinf(x))
-					return TS_ERR(SJ_THETA_ERR_FLOAT_OVERFLOW);
-				if (r == 0.0 && x != 0.0 && !isinf(y))
-					return TS_ERR(SJ_THETA_ERR_FLOAT_UNDERFLOW);
-				break;
-		}
-		*out = r;
-		return TS_VAL;
-	}
-}
-
-/* PostgreSQL's float8 order: NaN equal to NaN and above everything. */
-static inline int
-th_fcmp(double a, double b)
-{
-	if (isnan(a))
-		return isnan(b) ? 0 : 1;
-	if (isnan(b))
-		return -1;
-	return a > b ? 1 : (a < b ? -1 : 0);
-}
-
-/* Comparison result from a three-way order c (<0, 0, >0). */
-static inline int64_t
-th_cmp_holds(int base, int c)
-{
-	switch (base)
-	{
-		case 0:
-			return c == 0;
-		case 1:
-			return c != 0;
-		case 2:
-			return c < 0;
-		case 3:
-			return c <= 0;
-		case 4:
-			return c > 0;
-		default:
-			return c >= 0;
-	}
-}
 
 /* NULL or the first error of two operand states (both not TS_VAL-only). */
 static inline uint8_t
@@ -522,6 +358,250 @@ th_iaddsub_fast(int op, ThReg *a, const ThReg *b, int w, int n)
 	return 1;
 }
 
+/* th_eval's numeric operators (sjnumeric.h): returns the new stack depth. */
+static int
+th_eval_numeric(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
+{
+	ThReg	   *a,
+			   *b;
+	int			op = in->op,
+				k;
+
+	switch (op)
+	{
+		case SJ_OP_ADD_N:
+		case SJ_OP_SUB_N:
+			a = &sc->reg[sp - 2];
+			b = &sc->reg[sp - 1];
+			sp--;
+			for (k = 0; k < n; k++)
+			{
+				if (a->s[k] | b->s[k])
+					a->s[k] = th_merge(a->s[k], b->s[k]);
+				else
+					a->v[k].i = op == SJ_OP_ADD_N ?
+						sj_num_add(a->v[k].i, b->v[k].i) :
+						sj_num_sub(a->v[k].i, b->v[k].i);
+			}
+			break;
+		case SJ_OP_NEG_N:
+		case SJ_OP_MUL_N:
+			a = &sc->reg[sp - 1];
+			for (k = 0; k < n; k++)
+				if (!a->s[k])
+					a->v[k].i = op == SJ_OP_NEG_N ? sj_num_neg(a->v[k].i) :
+						sj_num_mul(a->v[k].i, in->ival, in->arg);
+			break;
+		case SJ_OP_WIDEN_N:
+			a = &sc->reg[sp - 1];
+			for (k = 0; k < n; k++)
+				if (!a->s[k])
+					sc->w[sp - 1][k] = sj_nw_widen(a->v[k].i, in->arg);
+			break;
+		case SJ_OP_ADD_W:
+		case SJ_OP_SUB_W:
+			a = &sc->reg[sp - 2];
+			b = &sc->reg[sp - 1];
+			sp--;
+			for (k = 0; k < n; k++)
+			{
+				if (a->s[k] | b->s[k])
+					a->s[k] = th_merge(a->s[k], b->s[k]);
+				else
+					sc->w[sp - 1][k] = op == SJ_OP_ADD_W ?
+						sj_nw_add(sc->w[sp - 1][k], sc->w[sp][k]) :
+						sj_nw_sub(sc->w[sp - 1][k], sc->w[sp][k]);
+			}
+			break;
+		case SJ_OP_NEG_W:
+		case SJ_OP_MUL_W:
+		case SJ_OP_DIV_W:
+			a = &sc->reg[sp - 1];
+			for (k = 0; k < n; k++)
+			{
+				sj_nw	   *x = &sc->w[sp - 1][k];
+
+				if (a->s[k])
+					continue;
+				if (op == SJ_OP_NEG_W)
+					*x = sj_nw_neg(*x);
+				else if (op == SJ_OP_MUL_W)
+					*x = sj_nw_mul(*x, in->ival, in->arg);
+				else if (sj_nw_div(*x, in->ival, SJ_DIVW_KC(in->arg),
+								   SJ_DIVW_DSX(in->arg), SJ_DIVW_S(in->arg), x))
+					a->s[k] = TS_ERR(SJ_THETA_ERR_DIVISION_BY_ZERO);
+			}
+			break;
+		case SJ_OP_EQ_W:
+		case SJ_OP_NE_W:
+		case SJ_OP_LT_W:
+		case SJ_OP_LE_W:
+		case SJ_OP_GT_W:
+		case SJ_OP_GE_W:
+			a = &sc->reg[sp - 2];
+			b = &sc->reg[sp - 1];
+			sp--;
+			for (k = 0; k < n; k++)
+			{
+				if (a->s[k] | b->s[k])
+					a->s[k] = th_merge(a->s[k], b->s[k]);
+				else
+					a->v[k].i = sj_th_holds(op - SJ_OP_EQ_W,
+											 sj_nw_cmp(sc->w[sp - 1][k], sc->w[sp][k]));
+			}
+			break;
+		default:
+			break;
+	}
+	return sp;
+}
+
+/* th_eval's int and float comparisons: returns the new stack depth. */
+static int
+th_eval_compare(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
+{
+	ThReg	   *a,
+			   *b;
+	int			op = in->op,
+				k;
+
+	switch (op)
+	{
+		case SJ_OP_EQ_I:
+		case SJ_OP_NE_I:
+		case SJ_OP_LT_I:
+		case SJ_OP_LE_I:
+		case SJ_OP_GT_I:
+		case SJ_OP_GE_I:
+			{
+				int			base = op - SJ_OP_EQ_I;
+
+				a = &sc->reg[sp - 2];
+				b = &sc->reg[sp - 1];
+				sp--;
+				if (!th_any_state(a, b, n))
+				{
+					th_icmp_fast(base, a, b, n);
+					break;
+				}
+				for (k = 0; k < n; k++)
+				{
+					int64_t		x = a->v[k].i,
+								y = b->v[k].i;
+
+					if (a->s[k] | b->s[k])
+						a->s[k] = th_merge(a->s[k], b->s[k]);
+					else
+						a->v[k].i = sj_th_holds(base, (x > y) - (x < y));
+				}
+				break;
+			}
+		case SJ_OP_EQ_F:
+		case SJ_OP_NE_F:
+		case SJ_OP_LT_F:
+		case SJ_OP_LE_F:
+		case SJ_OP_GT_F:
+		case SJ_OP_GE_F:
+			{
+				int			base = op - SJ_OP_EQ_F;
+
+				a = &sc->reg[sp - 2];
+				b = &sc->reg[sp - 1];
+				sp--;
+				if (!th_any_state(a, b, n))
+				{
+					th_fcmp_fast(base, a, b, n);
+					break;
+				}
+				for (k = 0; k < n; k++)
+				{
+					if (a->s[k] | b->s[k])
+						a->s[k] = th_merge(a->s[k], b->s[k]);
+					else
+						a->v[k].i = sj_th_holds(base, sj_th_fcmp(a->v[k].f, b->v[k].f));
+				}
+				break;
+			}
+		default:
+			break;
+	}
+	return sp;
+}
+
+/* th_eval's AND, OR, NOT, IS [NOT] NULL: returns the new stack depth. */
+static int
+th_eval_logic(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
+{
+	ThReg	   *a,
+			   *b;
+	int			op = in->op,
+				k;
+
+	switch (op)
+	{
+		case SJ_OP_AND:
+		case SJ_OP_OR:
+			{
+				int64_t		dom = op == SJ_OP_OR;	/* the dominant value */
+
+				a = &sc->reg[sp - 2];
+				b = &sc->reg[sp - 1];
+				sp--;
+				if (!th_any_state(a, b, n))
+				{
+					if (dom)
+						for (k = 0; k < n; k++)
+							a->v[k].i |= b->v[k].i;
+					else
+						for (k = 0; k < n; k++)
+							a->v[k].i &= b->v[k].i;
+					break;
+				}
+				for (k = 0; k < n; k++)
+				{
+					uint8_t		sa = a->s[k],
+								sb = b->s[k];
+
+					if (sa > TS_NULL)
+						continue;	/* left error */
+					if (sa == TS_VAL && a->v[k].i == dom)
+						continue;	/* short circuit */
+					if (sb > TS_NULL)
+						a->s[k] = sb;
+					else if (sb == TS_VAL && b->v[k].i == dom)
+					{
+						a->s[k] = TS_VAL;
+						a->v[k].i = dom;
+					}
+					else if (sa == TS_NULL || sb == TS_NULL)
+						a->s[k] = TS_NULL;
+					else
+						a->v[k].i = !dom;
+				}
+				break;
+			}
+		case SJ_OP_NOT:
+			a = &sc->reg[sp - 1];
+			for (k = 0; k < n; k++)
+				a->v[k].i = !a->v[k].i;
+			break;
+		case SJ_OP_IS_NULL:
+		case SJ_OP_IS_NOT_NULL:
+			a = &sc->reg[sp - 1];
+			for (k = 0; k < n; k++)
+			{
+				if (a->s[k] > TS_NULL)
+					continue;
+				a->v[k].i = (a->s[k] == TS_NULL) == (op == SJ_OP_IS_NULL);
+				a->s[k] = TS_VAL;
+			}
+			break;
+		default:
+			break;
+	}
+	return sp;
+}
+
 /*
  * Run instructions [begin, end) for n lanes; returns the register holding
  * the result (the slice must leave exactly one value).
@@ -586,7 +666,7 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 						if (a->s[k] | b->s[k])
 							a->s[k] = th_merge(a->s[k], b->s[k]);
 						else
-							a->s[k] = th_iarith(op, a->v[k].i, b->v[k].i, w, &a->v[k].i);
+							a->s[k] = sj_th_iarith(op, a->v[k].i, b->v[k].i, w, &a->v[k].i);
 					}
 					break;
 				}
@@ -599,8 +679,8 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 					{
 						if (a->s[k])
 							continue;
-						if (a->v[k].i == INT64_MIN || !th_fits(-a->v[k].i, w))
-							a->s[k] = th_range_err(w);
+						if (a->v[k].i == INT64_MIN || !sj_th_fits(-a->v[k].i, w))
+							a->s[k] = sj_th_range_err(w);
 						else
 							a->v[k].i = -a->v[k].i;
 					}
@@ -608,26 +688,21 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 				}
 			case SJ_OP_ADD_N:
 			case SJ_OP_SUB_N:
-				a = &sc->reg[sp - 2];
-				b = &sc->reg[sp - 1];
-				sp--;
-				for (k = 0; k < n; k++)
-				{
-					if (a->s[k] | b->s[k])
-						a->s[k] = th_merge(a->s[k], b->s[k]);
-					else
-						a->v[k].i = op == SJ_OP_ADD_N ?
-							sj_num_add(a->v[k].i, b->v[k].i) :
-							sj_num_sub(a->v[k].i, b->v[k].i);
-				}
-				break;
 			case SJ_OP_NEG_N:
 			case SJ_OP_MUL_N:
-				a = &sc->reg[sp - 1];
-				for (k = 0; k < n; k++)
-					if (!a->s[k])
-						a->v[k].i = op == SJ_OP_NEG_N ? sj_num_neg(a->v[k].i) :
-							sj_num_mul(a->v[k].i, in->ival, in->arg);
+			case SJ_OP_WIDEN_N:
+			case SJ_OP_ADD_W:
+			case SJ_OP_SUB_W:
+			case SJ_OP_NEG_W:
+			case SJ_OP_MUL_W:
+			case SJ_OP_DIV_W:
+			case SJ_OP_EQ_W:
+			case SJ_OP_NE_W:
+			case SJ_OP_LT_W:
+			case SJ_OP_LE_W:
+			case SJ_OP_GT_W:
+			case SJ_OP_GE_W:
+				sp = th_eval_numeric(in, sc, sp, n);
 				break;
 			case SJ_OP_ADD_F:
 			case SJ_OP_SUB_F:
@@ -644,7 +719,7 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 						if (a->s[k] | b->s[k])
 							a->s[k] = th_merge(a->s[k], b->s[k]);
 						else
-							a->s[k] = th_farith(op, a->v[k].f, b->v[k].f, w, &a->v[k].f);
+							a->s[k] = sj_th_farith(op, a->v[k].f, b->v[k].f, w, &a->v[k].f);
 					}
 					break;
 				}
@@ -664,111 +739,20 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 			case SJ_OP_LE_I:
 			case SJ_OP_GT_I:
 			case SJ_OP_GE_I:
-				{
-					int			base = op - SJ_OP_EQ_I;
-
-					a = &sc->reg[sp - 2];
-					b = &sc->reg[sp - 1];
-					sp--;
-					if (!th_any_state(a, b, n))
-					{
-						th_icmp_fast(base, a, b, n);
-						break;
-					}
-					for (k = 0; k < n; k++)
-					{
-						int64_t		x = a->v[k].i,
-									y = b->v[k].i;
-
-						if (a->s[k] | b->s[k])
-							a->s[k] = th_merge(a->s[k], b->s[k]);
-						else
-							a->v[k].i = th_cmp_holds(base, (x > y) - (x < y));
-					}
-					break;
-				}
 			case SJ_OP_EQ_F:
 			case SJ_OP_NE_F:
 			case SJ_OP_LT_F:
 			case SJ_OP_LE_F:
 			case SJ_OP_GT_F:
 			case SJ_OP_GE_F:
-				{
-					int			base = op - SJ_OP_EQ_F;
-
-					a = &sc->reg[sp - 2];
-					b = &sc->reg[sp - 1];
-					sp--;
-					if (!th_any_state(a, b, n))
-					{
-						th_fcmp_fast(base, a, b, n);
-						break;
-					}
-					for (k = 0; k < n; k++)
-					{
-						if (a->s[k] | b->s[k])
-							a->s[k] = th_merge(a->s[k], b->s[k]);
-						else
-							a->v[k].i = th_cmp_holds(base, th_fcmp(a->v[k].f, b->v[k].f));
-					}
-					break;
-				}
+				sp = th_eval_compare(in, sc, sp, n);
+				break;
 			case SJ_OP_AND:
 			case SJ_OP_OR:
-				{
-					int64_t		dom = op == SJ_OP_OR;	/* the dominant value */
-
-					a = &sc->reg[sp - 2];
-					b = &sc->reg[sp - 1];
-					sp--;
-					if (!th_any_state(a, b, n))
-					{
-						if (dom)
-							for (k = 0; k < n; k++)
-								a->v[k].i |= b->v[k].i;
-						else
-							for (k = 0; k < n; k++)
-								a->v[k].i &= b->v[k].i;
-						break;
-					}
-					for (k = 0; k < n; k++)
-					{
-						uint8_t		sa = a->s[k],
-									sb = b->s[k];
-
-						if (sa > TS_NULL)
-							continue;	/* left error */
-						if (sa == TS_VAL && a->v[k].i == dom)
-							continue;	/* short circuit */
-						if (sb > TS_NULL)
-							a->s[k] = sb;
-						else if (sb == TS_VAL && b->v[k].i == dom)
-						{
-							a->s[k] = TS_VAL;
-							a->v[k].i = dom;
-						}
-						else if (sa == TS_NULL || sb == TS_NULL)
-							a->s[k] = TS_NULL;
-						else
-							a->v[k].i = !dom;
-					}
-					break;
-				}
 			case SJ_OP_NOT:
-				a = &sc->reg[sp - 1];
-				for (k = 0; k < n; k++)
-					a->v[k].i = !a->v[k].i;
-				break;
 			case SJ_OP_IS_NULL:
 			case SJ_OP_IS_NOT_NULL:
-				a = &sc->reg[sp - 1];
-				for (k = 0; k < n; k++)
-				{
-					if (a->s[k] > TS_NULL)
-						continue;
-					a->v[k].i = (a->s[k] == TS_NULL) == (op == SJ_OP_IS_NULL);
-					a->s[k] = TS_VAL;
-				}
+				sp = th_eval_logic(in, sc, sp, n);
 				break;
 			default:
 				break;			/* rejected by the validator */
@@ -781,53 +765,12 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
  * Keys
  * ------------------------------------------------------------------------ */
 
-/* -0 -> +0 and every NaN -> one NaN: equal under float8 = become equal bits. */
-static inline uint64_t
-th_fbits(double x)
-{
-	uint64_t	b;
-
-	if (x == 0.0)
-		x = 0.0;
-	if (isnan(x))
-		return UINT64_C(0x7ff8000000000000);
-	memcpy(&b, &x, sizeof(b));
-	return b;
-}
-
-/* Order-preserving key: unsigned order == PostgreSQL's order of the type. */
-static inline uint64_t
-th_okey_i(int64_t x)
-{
-	return (uint64_t) x ^ (UINT64_C(1) << 63);
-}
-
-static inline uint64_t
-th_okey_f(double x)
-{
-	uint64_t	b = th_fbits(x);
-
-	return (b >> 63) ? ~b : (b | (UINT64_C(1) << 63));
-}
-
-/* Bijective 64-bit mixer (splitmix64's finaliser). */
-static inline uint64_t
-th_mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= UINT64_C(0xbf58476d1ce4e5b9);
-	x ^= x >> 27;
-	x *= UINT64_C(0x94d049bb133111eb);
-	x ^= x >> 31;
-	return x;
-}
-
 /* Normalised key of column col, row r (value not NULL). */
 static inline uint64_t
 th_nkey(const SjThetaColumn *c, uint32_t r)
 {
 	if (c->type == SJ_TF64)
-		return th_fbits(((const double *) c->values)[r]);
+		return sj_th_fbits(((const double *) c->values)[r]);
 	return (uint64_t) ((const int64_t *) c->values)[r];
 }
 
@@ -851,11 +794,11 @@ th_key_null(const SjThetaTable *t, const int *cols, int nkeys, uint32_t r)
 static inline uint64_t
 th_hash(const SjThetaTable *t, const int *cols, int nkeys, uint32_t r)
 {
-	uint64_t	h = th_mix(th_nkey(&t->cols[cols[0]], r));
+	uint64_t	h = sj_th_mix(th_nkey(&t->cols[cols[0]], r));
 	int			k;
 
 	for (k = 1; k < nkeys; k++)
-		h = th_mix(h ^ th_mix(th_nkey(&t->cols[cols[k]], r) + (uint64_t) k));
+		h = sj_th_hash_step(h, th_nkey(&t->cols[cols[k]], r), k);
 	return h;
 }
 
@@ -872,42 +815,6 @@ th_keys_equal(const SjThetaTable *ta, const int *ca, uint32_t a,
 	return 1;
 }
 
-static inline uint32_t
-th_lower_bound(const uint64_t *a, uint32_t n, uint64_t key)
-{
-	uint32_t	lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		uint32_t	mid = lo + (hi - lo) / 2;
-
-		if (a[mid] < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static inline uint32_t
-th_upper_bound(const uint64_t *a, uint32_t n, uint64_t key)
-{
-	uint32_t	lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		uint32_t	mid = lo + (hi - lo) / 2;
-
-		if (a[mid] <= key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /*
  * Bounds in the range index's keys: a search of the fences (every
  * TH_FENCE-th key, a small array that stays in cache) narrows the search of
@@ -917,19 +824,17 @@ th_upper_bound(const uint64_t *a, uint32_t n, uint64_t key)
 static inline uint32_t
 th_keys_bound(const SjThetaJoin *j, uint64_t key, int upper)
 {
-	uint32_t	(*bound) (const uint64_t *, uint32_t, uint64_t) =
-		upper ? th_upper_bound : th_lower_bound;
 	uint32_t	f,
 				lo,
 				hi;
 
 	if (j->fence == NULL)
-		return bound(j->keys, j->nkeys, key);
+		return sj_th_bound(j->keys, j->nkeys, key, upper);
 	/* the fences on either side of the bound: it is in ((f - 1) F, f F] */
-	f = bound(j->fence, j->nfence, key);
+	f = sj_th_bound(j->fence, j->nfence, key, upper);
 	lo = f == 0 ? 0 : (f - 1) * TH_FENCE + 1;
 	hi = (uint64_t) f * TH_FENCE < j->nkeys ? f * TH_FENCE : j->nkeys;
-	return lo + bound(j->keys + lo, hi - lo, key);
+	return lo + sj_th_bound(j->keys + lo, hi - lo, key, upper);
 }
 
 #define th_keys_lower(j, key)	th_keys_bound(j, key, 0)
@@ -989,8 +894,8 @@ th_key_task(void *arg, uint64_t c, int worker)
 			t->valid[r] = !(col->nulls && col->nulls[r]);
 			if (t->valid[r])
 				t->k[r] = col->type == SJ_TF64 ?
-					th_okey_f(((const double *) col->values)[r]) :
-					th_okey_i(((const int64_t *) col->values)[r]);
+					sj_th_okey_f(((const double *) col->values)[r]) :
+					sj_th_okey_i(((const int64_t *) col->values)[r]);
 		}
 	}
 }
@@ -1109,112 +1014,31 @@ th_build(SjThetaJoin *j, char *errmsg)
  * Blocks: candidates of each outer row
  * ------------------------------------------------------------------------ */
 
-/* 128-bit bound to an inclusive int64 interval [*lo, *hi]; 0 if empty. */
-static int
-th_int_interval(int cmp, __int128 bound, __int128 *lo, __int128 *hi)
-{
-	switch (cmp)
-	{
-		case SJ_CMP_EQ:
-			*lo = bound > *lo ? bound : *lo;
-			*hi = bound < *hi ? bound : *hi;
-			break;
-		case SJ_CMP_LT:
-			*hi = bound - 1 < *hi ? bound - 1 : *hi;
-			break;
-		case SJ_CMP_LE:
-			*hi = bound < *hi ? bound : *hi;
-			break;
-		case SJ_CMP_GT:
-			*lo = bound + 1 > *lo ? bound + 1 : *lo;
-			break;
-		default:
-			*lo = bound > *lo ? bound : *lo;
-			break;
-	}
-	return *lo <= *hi;
-}
-
 /*
  * Narrow [*start, *end) of the sorted keys by one range term, given E (e)
  * and C (c) of this row (both values).  Returns 0 when the row's bound
- * cannot be trusted (the row then goes to the nested loop).
- *
- * int64: the bound is exact in 128 bits.  float8 DIRECT: the keys compare
- * exactly as PostgreSQL does (NaN greatest).  float8 PLUS/MINUS: fl(b +- E)
- * cmp C implies b cmp (C -+ E) up to 2u|C| + u|C -+ E| + tiny, so the bound
- * is widened by (|E| + |C|) 2^-20 + 2^-100, far more than float4 or float8
- * rounding can move it; E and C must be finite.
+ * cannot be trusted (the row then goes to the nested loop); see
+ * sj_th_term_keys.
  */
 static int
 th_term_interval(const SjThetaJoin *j, const SjThetaTerm *t, ThVal e, ThVal c,
 				 uint32_t *start, uint32_t *end)
 {
-	uint32_t	n = j->nkeys;
+	SjThKeyRange kr;
 	uint32_t	lo = 0,
-				hi = n;
+				hi = j->nkeys;
 
-	if (j->plan.range_type == SJ_TI64)
-	{
-		__int128	bound,
-					L = (__int128) INT64_MIN,
-					U = (__int128) INT64_MAX;
-
-		switch (t->form)
-		{
-			case SJ_TERM_DIRECT:
-				bound = e.i;
-				break;
-			case SJ_TERM_PLUS:
-				bound = (__int128) c.i - e.i;
-				break;
-			case SJ_TERM_MINUS:
-				bound = (__int128) c.i + e.i;
-				break;
-			default:
-				bound = (__int128) e.i - c.i;
-				break;
-		}
-		if (!th_int_interval(t->cmp, bound, &L, &U))
-			lo = hi = 0;
-		else
-		{
-			lo = th_keys_lower(j, th_okey_i((int64_t) L));
-			hi = th_keys_upper(j, th_okey_i((int64_t) U));
-		}
-	}
-	else if (t->form == SJ_TERM_DIRECT)
-	{
-		uint64_t	key = th_okey_f(e.f);
-
-		if (t->cmp == SJ_CMP_EQ || t->cmp == SJ_CMP_GE)
-			lo = th_keys_lower(j, key);
-		else if (t->cmp == SJ_CMP_GT)
-			lo = th_keys_upper(j, key);
-		if (t->cmp == SJ_CMP_EQ || t->cmp == SJ_CMP_LE)
-			hi = th_keys_upper(j, key);
-		else if (t->cmp == SJ_CMP_LT)
-			hi = th_keys_lower(j, key);
-	}
+	if (!sj_th_term_keys(t->form, t->cmp, j->plan.range_type, (uint64_t) e.i,
+						 (uint64_t) c.i, &kr))
+		return 0;
+	if (kr.empty)
+		lo = hi = 0;
 	else
 	{
-		double		b,
-					m,
-					bl,
-					bh;
-
-		if (!isfinite(e.f) || !isfinite(c.f))
-			return 0;
-		b = t->form == SJ_TERM_PLUS ? c.f - e.f : c.f + e.f;
-		m = (fabs(e.f) + fabs(c.f)) * 0x1p-20 + 0x1p-100;
-		bl = b - m;
-		bh = b + m;
-		if (!isfinite(bl) || !isfinite(bh))
-			return 0;
-		if (t->cmp == SJ_CMP_EQ || t->cmp == SJ_CMP_GE || t->cmp == SJ_CMP_GT)
-			lo = th_keys_lower(j, th_okey_f(bl));
-		if (t->cmp == SJ_CMP_EQ || t->cmp == SJ_CMP_LE || t->cmp == SJ_CMP_LT)
-			hi = th_keys_upper(j, th_okey_f(bh));
+		if (kr.has_lo)
+			lo = th_keys_bound(j, kr.klo, kr.lo_upper);
+		if (kr.has_hi)
+			hi = th_keys_bound(j, kr.khi, kr.hi_upper);
 	}
 	if (lo > *start)
 		*start = lo;
@@ -1223,15 +1047,169 @@ th_term_interval(const SjThetaJoin *j, const SjThetaTerm *t, ThVal e, ThVal c,
 	return 1;
 }
 
+/*
+ * Candidates of hash block rows r0 .. r0 + n - 1: each row's key group.
+ * Three passes over the rows so that each pass's random reads (directory,
+ * groups) are independent and overlap.  With one key the hash is a
+ * bijection of the key: equal hash is equal key.
+ */
+static void
+th_block_hash(SjThetaJoin *j, uint32_t r0, int n, int worker)
+{
+	const SjThetaTable *out = j->outer;
+	uint64_t	direct = 0;
+	int			k;
+	const SjThetaPlan *p = &j->plan;
+	uint64_t	h[TH_LANES];
+	uint32_t	g[TH_LANES];
+	uint8_t		null[TH_LANES];
+	int			shift = 64 - j->dir_bits;
+
+	for (k = 0; k < n; k++)
+	{
+		uint32_t	row = j->blk_begin + r0 + k;
+
+		null[k] = j->ngroups == 0 || th_key_null(out, p->key_probe_col, p->nkeys, row);
+		if (!null[k])
+		{
+			h[k] = th_hash(out, p->key_probe_col, p->nkeys, row);
+			__builtin_prefetch(&j->dir[h[k] >> shift]);
+		}
+	}
+	for (k = 0; k < n; k++)
+		if (!null[k])
+		{
+			g[k] = j->dir[h[k] >> shift];
+			__builtin_prefetch(&j->groups[g[k]]);
+		}
+	for (k = 0; k < n; k++)
+	{
+		uint32_t	row = j->blk_begin + r0 + k;
+		uint32_t	gs = 0,
+					gl = 0;
+
+		if (!null[k])
+		{
+			uint32_t	x = g[k],
+						e = j->dir[(h[k] >> shift) + 1];
+
+			while (x < e && j->groups[x].hash < h[k])
+				x++;
+			if (x < e && j->groups[x].hash == h[k] &&
+				(p->nkeys == 1 || j->collision ||
+				 th_keys_equal(out, p->key_probe_col, row,
+							   j->inner, p->key_build_col,
+							   j->perm[j->groups[x].start], p->nkeys)))
+			{
+				gs = (uint32_t) j->groups[x].start;
+				gl = (uint32_t) (j->groups[x + 1].start - gs);
+			}
+		}
+		if (j->direct_count)
+		{
+			direct += gl;
+			gl = 0;
+		}
+		j->cstart[r0 + k] = gs;
+		j->clen[r0 + k] = gl;
+		j->ceval[r0 + k] = 0;
+	}
+	j->direct[worker] += direct;
+}
+
+/*
+ * Candidates of range block rows r0 .. r0 + n - 1: E and C of every term
+ * evaluated for the n rows, then each row's slice of the sorted keys.
+ */
+static void
+th_block_range(SjThetaJoin *j, uint32_t r0, int n, int worker)
+{
+	const SjThetaTable *out = j->outer;
+	uint64_t	direct = 0;
+	int			k;
+	ThScratch  *sc = j->scratch[worker];
+	ThSideRef	o,
+				none;
+	const ThSideRef *L,
+			   *R;
+	int			t;
+
+	for (k = 0; k < n; k++)
+		sc->idx[k] = j->blk_begin + r0 + k;
+	o.t = out;
+	o.idx = sc->idx;
+	o.row = 0;
+	o.contig = 1;
+	none.t = j->inner;
+	none.idx = NULL;
+	none.row = 0;
+	none.contig = 0;
+	L = j->outer_left ? &o : &none;
+	R = j->outer_left ? &none : &o;
+	for (t = 0; t < j->plan.nterms; t++)
+	{
+		const SjThetaTerm *tm = &j->plan.terms[t];
+
+		memcpy(&sc->e[t], th_eval(j->prog, tm->e_begin, tm->e_end, L, R, n, sc),
+			   sizeof(ThReg));
+		if (tm->form != SJ_TERM_DIRECT)
+			memcpy(&sc->c[t], th_eval(j->prog, tm->c_begin, tm->c_end, L, R, n, sc),
+				   sizeof(ThReg));
+	}
+	for (k = 0; k < n; k++)
+	{
+		int			fallback = 0,
+					empty = 0;
+		uint32_t	start = 0,
+					end = j->nkeys;
+
+		for (t = 0; t < j->plan.nterms; t++)
+		{
+			uint8_t		se = sc->e[t].s[k];
+			uint8_t		scc = j->plan.terms[t].form == SJ_TERM_DIRECT ? TS_VAL : sc->c[t].s[k];
+
+			if (se > TS_NULL || scc > TS_NULL)
+				fallback = 1;
+			else if (se == TS_NULL || scc == TS_NULL)
+				empty = 1;
+		}
+		for (t = 0; t < j->plan.nterms && !fallback && !empty; t++)
+			if (!th_term_interval(j, &j->plan.terms[t], sc->e[t].v[k],
+								  sc->c[t].v[k], &start, &end))
+				fallback = 1;
+		j->ceval[r0 + k] = (uint8_t) fallback;
+		if (fallback)
+		{
+			j->cstart[r0 + k] = 0;
+			j->clen[r0 + k] = j->nperm;
+		}
+		else if (empty || end <= start)
+		{
+			j->cstart[r0 + k] = 0;
+			j->clen[r0 + k] = 0;
+		}
+		else if (j->direct_count)
+		{
+			direct += end - start;
+			j->cstart[r0 + k] = 0;
+			j->clen[r0 + k] = 0;
+		}
+		else
+		{
+			j->cstart[r0 + k] = start;
+			j->clen[r0 + k] = end - start;
+		}
+	}
+	j->direct[worker] += direct;
+}
+
 /* Load candidates of block rows [c * TH_LANES, ...): one parallel task. */
 static void
 th_block_task(void *arg, uint64_t c, int worker)
 {
 	SjThetaJoin *j = (SjThetaJoin *) arg;
-	const SjThetaTable *out = j->outer;
 	uint32_t	r0 = (uint32_t) c * TH_LANES;
 	int			n = j->blk_n - r0 < TH_LANES ? (int) (j->blk_n - r0) : TH_LANES;
-	uint64_t	direct = 0;
 	int			k;
 
 	if (j->plan.strategy == SJ_THETA_NESTED_LOOP)
@@ -1242,152 +1220,11 @@ th_block_task(void *arg, uint64_t c, int worker)
 			j->clen[r0 + k] = j->inner->n;
 			j->ceval[r0 + k] = 1;
 		}
-		return;
 	}
-
-	if (j->plan.strategy == SJ_THETA_HASH)
-	{
-		/*
-		 * Three passes over the rows so that each pass's random reads
-		 * (directory, groups) are independent and overlap.  With one key the
-		 * hash is a bijection of the key: equal hash is equal key.
-		 */
-		const SjThetaPlan *p = &j->plan;
-		uint64_t	h[TH_LANES];
-		uint32_t	g[TH_LANES];
-		uint8_t		null[TH_LANES];
-		int			shift = 64 - j->dir_bits;
-
-		for (k = 0; k < n; k++)
-		{
-			uint32_t	row = j->blk_begin + r0 + k;
-
-			null[k] = j->ngroups == 0 || th_key_null(out, p->key_probe_col, p->nkeys, row);
-			if (!null[k])
-			{
-				h[k] = th_hash(out, p->key_probe_col, p->nkeys, row);
-				__builtin_prefetch(&j->dir[h[k] >> shift]);
-			}
-		}
-		for (k = 0; k < n; k++)
-			if (!null[k])
-			{
-				g[k] = j->dir[h[k] >> shift];
-				__builtin_prefetch(&j->groups[g[k]]);
-			}
-		for (k = 0; k < n; k++)
-		{
-			uint32_t	row = j->blk_begin + r0 + k;
-			uint32_t	gs = 0,
-						gl = 0;
-
-			if (!null[k])
-			{
-				uint32_t	x = g[k],
-							e = j->dir[(h[k] >> shift) + 1];
-
-				while (x < e && j->groups[x].hash < h[k])
-					x++;
-				if (x < e && j->groups[x].hash == h[k] &&
-					(p->nkeys == 1 || j->collision ||
-					 th_keys_equal(out, p->key_probe_col, row,
-								   j->inner, p->key_build_col,
-								   j->perm[j->groups[x].start], p->nkeys)))
-				{
-					gs = (uint32_t) j->groups[x].start;
-					gl = (uint32_t) (j->groups[x + 1].start - gs);
-				}
-			}
-			if (j->direct_count)
-			{
-				direct += gl;
-				gl = 0;
-			}
-			j->cstart[r0 + k] = gs;
-			j->clen[r0 + k] = gl;
-			j->ceval[r0 + k] = 0;
-		}
-		j->direct[worker] += direct;
-		return;
-	}
-
-	/* range: evaluate E and C of every term for the n rows */
-	{
-		ThScratch  *sc = j->scratch[worker];
-		ThSideRef	o,
-					none;
-		const ThSideRef *L,
-				   *R;
-		int			t;
-
-		for (k = 0; k < n; k++)
-			sc->idx[k] = j->blk_begin + r0 + k;
-		o.t = out;
-		o.idx = sc->idx;
-		o.row = 0;
-		o.contig = 1;
-		none.t = j->inner;
-		none.idx = NULL;
-		none.row = 0;
-		none.contig = 0;
-		L = j->outer_left ? &o : &none;
-		R = j->outer_left ? &none : &o;
-		for (t = 0; t < j->plan.nterms; t++)
-		{
-			const SjThetaTerm *tm = &j->plan.terms[t];
-
-			memcpy(&sc->e[t], th_eval(j->prog, tm->e_begin, tm->e_end, L, R, n, sc),
-				   sizeof(ThReg));
-			if (tm->form != SJ_TERM_DIRECT)
-				memcpy(&sc->c[t], th_eval(j->prog, tm->c_begin, tm->c_end, L, R, n, sc),
-					   sizeof(ThReg));
-		}
-		for (k = 0; k < n; k++)
-		{
-			int			fallback = 0,
-						empty = 0;
-			uint32_t	start = 0,
-						end = j->nkeys;
-
-			for (t = 0; t < j->plan.nterms; t++)
-			{
-				uint8_t		se = sc->e[t].s[k];
-				uint8_t		scc = j->plan.terms[t].form == SJ_TERM_DIRECT ? TS_VAL : sc->c[t].s[k];
-
-				if (se > TS_NULL || scc > TS_NULL)
-					fallback = 1;
-				else if (se == TS_NULL || scc == TS_NULL)
-					empty = 1;
-			}
-			for (t = 0; t < j->plan.nterms && !fallback && !empty; t++)
-				if (!th_term_interval(j, &j->plan.terms[t], sc->e[t].v[k],
-									  sc->c[t].v[k], &start, &end))
-					fallback = 1;
-			j->ceval[r0 + k] = (uint8_t) fallback;
-			if (fallback)
-			{
-				j->cstart[r0 + k] = 0;
-				j->clen[r0 + k] = j->nperm;
-			}
-			else if (empty || end <= start)
-			{
-				j->cstart[r0 + k] = 0;
-				j->clen[r0 + k] = 0;
-			}
-			else if (j->direct_count)
-			{
-				direct += end - start;
-				j->cstart[r0 + k] = 0;
-				j->clen[r0 + k] = 0;
-			}
-			else
-			{
-				j->cstart[r0 + k] = start;
-				j->clen[r0 + k] = end - start;
-			}
-		}
-		j->direct[worker] += direct;
-	}
+	else if (j->plan.strategy == SJ_THETA_HASH)
+		th_block_hash(j, r0, n, worker);
+	else
+		th_block_range(j, r0, n, worker);
 }
 
 /* Load the next block of outer rows; returns the exact count it holds. */

@@ -51,8 +51,8 @@ sj_theta_error_message(SjThetaDataError code)
 }
 
 /* Arity of an opcode (0, 1, 2), or -1 for an unknown one. */
-static int
-theta_arity(int op)
+int
+sj_theta_arity(int op)
 {
 	switch (op)
 	{
@@ -71,7 +71,19 @@ theta_arity(int op)
 		case SJ_OP_IS_NOT_NULL:
 		case SJ_OP_NEG_N:
 		case SJ_OP_MUL_N:
+		case SJ_OP_WIDEN_N:
+		case SJ_OP_NEG_W:
+		case SJ_OP_MUL_W:
+		case SJ_OP_DIV_W:
 			return 1;
+		case SJ_OP_ADD_W:
+		case SJ_OP_SUB_W:
+		case SJ_OP_EQ_W:
+		case SJ_OP_NE_W:
+		case SJ_OP_LT_W:
+		case SJ_OP_LE_W:
+		case SJ_OP_GT_W:
+		case SJ_OP_GE_W:
 		case SJ_OP_ADD_N:
 		case SJ_OP_SUB_N:
 		case SJ_OP_ADD_I:
@@ -135,6 +147,27 @@ theta_signature(int op, int *operand, int *result)
 			*operand = SJ_TI64;
 			*result = SJ_TF64;
 			break;
+		case SJ_OP_WIDEN_N:
+			*operand = SJ_TI64;
+			*result = SJ_TNW;
+			break;
+		case SJ_OP_ADD_W:
+		case SJ_OP_SUB_W:
+		case SJ_OP_NEG_W:
+		case SJ_OP_MUL_W:
+		case SJ_OP_DIV_W:
+			*operand = SJ_TNW;
+			*result = SJ_TNW;
+			break;
+		case SJ_OP_EQ_W:
+		case SJ_OP_NE_W:
+		case SJ_OP_LT_W:
+		case SJ_OP_LE_W:
+		case SJ_OP_GT_W:
+		case SJ_OP_GE_W:
+			*operand = SJ_TNW;
+			*result = SJ_TBOOL;
+			break;
 		case SJ_OP_EQ_I:
 		case SJ_OP_NE_I:
 		case SJ_OP_LT_I:
@@ -168,7 +201,8 @@ theta_signature(int op, int *operand, int *result)
 static const char *
 theta_type_name(int t)
 {
-	return t == SJ_TI64 ? "int64" : t == SJ_TF64 ? "float8" : t == SJ_TBOOL ? "bool" : "?";
+	return t == SJ_TI64 ? "int64" : t == SJ_TF64 ? "float8" : t == SJ_TBOOL ? "bool" :
+		t == SJ_TNW ? "numeric" : "?";
 }
 
 /* Check one side's table. */
@@ -218,7 +252,7 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 	for (i = 0; i < p->ninstr; i++)
 	{
 		const SjThetaInstr *in = &p->instr[i];
-		int			ar = theta_arity(in->op);
+		int			ar = sj_theta_arity(in->op);
 
 		if (ar < 0)
 			return sj_error(errmsg, SJ_ERR_INVALID,
@@ -307,6 +341,22 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 						in->ival <= -SJ_NUM_LIMIT || in->ival >= SJ_NUM_LIMIT)
 						return sj_error(errmsg, SJ_ERR_INVALID,
 										"theta_join: instruction %d: numeric multiplier out of range",
+										i);
+					break;
+				case SJ_OP_WIDEN_N:
+				case SJ_OP_MUL_W:
+				case SJ_OP_DIV_W:
+					if ((in->op == SJ_OP_DIV_W ?
+						 (SJ_DIVW_S(in->arg) > SJ_NW_MAX_DIGITS ||
+						  SJ_DIVW_KC(in->arg) > SJ_DIVW_S(in->arg) ||
+						  SJ_DIVW_DSX(in->arg) > SJ_DIVW_S(in->arg) ||
+						  in->arg >> 24 != 0) :
+						 (in->arg < 0 || in->arg > SJ_NW_MAX_DIGITS)) ||
+						(in->op != SJ_OP_WIDEN_N &&
+						 (in->ival <= -sj_num_pow10(SJ_NUM_MAX_DIGITS) ||
+						  in->ival >= sj_num_pow10(SJ_NUM_MAX_DIGITS))))
+						return sj_error(errmsg, SJ_ERR_INVALID,
+										"theta_join: instruction %d: numeric scale or constant out of range",
 										i);
 					break;
 				case SJ_OP_ADD_F:

@@ -330,3 +330,28 @@ ANALYZE cs_spb;
 SELECT sjd_parallel_case('partial theta date band, infinities set aside', $q$
     SELECT a.id % 100 AS g, count(*) AS n, sum(b.id) AS s FROM cs_spa a JOIN cs_spb b
     ON a.d BETWEEN b.d - 1 AND b.d + 1 GROUP BY 1 $q$);
+
+-- numeric division by constants in plain SQL joins: columns of declared
+-- precision (the planner's proof), negatives, NULLs, NaN, values
+-- near the declared limit
+CREATE TABLE cs_na AS
+SELECT i AS id, (random() * 10)::int AS g,
+       sjd_pick(i, '{NaN,0,NULL,9999999999.98,-9999999999.99}'::numeric(12, 2)[],
+                round((random() * 2000 - 1000)::numeric, (random() * 2)::int)::numeric(12, 2))::numeric(12, 2) AS p,
+       sjd_pick(i, '{NaN,NULL,0.0001,-99.9999}'::numeric(6, 4)[],
+                round((random() * 20 - 10)::numeric, 4)::numeric(6, 4))::numeric(6, 4) AS q,
+       (random() * 100)::int AS k
+FROM generate_series(1, 1200) i;
+CREATE TABLE cs_nb AS SELECT * FROM cs_na ORDER BY random() LIMIT 900;
+UPDATE cs_nb SET id = id + 10000, p = p + 0.01 WHERE id % 3 = 0;
+ANALYZE cs_na;
+ANALYZE cs_nb;
+SELECT sjd_sql_case('numeric division: ' || label, q) FROM (VALUES
+    ('quotient band', $q$SELECT a.id AS a, b.id AS b FROM cs_na a JOIN cs_nb b
+        ON b.p BETWEEN a.p / 3 - 1 AND a.p / 3 + 1 $q$),
+    ('equal quotients', $q$SELECT a.id AS a, b.id AS b FROM cs_na a JOIN cs_nb b
+        ON a.p / 7.000 = b.p / 7.000 $q$),
+    ('mixed scales, sum divided', $q$SELECT a.id AS a, b.id AS b FROM cs_na a JOIN cs_nb b
+        ON (a.p + b.q) / 2 < b.p / -0.7 AND a.g = b.g $q$),
+    ('int column cast, left join', $q$SELECT a.id AS a, b.id AS b FROM cs_na a LEFT JOIN cs_nb b
+        ON a.k::numeric / 3 > b.q AND a.g = b.g $q$)) v(label, q);

@@ -144,6 +144,31 @@ SELECT sjd_theta_case('numeric: ' || c, 'tn_a', 'tn_b', c, true) FROM unnest(ARR
 SELECT sjd_theta_case('numeric: 200k x 150k band', 'tn_big', 'tn_big2', 'r.p BETWEEN l.p - 0.01 AND l.p + 0.01', false, '8MB');
 SELECT sjd_theta_case('numeric: 200k x 150k band with NaN/Inf, residual', 'tn_big', 'tn_big2', 'r.u BETWEEN l.u - 0.001 AND l.u + 0.001 AND l.u * 2 <> r.p', false, '4MB');
 SELECT sjd_theta_case('numeric: 200k x 150k hash + residual', 'tn_big', 'tn_big2', 'l.u = r.u AND l.p - r.p > 0', false, '4MB');
+-- numeric division by constants: each quotient rounded to the scale
+-- PostgreSQL's numeric_div picks for its row (u's display scales vary by row)
+SELECT sjd_theta_case('numeric division: ' || c, 'tn_a', 'tn_b', c, true) FROM unnest(ARRAY[
+    'r.u > l.u / 3',
+    'r.p < l.p / 1.5 AND l.k < 10',
+    'r.u BETWEEN l.u / 0.7 AND l.u / 0.7 + 1',
+    '(l.u + r.u) / 2 > l.p / -2 AND l.k = r.k',
+    'l.p / 7.000 = r.p / 7.000',
+    'l.u / 3 = r.u / 3 AND l.k = r.k',
+    'l.u / 3 * 3 <> l.u AND l.k = r.k',
+    'r.u / 3 >= l.u / 3 + 0.01 AND l.k = r.k',
+    'l.k / 3.0 < r.u AND l.u / 3 IS NOT NULL AND l.k < 10',
+    '(l.p - r.p) / 0.001 > 500000 AND l.k < 20',
+    'l.u / 3 < r.u * 2 - 0.5 AND r.k < 5',
+    'l.u / 3 - r.u / 3 = (l.u - r.u) / 3',
+    '(l.u + r.u) / 2 = l.u / 2 + r.u / 2 AND l.k < 25',
+    'l.u / 7 * 7 = l.u AND l.k = r.k',
+    'l.u = r.u AND l.u / 3 > r.p / 7',
+    'r.p >= l.p AND l.p / 3 < r.u AND l.k < 10']) c;
+-- (a condition that divides compares its computed numerics as residuals:
+-- keys or bands between plain columns keep large joins off the nested loop)
+SELECT sjd_theta_case('numeric division: 200k x 3000, hash + quotient', 'tn_big', 'tn_a',
+                      'l.k = r.k AND l.u / 1.5 > r.u AND l.p / 7 < r.u + l.u / 0.7', false, '4MB');
+SELECT sjd_theta_case('numeric division: 200k x 150k, numeric hash + quotient', 'tn_big', 'tn_big2',
+                      'l.u = r.u AND l.p / 3 <> r.p / 3', false, '4MB');
 SELECT sjd_theta_case('numeric: ' || c, 'tn_a', 'tn_b', c, true) FROM unnest(ARRAY[
     'l.u > r.k AND l.u - r.k < 1',
     'r.p BETWEEN l.k - 0.5 AND l.k + 0.5']) c;

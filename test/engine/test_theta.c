@@ -219,6 +219,40 @@ MULN(TNode *a, int64_t m, int k)
 	return n;
 }
 
+/* Wide numeric (sjnumeric.h's sj_nw): the value at scale 3 widened by k places. */
+static TNode *
+WIDEN(TNode *a, int k)
+{
+	return tn(SJ_OP_WIDEN_N, k, a, NULL);
+}
+
+OP2(ADDW, SJ_OP_ADD_W)
+OP2(SUBW, SJ_OP_SUB_W)
+OP2(EQW, SJ_OP_EQ_W)
+OP2(NEW, SJ_OP_NE_W)
+OP2(LTW, SJ_OP_LT_W)
+OP2(GEW, SJ_OP_GE_W)
+
+/* a / (m / 10^kc), the common scale s, the dividend's display scale dsx */
+static TNode *
+DIVW(TNode *a, int64_t m, int kc, int dsx, int s)
+{
+	TNode	   *n = tn(SJ_OP_DIV_W, SJ_DIVW_ARG(s, kc, dsx), a, NULL);
+
+	n->ival = m;
+	return n;
+}
+
+/* a * (m / 10^k), wide */
+static TNode *
+MULW(TNode *a, int64_t m, int k)
+{
+	TNode	   *n = tn(SJ_OP_MUL_W, k, a, NULL);
+
+	n->ival = m;
+	return n;
+}
+
 static TNode *
 CNULL(int type)
 {
@@ -585,6 +619,38 @@ o_eval(const TNode *n, const Side *ls, uint32_t li, const Side *rs, uint32_t ri)
 		case SJ_OP_NEG_N:
 		case SJ_OP_MUL_N:
 			return o_numeric(n->op, n->arg, n->ival, a.i, b.i);
+		case SJ_OP_WIDEN_N:
+			return o_int(sj_nw_widen((int64_t) a.i, n->arg));
+		case SJ_OP_ADD_W:
+			return o_int(sj_nw_add(a.i, b.i));
+		case SJ_OP_SUB_W:
+			return o_int(sj_nw_sub(a.i, b.i));
+		case SJ_OP_NEG_W:
+			return o_int(sj_nw_neg(a.i));
+		case SJ_OP_MUL_W:
+			return o_int(sj_nw_mul(a.i, n->ival, n->arg));
+		case SJ_OP_DIV_W:
+			{
+				sj_nw		q = 0;
+
+				if (sj_nw_div(a.i, n->ival, SJ_DIVW_KC(n->arg), SJ_DIVW_DSX(n->arg),
+							  SJ_DIVW_S(n->arg), &q))
+					return o_err(SJ_THETA_ERR_DIVISION_BY_ZERO);
+				return o_int(q);
+			}
+		case SJ_OP_EQ_W:
+		case SJ_OP_NE_W:
+		case SJ_OP_LT_W:
+		case SJ_OP_LE_W:
+		case SJ_OP_GT_W:
+		case SJ_OP_GE_W:
+			{
+				int			c = sj_nw_cmp(a.i, b.i);
+				int			base = n->op - SJ_OP_EQ_W;
+
+				return o_bool(base == 0 ? c == 0 : base == 1 ? c != 0 : base == 2 ? c < 0 :
+							  base == 3 ? c <= 0 : base == 4 ? c > 0 : c >= 0);
+			}
 		case SJ_OP_I2F:
 			return o_flt(n->arg == 32 ? (double) (float) (int64_t) a.i : (double) (int64_t) a.i);
 		case SJ_OP_NEG_F:
@@ -1830,7 +1896,7 @@ SJ_TEST(theta_cpu_float_rounding)
  * exact, as the adapter's common scale guarantees), NaN and +-Infinity.
  */
 static const char *
-numeric_case(const Engine *eng, const char *test)
+numeric_case(const Engine *eng, const char *test, int wide)
 {
 	static char why[1024];
 	Rng			rng = rng_for(test);
@@ -1865,7 +1931,8 @@ numeric_case(const Engine *eng, const char *test)
 
 				sides[s]->i[c][k] = u < 0.03 ? SJ_NUM_NAN : u < 0.05 ? SJ_NUM_PINF :
 					u < 0.07 ? SJ_NUM_NINF :
-					u < 0.08 ? (SJ_NUM_LIMIT / 40 * 10) * (rng_below(&rng, 2) ? 1 : -1) :
+					u < 0.08 ? (wide ? INT64_C(9999999999999) : SJ_NUM_LIMIT / 40 * 10) *
+					(rng_below(&rng, 2) ? 1 : -1) :
 					((int64_t) rng_below(&rng, 4001) - 2000) * 10;
 			}
 	tn_used = 0;
@@ -1889,6 +1956,33 @@ numeric_case(const Engine *eng, const char *test)
 	cases[nc++].cond = EQI(ADDN(L(1), CI(SJ_NUM_PINF)), R(1));
 	cases[nc].name = "l - r <= NaN and l0 = r0";
 	cases[nc++].cond = AND(LEI(SUBN(L(1), R(1)), CI(SJ_NUM_NAN)), EQI(L(0), R(0)));
+	if (wide)
+	{
+		/*
+		 * Division runs wide, at scale 24 (the values are at scale 3, within
+		 * 10^11): the engines' plumbing of 128-bit values through lanes, the
+		 * device stack and every strategy.  The quotients themselves are
+		 * checked against PostgreSQL by the SQL tests.
+		 */
+		nc = 0;
+		cases[nc].name = "r >= l / 3";
+		cases[nc++].cond = GEW(WIDEN(R(1), 21), DIVW(WIDEN(L(1), 21), 3, 0, 2, 24));
+		cases[nc].name = "r between l / 1.5 - 0.5 and l / 1.5 + 0.5";
+		cases[nc++].cond = AND(GEW(WIDEN(R(4), 21), SUBW(DIVW(WIDEN(L(1), 21), 15, 1, 2, 24),
+														  WIDEN(CI(500), 21))),
+							   LTW(WIDEN(R(4), 21), ADDW(DIVW(WIDEN(L(1), 21), 15, 1, 2, 24),
+														 WIDEN(CI(500), 21))));
+		cases[nc].name = "(l1 + l4) / 2 = (r1 + r4) / 2";
+		cases[nc++].cond = EQW(DIVW(ADDW(WIDEN(L(1), 21), WIDEN(L(4), 21)), 2, 0, 2, 24),
+							   DIVW(ADDW(WIDEN(R(1), 21), WIDEN(R(4), 21)), 2, 0, 2, 24));
+		cases[nc].name = "l0 = r0 and l / 7 * 7 <> l4 - r4 / -0.7";
+		cases[nc++].cond = AND(EQI(L(0), R(0)),
+							   NEW(MULW(DIVW(WIDEN(L(1), 21), 7, 0, 2, 24), 7, 0),
+								   SUBW(WIDEN(L(4), 21), DIVW(WIDEN(R(4), 21), -7, 1, 2, 24))));
+		cases[nc].name = "-l / 7.000 < r";
+		cases[nc++].cond = LTW(tn(SJ_OP_NEG_W, 0, DIVW(WIDEN(L(4), 21), 7000, 3, 2, 24), NULL),
+							   WIDEN(R(1), 21));
+	}
 	for (i = 0; i < nc; i++)
 	{
 		Truth		t;
@@ -1930,8 +2024,28 @@ numeric_case(const Engine *eng, const char *test)
 
 SJ_TEST(theta_cpu_numeric)
 {
-	const char *bad = numeric_case(&cpu_engine, "theta_cpu_numeric");
+	const char *bad = numeric_case(&cpu_engine, "theta_cpu_numeric", 0);
 
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+SJ_TEST(theta_cpu_numeric_div)
+{
+	const char *bad = numeric_case(&cpu_engine, "theta_cpu_numeric_div", 1);
+
+	SJ_CHECK(bad == NULL, "%s", bad);
+}
+
+SJ_TEST(theta_gpu_numeric_div)
+{
+	const char *bad;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no usable GPU");
+		return;
+	}
+	bad = numeric_case(&gpu_engine, "theta_gpu_numeric_div", 1);
 	SJ_CHECK(bad == NULL, "%s", bad);
 }
 
@@ -1944,7 +2058,7 @@ SJ_TEST(theta_gpu_numeric)
 		sj_test_skip("no usable GPU");
 		return;
 	}
-	bad = numeric_case(&gpu_engine, "theta_gpu_numeric");
+	bad = numeric_case(&gpu_engine, "theta_gpu_numeric", 0);
 	SJ_CHECK(bad == NULL, "%s", bad);
 }
 

@@ -14,8 +14,10 @@ SHOW simjoin.gpu_memory_limit;
 RESET simjoin.gpu_memory_limit;
 SET simjoin.gpu_memory_limit = -1;
 
--- simjoin.devices: all, or a list of device numbers (a number may repeat)
-SHOW simjoin.devices;
+-- simjoin.devices: all, or a list of device numbers (a number may repeat);
+-- its default read from pg_settings, so that a run with the setting given
+-- in PGOPTIONS (the multi-device path on one GPU) gives the same output
+SELECT boot_val AS "simjoin.devices" FROM pg_settings WHERE name = 'simjoin.devices';
 SET simjoin.devices = '0,1';
 SHOW simjoin.devices;
 SET simjoin.devices = 0, 0;

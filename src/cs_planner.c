@@ -11,7 +11,7 @@
  *	  geography forms over point columns (postgis.c, SjGisCondition): an eps
  *	  join at a widened c whose candidates the clause itself decides,
  *	- otherwise the clauses comparing columns of both sides that the theta
- *	  compiler accepts (theta_join.c),
+ *	  compiler accepts (theta_compile.c),
  *
  * where a reads only one input, b only the other, and c is free of Vars and
  * volatile functions (a constant, a parameter, an initplan).  The first

@@ -29,7 +29,8 @@ typedef enum SjPartKind
  * PostgreSQL's own functions: value = steps[nsteps-1](...steps[0](source,
  * interval 0)..., interval nsteps-1), each step one of date_pl_interval,
  * date_mi_interval, timestamp[tz]_pl_interval, timestamp[tz]_mi_interval
- * with a constant interval (theta_join.c).  nsteps == 0: a plain column.
+ * with a constant interval (theta_compile.c, theta_values.c).  nsteps == 0:
+ * a plain column.
  */
 typedef struct SjThetaDerive
 {

@@ -1,7 +1,8 @@
 /*
  * theta_join.h
- *		The theta join (theta_join.c, selectivity.c): a condition compiled for
- *		the custom scan, its sides, its pair estimate.
+ *		The theta join (theta_join.c and the files of theta_int.h,
+ *		selectivity.c): a condition compiled for the custom scan, its sides,
+ *		its pair estimate.
  */
 #ifndef THETA_JOIN_H
 #define THETA_JOIN_H

@@ -4,9 +4,9 @@
  *		of each device across sessions.
  *
  * simjoin.devices is "all" (every device found) or a list of device
- * numbers.  A join spreads over every device of the list (SjSpreads:
- * eps, jaccard and theta joins); a parallel worker, which runs only its
- * part of a join, takes the one least loaded.
+ * numbers.  A join spreads over every device of the list (every
+ * operator's GPU engine can); a parallel worker, which runs only its part
+ * of a join, takes the one least loaded.
  * A number may repeat ('0,0'): two shares of one device, which runs the
  * multi-device path on a one-GPU machine (for testing).
  *
@@ -259,12 +259,11 @@ SjDevicesLeastLoaded(const int *ordinals, int n)
 
 /*
  * Choose the devices of a GPU join and count them as loaded: every entry
- * of simjoin.devices where the operator's GPU engine spreads one join
- * (spread), else (and for a parallel worker) the least loaded one.  Sets
+ * of simjoin.devices, or for a parallel worker the least loaded one.  Sets
  * options->gpu_device (and gpu_devices, pointing into hold, when several).
  */
 void
-SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold, bool spread)
+SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold)
 {
 	int			ordinals[SJ_MAX_DEVICES];
 	int			n = SjDevicesResolve(ordinals);
@@ -277,7 +276,7 @@ SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold, bool spread)
 		before_shmem_exit(SjDevicesAtExit, (Datum) 0);
 		sj_exit_registered = true;
 	}
-	if (n == 1 || !spread || IsParallelWorker())
+	if (n == 1 || IsParallelWorker())
 	{
 		hold->n = 1;
 		hold->ordinals[0] = SjDevicesLeastLoaded(ordinals, n);
@@ -317,18 +316,23 @@ SjDevicesRelease(SjDeviceHold *hold)
 
 /*
  * Start the devices a join will likely use (SjStartDevice): every one of
- * the list where the join spreads; else the one least loaded now.
+ * the list (all found for "all"); in a parallel worker the one least
+ * loaded now.
  */
 void
-SjDevicesStart(bool spread)
+SjDevicesStart(void)
 {
 	int			ordinals[SJ_MAX_DEVICES];
 	int			n;
+	int			one;
+	char		engmsg[SJ_ERRMSG_LEN] = "";
 
-	spread = spread && !IsParallelWorker();
-	if (sj_devices_list.n == 0 && spread)
+	if (!IsParallelWorker())
 	{
-		sjgpu_start_devices(NULL, 0);	/* every device, counted there */
+		if (sj_devices_list.n == 0)
+			sjgpu_start_devices(NULL, 0);	/* every device, counted there */
+		else
+			sjgpu_start_devices(sj_devices_list.ordinals, sj_devices_list.n);
 		return;
 	}
 	if (sj_devices_list.n > 0)
@@ -338,22 +342,14 @@ SjDevicesStart(bool spread)
 	}
 	else
 	{
-		char		engmsg[SJ_ERRMSG_LEN] = "";
-
 		if (sjgpu_device_count(&n, engmsg) != SJ_OK || n == 0)
 			return;
 		n = Min(n, SJ_MAX_DEVICES);
 		for (int i = 0; i < n; i++)
 			ordinals[i] = i;
 	}
-	if (!spread)
-	{
-		int			one = SjDevicesLeastLoaded(ordinals, n);
-
-		sjgpu_start_devices(&one, 1);
-	}
-	else
-		sjgpu_start_devices(ordinals, n);
+	one = SjDevicesLeastLoaded(ordinals, n);
+	sjgpu_start_devices(&one, 1);
 }
 
 /* "gpu0" or "gpu0, gpu1": a hold's devices, for statistics. */
@@ -370,13 +366,4 @@ SjDevicesDescribe(const SjDeviceHold *hold, char *buf, size_t len)
 
 		used += w > 0 ? (size_t) w : 0;
 	}
-}
-
-/* Does the GPU engine spread one join of this operator over several devices? */
-bool
-SjSpreads(const char *operator_name)
-{
-	return strncmp(operator_name, "eps_join", 8) == 0 ||
-		strncmp(operator_name, "jaccard_join", 12) == 0 ||
-		strncmp(operator_name, "theta_join", 10) == 0;
 }

@@ -20,11 +20,9 @@ typedef struct SjDeviceHold
 
 extern char *sj_devices_string;
 extern void SjDevicesInit(void);
-extern void SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold,
-							 bool spread);
-extern bool SjSpreads(const char *operator_name);
+extern void SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold);
 extern void SjDevicesRelease(SjDeviceHold *hold);
-extern void SjDevicesStart(bool spread);
+extern void SjDevicesStart(void);
 extern void SjDevicesDescribe(const SjDeviceHold *hold, char *buf, size_t len);
 
 #endif							/* SJ_DEVICES_H */

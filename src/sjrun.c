@@ -91,7 +91,7 @@ SjStartDevice(void)
 		on_proc_exit(SjStartDeviceWait, (Datum) 0);
 		registered = true;
 	}
-	SjDevicesStart(true);		/* every device a join may spread over */
+	SjDevicesStart();			/* every device a join may spread over */
 }
 
 /*
@@ -247,7 +247,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 			if (!cur->gpu)
 				options.shared_index = cur->shared_index;
 			else
-				SjDevicesAcquire(&options, &cur->run->hold, SjSpreads(spec->name));
+				SjDevicesAcquire(&options, &cur->run->hold);
 			cur->run->gpu = cur->gpu;
 			status = spec->ops->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
 			if (status == SJ_ERR_INVALID && options.shared_index != NULL)

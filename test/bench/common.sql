@@ -16,6 +16,21 @@ ALTER TABLE sjb_results ADD COLUMN IF NOT EXISTS scan_workers int;
 
 -- Set a setting of this transaction if it exists (simjoin.enable_customscan
 -- is absent from builds without the planner node); returns the old value.
+-- uniform in (0, 1) from two integers: deterministic data in SQL
+CREATE OR REPLACE FUNCTION sjb_u(a bigint, b int) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT ((hashint8(a * 8191 + b)::bigint & 16777215) + 0.5::float8) / 16777216.0::float8 $$;
+
+-- row numbers 0 .. n-1 in a table, so that the generating SELECT runs in
+-- parallel workers (a function scan would not)
+CREATE OR REPLACE FUNCTION sjb_ids(n int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    DROP TABLE IF EXISTS sjb_id;
+    CREATE TABLE sjb_id AS SELECT i FROM generate_series(0, n - 1) i;
+    ALTER TABLE sjb_id SET (parallel_workers = 8);
+    ANALYZE sjb_id;
+END $$;
+
 CREATE OR REPLACE FUNCTION sjb_set(name text, value text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE old text;
@@ -74,6 +89,7 @@ DECLARE
     pr float8[] := '{}'; tr float8[] := '{}'; em float8[] := '{}';
     strat text[] := '{}'; wk int[] := '{}';
     old_device text; old_cs text; js jsonb; shape text; node boolean;
+    ran boolean;  -- a simjoin join ran (else its stats are an earlier join's)
 BEGIN
     IF engine = 'gpu' AND NOT EXISTS (SELECT FROM simjoin_devices()) THEN
         RAISE NOTICE '% | % | % | skipped: no usable GPU', workload, form, engine;
@@ -122,7 +138,8 @@ BEGIN
     END LOOP;
     SELECT o.i INTO med FROM (SELECT g AS i, ms[g] AS m FROM generate_series(1, reps) g
                               ORDER BY 2 OFFSET (reps - 1) / 2 LIMIT 1) o;
-    IF engine = 'native' OR (form LIKE 'sql%' AND NOT node) THEN
+    ran := NOT (engine = 'native' OR (form LIKE 'sql%' AND NOT node));
+    IF NOT ran THEN
         -- no simjoin join ran: simjoin_last_stats() is an earlier join's
         INSERT INTO sjb_results(workload, form, engine, ms, result, runs, plan)
         VALUES (workload, form, engine, ms[med], res, reps, shape);
@@ -136,7 +153,7 @@ BEGIN
     PERFORM sjb_set('simjoin.device', old_device);
     PERFORM sjb_set('simjoin.enable_customscan', old_cs);
     RAISE NOTICE '% | % | % | % ms | % %', workload, form, engine, round(ms[med]::numeric, 1), res,
-        CASE WHEN sc[med] IS NULL OR engine = 'native' OR (form LIKE 'sql%' AND NOT node) THEN '' ELSE
+        CASE WHEN sc[med] IS NULL OR NOT ran THEN '' ELSE
             format(' | scan %s build %s probe %s transfer %s emit %s ms, %s',
                    round(sc[med]::numeric, 1), round(bu[med]::numeric, 1), round(pr[med]::numeric, 1),
                    round(tr[med]::numeric, 1), round(em[med]::numeric, 1), strat[med]) END;

@@ -35,23 +35,10 @@
 SET max_parallel_workers_per_gather = 8;
 SET client_min_messages = notice;
 
--- uniform in (0, 1) from two integers; a standard normal from two more
-CREATE OR REPLACE FUNCTION sjb_u(a bigint, b int) RETURNS float8
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT ((hashint8(a * 8191 + b)::bigint & 16777215) + 0.5::float8) / 16777216.0::float8 $$;
+-- a standard normal from two integers (sjb_u, sjb_ids: common.sql)
 CREATE OR REPLACE FUNCTION sjb_g(a bigint, b int) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $$ SELECT sqrt(-2 * ln(sjb_u(a, 2 * b))) * cos(2 * pi() * sjb_u(a, 2 * b + 1)) $$;
-
--- row numbers 0 .. n-1 in a table, so that the generating SELECT runs in
--- parallel workers (a function scan would not)
-CREATE OR REPLACE FUNCTION sjb_ids(n int) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    DROP TABLE IF EXISTS sjb_id;
-    CREATE TABLE sjb_id AS SELECT i FROM generate_series(0, n - 1) i;
-    ALTER TABLE sjb_id SET (parallel_workers = 8);
-    ANALYZE sjb_id;
-END $$;
 
 -- n points, copies of n/10 centres uniform in [0,1]^dim, each coordinate
 -- jittered by at most jit

@@ -14,21 +14,14 @@
 SET max_parallel_workers_per_gather = 8;
 SET client_min_messages = notice;
 
-CREATE OR REPLACE FUNCTION sjm_u(a bigint, b int) RETURNS float8
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT ((hashint8(a * 8191 + b)::bigint & 16777215) + 0.5::float8) / 16777216.0::float8 $$;
-
-DROP TABLE IF EXISTS sjm_id;
-CREATE TABLE sjm_id AS SELECT i FROM generate_series(0, (200000 * :mb_scale)::int - 1) i;
-ALTER TABLE sjm_id SET (parallel_workers = 8);
-ANALYZE sjm_id;
+SELECT sjb_ids((200000 * :mb_scale)::int);   -- sjb_ids, sjb_u: common.sql
 
 -- 200 K x 384-D, 20 K centres x 10 jittered copies; cosine
 DROP TABLE IF EXISTS sjm_hd;
 CREATE TABLE sjm_hd AS
-    SELECT i AS id, ARRAY(SELECT (sjm_u(i / 10, k) + (sjm_u(i + 1000000000, k) - 0.5) * 0.02)::float4
+    SELECT i AS id, ARRAY(SELECT (sjb_u(i / 10, k) + (sjb_u(i + 1000000000, k) - 0.5) * 0.02)::float4
                           FROM generate_series(1, 384) k) AS v
-    FROM sjm_id;
+    FROM sjb_id;
 ANALYZE sjm_hd;
 
 -- 100 K x 100 K rows; an OR of an equality and a sum: the nested loop
@@ -41,7 +34,7 @@ ANALYZE sjm_t;
 -- 2 M x 2-D uniform points (scan-bound)
 DROP TABLE IF EXISTS sjm_2d;
 CREATE TABLE sjm_2d AS
-    SELECT g.i AS id, ARRAY[sjm_u(g.i, 1) * 100, sjm_u(g.i, 2) * 100]::float8[] AS v
+    SELECT g.i AS id, ARRAY[sjb_u(g.i, 1) * 100, sjb_u(g.i, 2) * 100]::float8[] AS v
     FROM generate_series(1, (2000000 * :mb_scale)::int) g(i);
 ANALYZE sjm_2d;
 
@@ -70,4 +63,4 @@ SELECT workload, round(ms::numeric, 1) AS ms, result, round(scan_ms::numeric, 1)
        round(build_ms::numeric, 1) AS build, round(probe_ms::numeric, 1) AS probe,
        round(transfer_ms::numeric, 1) AS transfer, strategy
 FROM sjb_results WHERE workload LIKE '%devices=%' ORDER BY at, workload;
-DROP TABLE sjm_hd, sjm_t, sjm_2d, sjm_id;
+DROP TABLE sjm_hd, sjm_t, sjm_2d, sjb_id;

@@ -116,6 +116,7 @@ constexpr double kTcSpeedup = 16.0;
  * force) and a segment size (work units; 0 = the defaults above). */
 int			forced_strategy = 0;
 double		forced_segment_work = 0.0;
+bool		force_no_prune = false; /* test hook: the filter computes every tile */
 
 inline double
 segment_work(bool grid)
@@ -197,6 +198,7 @@ struct DeviceScalars
 	uint32_t	max_cell;
 	unsigned long long seg_total;
 	unsigned long long candidates;	/* tensor filter: kept pairs */
+	unsigned long long tiles;	/* tile pruning: tile pairs kept */
 };
 
 /* ------------------------------------------------------------------------
@@ -795,8 +797,9 @@ probe_keys_kernel(const double *coords, uint32_t n, GridParams g,
 }
 
 /* out[i] = in[perm[i]] */
+template <typename T>
 __global__ void
-gather_kernel(const double *in, const uint32_t *perm, uint32_t n, double *out)
+gather_kernel(const T *in, const uint32_t *perm, uint32_t n, T *out)
 {
 	uint64_t	i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -992,8 +995,8 @@ struct SjGpuEpsJoin
 	/* the tensor filter (eps_tc.cu): FP16 rows, norms, candidates */
 	DeviceBuffer<__half> bhalf;
 	DeviceBuffer<__half> phalf;
-	DeviceBuffer<float2> bpn;
-	DeviceBuffer<float2> ppn;
+	DeviceBuffer<sjgpu::TcBound> bpn;
+	DeviceBuffer<sjgpu::TcBound> ppn;
 	DeviceBuffer<double> bnorm;
 	DeviceBuffer<double> pnorm;
 	DeviceBuffer<double> tcmean;	/* dim means, then the largest |x| */
@@ -1009,10 +1012,27 @@ struct SjGpuEpsJoin
 	sjgpu::TcSide tcpr;
 	const unsigned long long *cand = nullptr;	/* the segment's sorted keys */
 
+	/* tile pruning of the tensor filter (eps_tiles.cu) */
+	DeviceBuffer<float> tseeds;
+	DeviceBuffer<uint32_t> tseedidx;	/* ranks, then the neighbours */
+	DeviceBuffer<double> bcentre;
+	DeviceBuffer<double> bradius;
+	DeviceBuffer<double> pcentre;
+	DeviceBuffer<double> pradius;
+	DeviceBuffer<uint32_t> tlist;
+	unsigned long long tlist_cap = 0;
+	bool		tc_prune = false;	/* the current task prunes tile pairs */
+	sjgpu::TcTiles btiles = {};
+	sjgpu::TcTiles ptiles = {};
+	double		tile_pairs = 0; /* tile pairs the filter would compute */
+	double		tile_kept = 0;	/* of which it computed */
+	double		prune_ms = 0;	/* ordering rows, tile bounds, tile lists */
+
 	PinnedBuffer<unsigned long long> host_scalars;
 	PinnedBuffer<SlotHost> slot_host;
 	EventTimer	timer;
 	EventTimer	filter_timer;
+	EventTimer	prune_timer;
 	Slot		slots[2];
 	int			cur_slot = 0;
 
@@ -1113,15 +1133,48 @@ tc_candidates(size_t c)
 	return (unsigned long long) std::max<size_t>(c, 1) * sjgpu::kTcTile * 2;
 }
 
-/* CUB temporary bytes to sort n candidate keys. */
+/*
+ * CUB temporary bytes to sort n candidate keys, or the c rows of a chunk
+ * by their tile-pruning seed.
+ */
 size_t
-tc_temp_bytes(unsigned long long n)
+tc_temp_bytes(unsigned long long n, size_t c)
 {
 	cub::DoubleBuffer<unsigned long long> keys(nullptr, nullptr);
-	size_t		bytes = 0;
+	cub::DoubleBuffer<uint32_t> vals(nullptr, nullptr);
+	size_t		bytes = 0,
+				pairs = 0;
 
 	SJGPU_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, keys, (int) std::min<unsigned long long>(n, INT32_MAX), 0, 64));
-	return bytes;
+	SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, pairs, keys, vals, (int) c, 0, 64));
+	return std::max(bytes, pairs);
+}
+
+/* Tiles of a chunk of c rows. */
+size_t
+tc_tiles(size_t c)
+{
+	return (c + sjgpu::kTcTile - 1) / sjgpu::kTcTile;
+}
+
+/*
+ * Capacity of the tile-pair list: a segment holds about kTcSegmentPairs
+ * pairs (twice that for a self-join), plus the tiles cut at its edges.
+ */
+unsigned long long
+tc_list_cap(size_t c)
+{
+	double		seg = 2.0 * kTcSegmentPairs / sjgpu::kTcTile / sjgpu::kTcTile;
+	double		all = (double) tc_tiles(c) * (double) tc_tiles(c);
+
+	return (unsigned long long) std::min(seg, all) + 4 * tc_tiles(c) + 64;
+}
+
+/* Tile-pruning seeds for chunks of c rows (at least one, for the buffers). */
+uint32_t
+seeds_for(size_t c)
+{
+	return std::max<uint32_t>(1, sjgpu::tc_seed_count((uint32_t) std::min<size_t>(c, UINT32_MAX)));
 }
 
 /* Device bytes a chunk size needs, results excluded. */
@@ -1146,10 +1199,16 @@ chunk_bytes(const SjGpuEpsJoin *j, uint32_t c, bool separate, size_t *temp)
 		need += coords + cc * 4;
 	if (j->tc_capable)
 	{
-		size_t		rows = cc * sjgpu::tc_padded_dim(j->dim) * sizeof(__half) + cc * 16;
+		size_t		rows = cc * sjgpu::tc_padded_dim(j->dim) * sizeof(__half) +
+			cc * (sizeof(sjgpu::TcBound) + 8);
 
 		need += (separate ? 2 : 1) * rows + (size_t) j->dim * 8 + 64;
-		need += tc_candidates(cc) * 16 + (cc + 1) * 4 + tc_temp_bytes(tc_candidates(cc));
+		need += tc_candidates(cc) * 16 + (cc + 1) * 4 + tc_temp_bytes(tc_candidates(cc), cc);
+		/* tile pruning: seeds, centres and radii, the tile-pair list */
+		need += (size_t) seeds_for(c) * (sjgpu::kTcProj * sizeof(float) +
+										 (1 + sjgpu::kTcSeedNbrs) * sizeof(uint32_t));
+		need += tc_list_cap(cc) * 4;
+		need += (separate ? 2 : 1) * tc_tiles(cc) * ((size_t) j->dim + 1) * sizeof(double);
 	}
 	need += sizeof(DeviceScalars) + *temp;
 	return need;
@@ -1232,12 +1291,12 @@ allocate_buffers(SjGpuEpsJoin *j)
 		size_t		rows = c * sjgpu::tc_padded_dim(j->dim);
 
 		j->bhalf = DeviceBuffer<__half>(bu, rows, "FP16 build rows");
-		j->bpn = DeviceBuffer<float2>(bu, c, "build bounds");
+		j->bpn = DeviceBuffer<sjgpu::TcBound>(bu, c, "build bounds");
 		j->bnorm = DeviceBuffer<double>(bu, c, "build norms");
 		if (j->separate_probe)
 		{
 			j->phalf = DeviceBuffer<__half>(bu, rows, "FP16 probe rows");
-			j->ppn = DeviceBuffer<float2>(bu, c, "probe bounds");
+			j->ppn = DeviceBuffer<sjgpu::TcBound>(bu, c, "probe bounds");
 			j->pnorm = DeviceBuffer<double>(bu, c, "probe norms");
 		}
 		j->tcmean = DeviceBuffer<double>(bu, (size_t) j->dim + 1, "means");
@@ -1245,8 +1304,21 @@ allocate_buffers(SjGpuEpsJoin *j)
 		j->ckeys = DeviceBuffer<unsigned long long>(bu, j->ccap, "candidates");
 		j->ckeys2 = DeviceBuffer<unsigned long long>(bu, j->ccap, "sorted candidates");
 		j->cstart = DeviceBuffer<uint32_t>(bu, c + 1, "candidate starts");
-		j->ctemp_bytes = tc_temp_bytes(j->ccap);
+		j->ctemp_bytes = tc_temp_bytes(j->ccap, c);
 		j->ctemp = DeviceBuffer<unsigned char>(bu, j->ctemp_bytes, "candidate sort storage");
+		j->tseeds = DeviceBuffer<float>(bu, (size_t) seeds_for(c) * sjgpu::kTcProj,
+										"tile seeds");
+		j->tseedidx = DeviceBuffer<uint32_t>(bu, (size_t) seeds_for(c) *
+											 (1 + sjgpu::kTcSeedNbrs), "tile seed order");
+		j->bcentre = DeviceBuffer<double>(bu, tc_tiles(c) * j->dim, "build tile centres");
+		j->bradius = DeviceBuffer<double>(bu, tc_tiles(c), "build tile radii");
+		if (j->separate_probe)
+		{
+			j->pcentre = DeviceBuffer<double>(bu, tc_tiles(c) * j->dim, "probe tile centres");
+			j->pradius = DeviceBuffer<double>(bu, tc_tiles(c), "probe tile radii");
+		}
+		j->tlist_cap = tc_list_cap(c);
+		j->tlist = DeviceBuffer<uint32_t>(bu, j->tlist_cap, "tile pairs");
 	}
 	if (j->separate_probe)
 	{
@@ -1464,7 +1536,8 @@ reorder_coords(SjGpuEpsJoin *j, double *coords, uint32_t n, const uint32_t *perm
 	{
 		double	   *col = coords + (size_t) k * n;
 
-		gather_kernel<<<blocks_for(n), kBlock, 0, j->compute.get()>>>(col, perm, n, tmp);
+		gather_kernel<double><<<blocks_for(n), kBlock, 0, j->compute.get()>>>(col, perm, n,
+																			   tmp);
 		SJGPU_CHECK_LAUNCH("gather_kernel");
 		SJGPU_CHECK(cudaMemcpyAsync(col, tmp, (size_t) n * sizeof(double),
 									cudaMemcpyDeviceToDevice, j->compute.get()));
@@ -1821,9 +1894,45 @@ plan_segments(SjGpuEpsJoin *j, bool self)
 }
 
 /*
+ * Sort the n rows of one loaded chunk (coordinates, canonical norms for
+ * cosine, global row numbers) by their nearest tile-pruning seed.
+ */
+void
+cluster_rows(SjGpuEpsJoin *j, double *coords, uint32_t n, double *norms, uint32_t *orig,
+			 uint32_t nseeds)
+{
+	cudaStream_t st = j->compute.get();
+	cub::DoubleBuffer<unsigned long long> keys(j->ckeys.get(), j->ckeys2.get());
+	cub::DoubleBuffer<uint32_t> vals(j->v0.get(), j->cstart.get());
+	size_t		bytes = j->ctemp_bytes;
+	double	   *tmp = reinterpret_cast<double *>(j->a.get());
+	uint32_t   *utmp = reinterpret_cast<uint32_t *>(j->b.get());
+	const uint32_t *perm;
+
+	sjgpu::tc_assign(coords, n, j->dim, norms, j->tcmean.get(), j->tcp.scale, j->tseeds.get(),
+					 j->tseedidx.get(), nseeds, keys.Current(), vals.Current(), st);
+	SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(j->ctemp.get(), bytes, keys, vals, (int) n, 0,
+												key_bits(nseeds), st));
+	perm = vals.Current();
+	reorder_coords(j, coords, n, perm, tmp);
+	if (norms)
+	{
+		gather_kernel<double><<<blocks_for(n), kBlock, 0, st>>>(norms, perm, n, tmp);
+		SJGPU_CHECK_LAUNCH("gather_kernel");
+		SJGPU_CHECK(cudaMemcpyAsync(norms, tmp, (size_t) n * sizeof(double),
+									cudaMemcpyDeviceToDevice, st));
+	}
+	gather_kernel<uint32_t><<<blocks_for(n), kBlock, 0, st>>>(orig, perm, n, utmp);
+	SJGPU_CHECK_LAUNCH("gather_kernel");
+	SJGPU_CHECK(cudaMemcpyAsync(orig, utmp, (size_t) n * sizeof(uint32_t),
+								cudaMemcpyDeviceToDevice, st));
+}
+
+/*
  * The tensor filter's inputs for the loaded chunks: canonical norms (for
  * cosine), the build chunk's mean, a scale from the largest centred
- * coordinate of both chunks, and the FP16 rows (eps_tc.cuh).
+ * coordinate of both chunks, the rows in tile-pruning order, the FP16
+ * rows (eps_tc.cuh) and the tiles' centres and radii.
  */
 void
 tc_prepare(SjGpuEpsJoin *j, bool self)
@@ -1853,6 +1962,23 @@ tc_prepare(SjGpuEpsJoin *j, bool self)
 	bits = read_u64(j, (const unsigned long long *) (mean + j->dim));
 	memcpy(&maxabs, &bits, sizeof(maxabs));
 	sjgpu::tc_params(j->dim, j->metric, j->eps, maxabs, &j->tcp);
+
+	/* rows in tile order: near rows share a tile (eps_tiles.cu) */
+	uint32_t	nseeds = sjgpu::tc_seed_count(j->nb);
+
+	j->tc_prune = nseeds > 0 && !force_no_prune;
+	if (j->tc_prune)
+	{
+		j->prune_timer.start(st);
+		sjgpu::tc_seeds(j->bcoords.get(), j->nb, j->dim, bn, mean, j->tcp.scale, nseeds,
+						j->tseeds.get(), j->tseedidx.get(),
+						j->tseedidx.get() + nseeds, st);
+		cluster_rows(j, j->bcoords.get(), j->nb, cosine ? j->bnorm.get() : nullptr,
+					 j->borig.get(), nseeds);
+		if (!self)
+			cluster_rows(j, j->pcoords.get(), np, cosine ? j->pnorm.get() : nullptr,
+						 j->porig.get(), nseeds);
+	}
 	j->tcb.rows = j->bhalf.get();
 	j->tcb.pn = j->bpn.get();
 	sjgpu::tc_convert(j->bcoords.get(), j->nb, bn, mean, j->tcp, &j->tcb, st);
@@ -1863,6 +1989,24 @@ tc_prepare(SjGpuEpsJoin *j, bool self)
 		j->tcpr.rows = j->phalf.get();
 		j->tcpr.pn = j->ppn.get();
 		sjgpu::tc_convert(pc, np, pn, mean, j->tcp, &j->tcpr, st);
+	}
+	if (j->tc_prune)
+	{
+		j->btiles.centre = j->bcentre.get();
+		j->btiles.radius = j->bradius.get();
+		sjgpu::tc_tile_bounds(j->bcoords.get(), j->nb, bn, mean, j->tcp, j->tcb.pn, &j->btiles,
+							  st);
+		if (self)
+			j->ptiles = j->btiles;
+		else
+		{
+			j->ptiles.centre = j->pcentre.get();
+			j->ptiles.radius = j->pradius.get();
+			sjgpu::tc_tile_bounds(pc, np, pn, mean, j->tcp, j->tcpr.pn, &j->ptiles, st);
+		}
+		j->prune_timer.stop(st);
+		j->compute.synchronize();
+		j->prune_ms += j->prune_timer.elapsed_ms();
 	}
 	j->timer.stop(st);
 	j->timings.build_ms += j->timer.elapsed_ms();
@@ -1887,13 +2031,49 @@ filter_segment(SjGpuEpsJoin *j)
 	{
 		uint32_t	p1 = j->cuts[j->seg + 1];
 
+		const uint64_t ntile = (uint64_t) div_up<uint64_t>(p1 - p0, sjgpu::kTcTile) *
+			j->btiles.ntiles;
+		const uint32_t *list = nullptr;
+		uint32_t	nlist = 0;
+
+		/* the tile pairs that may join, where the segment has room for them */
+		if (j->tc_prune && p0 % sjgpu::kTcTile == 0 && ntile <= j->tlist_cap)
+		{
+			j->prune_timer.start(st);
+			sjgpu::tc_tile_list(j->ptiles, j->btiles, j->tcp, self, p0, p1, j->tlist.get(),
+								j->tlist_cap, &sc->tiles, st);
+			j->prune_timer.stop(st);
+			nlist = (uint32_t) read_u64(j, &sc->tiles);
+			j->prune_ms += j->prune_timer.elapsed_ms();
+			list = j->tlist.get();
+			/* the tile pairs the filter would compute without the list */
+			double		all = (double) ntile;
+
+			if (self)
+			{
+				const double nx = j->btiles.ntiles,
+							t0 = p0 / sjgpu::kTcTile,
+							ny = (double) ntile / nx;
+
+				/* probe tile t meets build tiles t .. nx - 1 */
+				all = ny * (nx - t0) - ny * (ny - 1) / 2.0;
+			}
+			j->tile_pairs += all;
+			j->tile_kept += nlist;
+			/* rows without clusters: the lists save nothing, stop making them */
+			if (nlist > 0.95 * all)
+				j->tc_prune = false;
+		}
 		j->filter_timer.start(st);
 		sjgpu::tc_filter(j->tcpr, j->tcb, j->tcp, self, p0, p1, j->ckeys.get(), j->ccap,
-						 &sc->candidates, st);
+						 &sc->candidates, list, nlist, st);
 		j->filter_timer.stop(st);
 		n = read_u64(j, &sc->candidates);
 		j->timings.filter_ms += j->filter_timer.elapsed_ms();
-		j->timings.filter_pairs += (double) (p1 - p0) * j->nb * (self ? 0.5 : 1.0);
+		if (list)
+			j->timings.filter_pairs += (double) nlist * sjgpu::kTcTile * sjgpu::kTcTile;
+		else
+			j->timings.filter_pairs += (double) (p1 - p0) * j->nb * (self ? 0.5 : 1.0);
 		if (n <= j->ccap)
 			break;
 
@@ -2270,6 +2450,13 @@ sjgpu_eps_set_test_strategy(int strategy)
 	forced_strategy = strategy;
 }
 
+/* Test hook (not in sjgpu.h): tile pruning of the tensor filter on or off. */
+extern "C" void
+sjgpu_eps_set_test_pruning(int on)
+{
+	force_no_prune = !on;
+}
+
 /* Test hook (not in sjgpu.h): work units a segment (0 = default). */
 extern "C" void
 sjgpu_eps_set_test_segment_work(double units)
@@ -2322,6 +2509,7 @@ sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 		j->copy.create();
 		j->timer.create();
 		j->filter_timer.create();
+		j->prune_timer.create();
 		for (Slot &s : j->slots)
 		{
 			s.done.create(false);
@@ -2429,6 +2617,18 @@ sjgpu_eps_timings(const SjGpuEpsJoin *join, SjTimings *timings)
 	}
 	*timings = join->timings;
 	timings->device_bytes = join->budget.peak();
+	if (join->tile_pairs > 0)
+	{
+		size_t		len = strlen(timings->strategy);
+
+		/*
+		 * The share of tile pairs the filter computed after pruning, and
+		 * the time pruning took (ordering, bounds, lists).
+		 */
+		snprintf(timings->strategy + len, sizeof(timings->strategy) - len,
+				 ", tiles %.1f%% (%.0f ms)", 100.0 * join->tile_kept / join->tile_pairs,
+				 join->prune_ms);
+	}
 }
 
 extern "C" void

@@ -33,8 +33,6 @@ namespace
 {
 
 constexpr int kThreads = 256;
-constexpr double kU = 1.0 / 2048.0 * (1.0 + 1.0 / 1024.0);
-constexpr double kEta = 1.0 / 33554432.0;	/* 2^-25 */
 
 /* Squared norm of row i in dimension order. */
 __global__ void
@@ -112,12 +110,13 @@ maxabs_kernel(const double *coords, uint32_t n, const double *norms,
  */
 __global__ void
 convert_kernel(const double *coords, uint32_t n, const double *norms,
-			   const double *mean, TcParams p, double r2, double beta,
-			   double zeta, double delta, __half *rows, float2 *pn)
+			   const double *mean, TcParams p, double r2, double delta,
+			   double shrink, __half *rows, TcBound *pn)
 {
 	uint64_t	i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	double		n2 = 0.0,
-				l1 = 0.0;
+				a2 = 0.0,
+				e2 = 0.0;
 	bool		bad = false;
 
 	if (i >= n)
@@ -128,20 +127,27 @@ convert_kernel(const double *coords, uint32_t n, const double *norms,
 
 		if (k < p.dim)
 		{
-			v = (filter_coord(coords, n, norms, k, (uint32_t) i) - mean[k]) * p.scale;
+			v = tc_coord(coords, n, norms, mean, p.scale, k, (uint32_t) i);
 			if (!isfinite(v))
 			{
 				bad = true;
 				v = 0.0;
 			}
 		}
-		rows[i * p.pdim + k] = __double2half(v);
+		__half		h = __double2half(v);
+		double		x = (double) __half2float(h);
+
+		rows[i * p.pdim + k] = h;
 		n2 += v * v;
-		l1 += fabs(v);
+		a2 += x * x;
+		e2 += (x - v) * (x - v);	/* x - v is exact (Sterbenz, or x = 0) */
 	}
 
-	double		pv = n2 * 0.5 - beta * l1 - delta * n2 - r2 * 0.25 - zeta * 0.5;
-	double		nv = sqrt(n2) * (1.0 + 1e-15);
+	/* the sums of squares err by at most pdim 2^-53 relatively */
+	double		pv = n2 * 0.5 - delta * n2 - r2 * 0.25;
+	double		av = sqrt(a2) * (1.0 + 1e-12);
+	double		al = sqrt(a2) * (1.0 - 1e-12);
+	double		ev = sqrt(e2) * (1.0 + 1e-12);
 
 	/*
 	 * Cosine of a row whose squared norm is tiny or huge: the canonical
@@ -149,9 +155,12 @@ convert_kernel(const double *coords, uint32_t n, const double *norms,
 	 * computation can tell; such a row is a candidate with every row.
 	 */
 	if (norms && norms[i] > 0.0 && !(norms[i] > 0x1p-500 && norms[i] < 0x1p500))
-		pn[i] = make_float2(-INFINITY, 0.0f);
+		pn[i] = make_float4(-INFINITY, 0.0f, 0.0f, 0.0f);
+	else if (bad)
+		pn[i] = tc_bound_none();
 	else
-		pn[i] = make_float2(bad ? INFINITY : __double2float_rd(pv), __double2float_ru(nv));
+		pn[i] = make_float4(__double2float_rd(pv), __double2float_ru(av + ev),
+							__double2float_rd(al * shrink), 0.0f);
 }
 
 /*
@@ -189,7 +198,6 @@ cp_async16(__half *dst, const __half *src, bool valid)
 				 :: "r"(addr), "l"(src), "r"(bytes));
 }
 
-constexpr uint32_t kTcGroup = 16;	/* probe tiles a run of tile_of */
 
 /*
  * The (probe, build) tile of this block.  Blocks are numbered along runs
@@ -198,8 +206,18 @@ constexpr uint32_t kTcGroup = 16;	/* probe tiles a run of tile_of */
  * streaming every build tile once per probe tile.
  */
 __device__ __forceinline__ void
-tile_of(uint32_t nx, uint32_t ny, uint32_t group, uint32_t *ty, uint32_t *tx)
+tile_of(uint32_t nx, uint32_t ny, uint32_t group, const uint32_t *list, uint32_t *ty,
+		uint32_t *tx)
 {
+	if (list)
+	{
+		const uint32_t v = list[blockIdx.x];
+
+		*ty = v / nx;
+		*tx = v % nx;
+		return;
+	}
+
 	const uint32_t per = group * nx;
 	const uint32_t g = blockIdx.x / per;
 	const uint32_t first = g * group;
@@ -212,12 +230,14 @@ tile_of(uint32_t nx, uint32_t ny, uint32_t group, uint32_t *ty, uint32_t *tx)
 
 /*
  * The bound's test (eps_tc.cuh) for a pair with FP32 dot product dot and
- * per-row constants a, b: false only where the pair cannot join.
+ * per-row constants a, b (P, C, A'): false only where the pair cannot
+ * join.  Every step rounds the right-hand side down.
  */
 __device__ __forceinline__ bool
-may_join(float dot, float2 a, float2 b, float alpha)
+may_join(float dot, TcBound a, TcBound b)
 {
-	float		rhs = __fsub_rd(__fadd_rd(a.x, b.x), __fmul_ru(__fmul_ru(alpha, a.y), b.y));
+	float		rhs = __fadd_rd(__fsub_rd(__fadd_rd(a.x, b.x), __fmul_ru(a.y, b.y)),
+								__fmul_rd(a.z, b.z));
 
 	return dot >= rhs;
 }
@@ -311,7 +331,7 @@ template <bool SELF, class S>
 __global__ void __launch_bounds__(S::THREADS, S::MINB)
 filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 			  unsigned long long *keys, unsigned long long cap,
-			  unsigned long long *count, uint32_t group)
+			  unsigned long long *count, uint32_t group, const uint32_t *list)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	__half		(*sa)[S::PAD] = reinterpret_cast<__half (*)[S::PAD]>(smem);
@@ -319,7 +339,8 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 	uint32_t	ty,
 				tx;
 
-	tile_of((build.n + S::BN - 1) / S::BN, (p1 - p0 + S::BM - 1) / S::BM, group, &ty, &tx);
+	tile_of((build.n + S::BN - 1) / S::BN, (p1 - p0 + S::BM - 1) / S::BM, group, list, &ty,
+			&tx);
 
 	const uint32_t pt = p0 + ty * S::BM;
 	const uint32_t jt = tx * S::BN;
@@ -404,7 +425,7 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 	asm volatile("cp.async.wait_group 0;\n"::);
 
 	/* epilogue: keep the pairs the bound cannot rule out */
-	float2		rp[S::MI][2],
+	TcBound		rp[S::MI][2],
 				rb[S::NI][2];
 
 #pragma unroll
@@ -414,7 +435,7 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 		{
 			uint32_t	row = pt + wm + mi * 16 + lane / 4 + h * 8;
 
-			rp[mi][h] = row < p1 ? probe.pn[row] : make_float2(INFINITY, 0.0f);
+			rp[mi][h] = row < p1 ? probe.pn[row] : tc_bound_none();
 		}
 #pragma unroll
 	for (int ni = 0; ni < S::NI; ni++)
@@ -423,7 +444,7 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 		{
 			uint32_t	col = jt + wn + ni * 8 + (lane % 4) * 2 + h;
 
-			rb[ni][h] = col < build.n ? build.pn[col] : make_float2(INFINITY, 0.0f);
+			rb[ni][h] = col < build.n ? build.pn[col] : tc_bound_none();
 		}
 
 	/* which of the thread's pairs to keep: a bit each, a word per mi */
@@ -442,7 +463,7 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 				const uint32_t row = pt + wm + mi * 16 + lane / 4 + (e >> 1) * 8;
 				const uint32_t col = jt + wn + ni * 8 + (lane % 4) * 2 + (e & 1);
 
-				if (may_join(acc[mi][ni][e], rp[mi][e >> 1], rb[ni][e & 1], p.alpha) &&
+				if (may_join(acc[mi][ni][e], rp[mi][e >> 1], rb[ni][e & 1]) &&
 					!(SELF && col <= row))
 					kept[mi] |= 1u << (ni * 4 + e);
 			}
@@ -465,22 +486,28 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 
 /*
  * Launch one shape S of a filter kernel (self or not) over the tiles of
- * [p0, p1) x build, its dynamic shared memory asked for on this device.
+ * [p0, p1) x build (or the nlist of them that list names), its dynamic
+ * shared memory asked for on this device.
  */
 template <class S, class Kernel>
 void
 launch_shape(Kernel self_kernel, Kernel kernel, const char *name, const TcSide &probe,
 			 const TcSide &build, const TcParams &p, bool self, uint32_t p0, uint32_t p1,
 			 unsigned long long *keys, unsigned long long cap, unsigned long long *count,
-			 cudaStream_t st, uint32_t group)
+			 cudaStream_t st, uint32_t group, const uint32_t *list, uint32_t nlist)
 {
 	const uint32_t nx = (build.n + S::BN - 1) / S::BN,
 				ny = (p1 - p0 + S::BM - 1) / S::BM;
 	Kernel		k = self ? self_kernel : kernel;
+	const uint32_t nblocks = list ? nlist : nx * ny;
 
+	static_assert(S::BN == kTcTile, "tile lists name kTcTile x kTcTile tiles");
+	if (nblocks == 0)
+		return;
 	SJGPU_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
 									 (int) S::SMEM));
-	k<<<nx * ny, S::THREADS, S::SMEM, st>>>(probe, build, p, p0, p1, keys, cap, count, group);
+	k<<<nblocks, S::THREADS, S::SMEM, st>>>(probe, build, p, p0, p1, keys, cap, count, group,
+											 list);
 	::sjgpu::check_cuda(cudaGetLastError(), name, __FILE__, __LINE__);
 }
 
@@ -489,10 +516,11 @@ template <class S>
 void
 launch_filter(const TcSide &probe, const TcSide &build, const TcParams &p, bool self,
 			  uint32_t p0, uint32_t p1, unsigned long long *keys, unsigned long long cap,
-			  unsigned long long *count, cudaStream_t st, uint32_t group = kTcGroup)
+			  unsigned long long *count, cudaStream_t st, uint32_t group = kTcGroup,
+			  const uint32_t *list = nullptr, uint32_t nlist = 0)
 {
 	launch_shape<S>(filter_kernel<true, S>, filter_kernel<false, S>, "launch of filter_kernel",
-					probe, build, p, self, p0, p1, keys, cap, count, st, group);
+					probe, build, p, self, p0, p1, keys, cap, count, st, group, list, nlist);
 }
 
 /*
@@ -586,7 +614,7 @@ template <bool SELF, class S>
 __global__ void __launch_bounds__(S::THREADS, S::MINB)
 wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 				 unsigned long long *keys, unsigned long long cap,
-				 unsigned long long *count, uint32_t group)
+				 unsigned long long *count, uint32_t group, const uint32_t *list)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ __align__(16) unsigned char wsmem[];
@@ -594,7 +622,8 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 	uint32_t	ty,
 				tx;
 
-	tile_of((build.n + S::BN - 1) / S::BN, (p1 - p0 + S::BM - 1) / S::BM, group, &ty, &tx);
+	tile_of((build.n + S::BN - 1) / S::BN, (p1 - p0 + S::BM - 1) / S::BM, group, list, &ty,
+			&tx);
 
 	const uint32_t pt = p0 + ty * S::BM;
 	const uint32_t jt = tx * S::BN;
@@ -681,13 +710,13 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 
 	/* epilogue: as filter_kernel's; a warp holds 16 probe rows */
 	const uint32_t rbase = pt + wg * 64 + warp * 16 + lane / 4;
-	float2		rp[2];
+	TcBound		rp[2];
 	uint32_t	kept[S::BN / 64];
 	bool		any = false;
 
 #pragma unroll
 	for (int h = 0; h < 2; h++)
-		rp[h] = rbase + h * 8 < p1 ? probe.pn[rbase + h * 8] : make_float2(INFINITY, 0.0f);
+		rp[h] = rbase + h * 8 < p1 ? probe.pn[rbase + h * 8] : tc_bound_none();
 #pragma unroll
 	for (int w = 0; w < S::BN / 64; w++)
 	{
@@ -697,8 +726,8 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 		{
 			const int	ni = w * 8 + nn;
 			const uint32_t c0 = jt + ni * 8 + (lane % 4) * 2;
-			const float2 b0 = c0 < build.n ? build.pn[c0] : make_float2(INFINITY, 0.0f),
-						b1 = c0 + 1 < build.n ? build.pn[c0 + 1] : make_float2(INFINITY, 0.0f);
+			const TcBound b0 = c0 < build.n ? build.pn[c0] : tc_bound_none(),
+						b1 = c0 + 1 < build.n ? build.pn[c0 + 1] : tc_bound_none();
 
 #pragma unroll
 			for (int e = 0; e < 4; e++)
@@ -706,7 +735,7 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 				const uint32_t row = rbase + (e >> 1) * 8;
 				const uint32_t col = c0 + (e & 1);
 
-				if (may_join(acc[ni][e], rp[e >> 1], (e & 1) ? b1 : b0, p.alpha) &&
+				if (may_join(acc[ni][e], rp[e >> 1], (e & 1) ? b1 : b0) &&
 					!(SELF && col <= row))
 					kept[w] |= 1u << (nn * 4 + e);
 			}
@@ -729,11 +758,12 @@ template <class S>
 void
 launch_wg_filter(const TcSide &probe, const TcSide &build, const TcParams &p, bool self,
 				 uint32_t p0, uint32_t p1, unsigned long long *keys, unsigned long long cap,
-				 unsigned long long *count, cudaStream_t st, uint32_t group = kTcGroup)
+				 unsigned long long *count, cudaStream_t st, uint32_t group = kTcGroup,
+				 const uint32_t *list = nullptr, uint32_t nlist = 0)
 {
 	launch_shape<S>(wg_filter_kernel<true, S>, wg_filter_kernel<false, S>,
 					"launch of wg_filter_kernel", probe, build, p, self, p0, p1, keys, cap,
-					count, st, group);
+					count, st, group, list, nlist);
 }
 
 /*
@@ -821,8 +851,6 @@ void
 tc_params(int dim, int metric, double eps, double maxabs, TcParams *p)
 {
 	const double pd = (double) tc_padded_dim(dim);
-	const double gamma = (pd + 32.0) * std::ldexp(1.0, -22);
-	double		alpha = 2.0 * kU + kU * kU + gamma * (1.0 + kU) * (1.0 + kU);
 	int			e = 0;
 
 	p->dim = dim;
@@ -836,7 +864,20 @@ tc_params(int dim, int metric, double eps, double maxabs, TcParams *p)
 		std::frexp(maxabs, &e);	/* maxabs < 2^e */
 		p->scale = std::ldexp(1.0, 14 - e);
 	}
-	p->alpha = std::nextafter((float) (alpha * (1.0 + 1e-6)), INFINITY);
+	if (metric == SJ_METRIC_COSINE)
+		p->r2 = (2.0 * eps * (1.0 + 1e-9) + 1e-9) * p->scale * p->scale;
+	else
+	{
+		/*
+		 * Underflow: the canonical squares and sums lose at most 2^-1075
+		 * each (absolute), the centred differences at most 2^-1075 per
+		 * coordinate; both widen R.
+		 */
+		int			es = std::ilogb(p->scale);
+		double		r = (eps * (1.0 + 1e-9) + std::sqrt(pd) * 0x1p-1073) * p->scale;
+
+		p->r2 = r * r * (1.0 + 1e-9) + std::ldexp(pd + 2.0, 2 * es - 1074);
+	}
 }
 
 void
@@ -845,30 +886,14 @@ tc_convert(const double *coords, uint32_t n, const double *norms, const double *
 {
 	const double pd = (double) p.pdim;
 	const double gamma = (pd + 32.0) * std::ldexp(1.0, -22);
-	const double beta = kEta * (1.0 + kU) * (1.0 + gamma) * (1.0 + 1e-6);
-	const double zeta = pd * kEta * kEta * (1.0 + gamma) * (1.0 + 1e-6);
+	const double shrink = std::sqrt(1.0 - gamma) * (1.0 - 1e-12);
 	const double delta = pd * std::ldexp(1.0, -52) + std::ldexp(1.0, -40);
-	double		r2;
 
-	if (p.metric == SJ_METRIC_COSINE)
-		r2 = (2.0 * p.eps * (1.0 + 1e-9) + 1e-9) * p.scale * p.scale;
-	else
-	{
-		/*
-		 * Underflow: the canonical squares and sums lose at most 2^-1075
-		 * each (absolute), the centred differences at most 2^-1075 per
-		 * coordinate; both widen R.
-		 */
-		int			es = std::ilogb(p.scale);
-		double		r = (p.eps * (1.0 + 1e-9) + std::sqrt(pd) * 0x1p-1073) * p.scale;
-
-		r2 = r * r * (1.0 + 1e-9) + std::ldexp(pd + 2.0, 2 * es - 1074);
-	}
 	side->n = n;
 	if (n == 0)
 		return;
-	convert_kernel<<<blocks(n), kThreads, 0, st>>>(coords, n, norms, mean, p, r2, beta,
-												   zeta, delta, side->rows, side->pn);
+	convert_kernel<<<blocks(n), kThreads, 0, st>>>(coords, n, norms, mean, p, p.r2, delta,
+												   shrink, side->rows, side->pn);
 	SJGPU_CHECK_LAUNCH("convert_kernel");
 }
 
@@ -903,15 +928,17 @@ tc_wgmma()
 void
 tc_filter(const TcSide &probe, const TcSide &build, const TcParams &p, bool self,
 		  uint32_t p0, uint32_t p1, unsigned long long *keys, unsigned long long cap,
-		  unsigned long long *count, cudaStream_t st)
+		  unsigned long long *count, const uint32_t *list, uint32_t nlist, cudaStream_t st)
 {
 	SJGPU_CHECK(cudaMemsetAsync(count, 0, sizeof(*count), st));
 	if (p1 <= p0 || build.n == 0)
 		return;
 	if (tc_wgmma())
-		launch_wg_filter<WgShapeMain>(probe, build, p, self, p0, p1, keys, cap, count, st);
+		launch_wg_filter<WgShapeMain>(probe, build, p, self, p0, p1, keys, cap, count, st,
+									  kTcGroup, list, nlist);
 	else
-		launch_filter<TcShapeMma>(probe, build, p, self, p0, p1, keys, cap, count, st);
+		launch_filter<TcShapeMma>(probe, build, p, self, p0, p1, keys, cap, count, st,
+								  kTcGroup, list, nlist);
 }
 
 void

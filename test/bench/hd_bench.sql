@@ -93,8 +93,9 @@ BEGIN
     RETURN best;
 END $$;
 
--- one engine on one workload: 'gpu' and 'cpu' count the self-join with
--- eps_join_count; 'native' is PostgreSQL's nested loop over l2_distance or
+-- one engine on one workload: 'gpu', 'cpu' and 'auto' (the device
+-- simjoin.device = auto picks: its strategy names it) count the self-join
+-- with eps_join_count; 'native' is PostgreSQL's nested loop over l2_distance or
 -- cosine_distance on the rows of a sample of the outer side (each unordered
 -- pair once: a sample row against all later rows), scaled to the whole join.
 -- Each runs as a statement of its own, so that statement_timeout bounds it.
@@ -123,9 +124,9 @@ END $$;
 \set hd_native on
 \endif
 \if :hd_native
-\set hd_run 'SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''gpu''); SET statement_timeout = :''hd_timeout''; SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''cpu''); SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''native'', :hd_sample); RESET statement_timeout'
+\set hd_run 'SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''gpu''); SET statement_timeout = :''hd_timeout''; SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''cpu''); SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''auto''); SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''native'', :hd_sample); RESET statement_timeout'
 \else
-\set hd_run 'SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''gpu''); SET statement_timeout = :''hd_timeout''; SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''cpu''); RESET statement_timeout'
+\set hd_run 'SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''gpu''); SET statement_timeout = :''hd_timeout''; SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''cpu''); SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''auto''); RESET statement_timeout'
 \endif
 
 \if :{?hd_part}

@@ -103,7 +103,7 @@ prepare(const std::vector<double> &h, uint32_t n, int dim, const TcParams &p,
 	SJGPU_CHECK(cudaMalloc(&s.norms, n * sizeof(double)));
 	tc_norms(s.coords, n, dim, s.norms, 0);
 	SJGPU_CHECK(cudaMalloc(&s.tc.rows, (size_t) n * p.pdim * sizeof(__half)));
-	SJGPU_CHECK(cudaMalloc(&s.tc.pn, n * sizeof(float2)));
+	SJGPU_CHECK(cudaMalloc(&s.tc.pn, n * sizeof(sjgpu::TcBound)));
 	if (mean)
 		tc_convert(s.coords, n, s.norms, mean, p, &s.tc, 0);
 	return s;

@@ -31,8 +31,10 @@
 #pragma weak sj_eps_cpu_end
 #pragma weak sjgpu_eps_set_test_strategy
 #pragma weak sjgpu_eps_set_test_segment_work
+#pragma weak sjgpu_eps_set_test_pruning
 extern void sjgpu_eps_set_test_strategy(int strategy);
 extern void sjgpu_eps_set_test_segment_work(double units);
+extern void sjgpu_eps_set_test_pruning(int on);
 
 typedef SjTestPair GPair;
 typedef SjTestPairs GPairs;
@@ -1373,6 +1375,116 @@ SJ_TEST(eps_gpu_tensor_filter)
 			}
 }
 
+/*
+ * Clustered rows for tile pruning: nc clusters in partner pairs (2c and
+ * 2c + 1 close together, so that pairs across a tile boundary lie near
+ * eps), jitter 0.01 a coordinate, a few zero rows (cosine NaN) and huge
+ * rows (cosine: the canonical product may overflow: every pair is a
+ * candidate).
+ */
+static double *
+t_pairs_clusters(uint32_t n, int dim, int nc)
+{
+	double	   *c = malloc(sizeof(double) * n * dim);
+
+	for (uint32_t i = 0; i < n; i++)
+	{
+		int			cl = (int) (sj_test_splitmix(&g_rng) % nc);
+		int			base = cl & ~1;
+
+		for (int k = 0; k < dim; k++)
+		{
+			double		centre = (double) ((base * 7919 + k * 104729) % 1000) / 1000.0;
+			double		x = centre + ((cl & 1) ? 0.004 : 0.0) + 0.01 * (sj_test_unit(&g_rng) - 0.5);
+
+			if (i % 997 == 5)
+				x = 0.0;
+			if (i % 1499 == 7)
+				x *= 1e200;
+			c[(size_t) k * n + i] = x;
+		}
+	}
+	return c;
+}
+
+/*
+ * Tile pruning (cuda/eps_tiles.cu): clustered rows, eps the value of a
+ * pair (so that pairs lie exactly at eps), the GPU with and without
+ * pruning against the oracle; pruning must skip tile pairs somewhere.
+ */
+SJ_TEST(eps_gpu_tile_pruning)
+{
+	static const int dims[] = {33, 128, 384};
+	char		why[512];
+	double		best_share = 100.0;
+
+	if (!sj_test_gpu_usable() || !sjgpu_eps_set_test_pruning)
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	g_seed(9090);
+	for (int metric = 0; metric < 2; metric++)
+		for (int d = 0; d < 3; d++)
+			for (int two = 0; two < 2; two++)
+			{
+				int			dim = dims[d];
+				uint32_t	nl = 2600,
+							nr = 1900;
+				double	   *lc = t_pairs_clusters(nl, dim, 10),
+						   *rc = t_pairs_clusters(nr, dim, 10);
+				SjVectors	L = {nl, dim, lc},
+							R = {nr, dim, rc};
+				const SjVectors *Rp = two ? &R : NULL;
+				GPairs		all = {0},
+							exp = {0};
+				SjJoinOptions o;
+				double		eps;
+				size_t		m = 0;
+				double	   *v;
+
+				t_oracle(metric, &L, Rp, INFINITY, &all);
+				v = malloc(sizeof(double) * (all.n + 1));
+				for (size_t i = 0; i < all.n; i++)
+					if (!isnan(all.p[i].d))
+						v[m++] = all.p[i].d;
+				qsort(v, m, sizeof(double), t_dbl_cmp);
+				eps = m ? v[m / 40] : 0.0;	/* within clusters and partners */
+				free(v);
+				t_oracle(metric, &L, Rp, eps, &exp);
+				memset(&o, 0, sizeof(o));
+				o.metric = metric;
+				o.max_batch_pairs = 5000;
+				for (int prune = 0; prune < 2; prune++)
+				{
+					GPairs		got = {0};
+					SjTimings	tm;
+					uint64_t	count;
+					const char *share;
+					int			ok;
+
+					memset(&tm, 0, sizeof(tm));
+					sjgpu_eps_set_test_pruning(prune);
+					why[0] = 0;
+					ok = run_gpu(&L, Rp, eps, &o, &got, &count, &tm, why) &&
+						compare_pairs(&exp, &got, why);
+					share = strstr(tm.strategy, ", tiles ");
+					if (prune && share)
+						best_share = fmin(best_share, atof(share + 8));
+					SJ_CHECK(ok, "metric %d dim %d %s prune %d (%s): %s (eps %.17g)", metric,
+							 dim, two ? "two tables" : "self", prune, tm.strategy, why, eps);
+					free(got.p);
+				}
+				sjgpu_eps_set_test_pruning(1);
+				free(all.p);
+				free(exp.p);
+				free(lc);
+				free(rc);
+			}
+	SJ_CHECK(best_share < 50.0, "pruning never skipped half the tile pairs (best %.1f%%)",
+			 best_share);
+}
+
 /* Count-only joins and a small memory limit (chunks, cut segments). */
 SJ_TEST(eps_gpu_tensor_chunks)
 {
@@ -1501,6 +1613,7 @@ t_bench(const char *name, const SjVectors *L, double eps, int metric, int cpu_to
 SJ_TEST(eps_gpu_hd_bench)
 {
 	const char *env = getenv("SJ_EPS_BENCH");
+	const char *cpu_env = getenv("SJ_EPS_BENCH_CPU");
 	static const struct
 	{
 		const char *name;
@@ -1526,6 +1639,9 @@ SJ_TEST(eps_gpu_hd_bench)
 		return;
 	}
 	g_seed(1536);
+	/* SJ_EPS_BENCH_PRUNE=0: the tensor filter computes every tile pair */
+	if (getenv("SJ_EPS_BENCH_PRUNE") && sjgpu_eps_set_test_pruning)
+		sjgpu_eps_set_test_pruning(strcmp(getenv("SJ_EPS_BENCH_PRUNE"), "0") != 0);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
 	{
 		/* SJ_EPS_BENCH=1 runs every case, another value the cases it names */
@@ -1535,7 +1651,9 @@ SJ_TEST(eps_gpu_hd_bench)
 		double	   *x = t_clusters(cases[c].n, cases[c].dim, cases[c].centres, cases[c].jit);
 		SjVectors	L = {cases[c].n, cases[c].dim, x};
 
-		t_bench(cases[c].name, &L, cases[c].eps, cases[c].metric, cases[c].cpu, sj_failed_);
+		/* SJ_EPS_BENCH_CPU=0: the GPU alone (the CPU engine's times are known) */
+		t_bench(cases[c].name, &L, cases[c].eps, cases[c].metric,
+				cases[c].cpu && !(cpu_env && strcmp(cpu_env, "0") == 0), sj_failed_);
 		free(x);
 	}
 }

@@ -21,8 +21,9 @@
 #
 # Settings: SJ_COMPARE_SCALE (1: the sizes in compare.sql; 0.01 for a quick
 # check), SJ_COMPARE_DB (sj_compare), SJ_COMPARE_STMT_TIMEOUT (a workload on
-# one device, 90s), SJ_COMPARE_TIMEOUT_DATA / _RUN (seconds for generating
-# the data / for each tag's run, 240 / 200), SJ_PGDATA and SJ_PGLOG (the
+# one device, 90s), SJ_COMPARE_ONLY (a regular expression: the workloads
+# whose "workload, form" match, e.g. 'theta|jaccard'), SJ_COMPARE_TIMEOUT_DATA / _RUN (seconds for generating
+# the data / for each tag's run, 180 / 180), SJ_PGDATA and SJ_PGLOG (the
 # server's data directory and log; default from SHOW data_directory).
 # Files in OUT: compare.log (everything), compare.txt (the table),
 # compare.csv (sjc_results).
@@ -38,8 +39,8 @@ before=${SJ_BEFORE:-$root/.gpu/before}
 scale=${SJ_COMPARE_SCALE:-1}
 db=${SJ_COMPARE_DB:-sj_compare}
 stmt_timeout=${SJ_COMPARE_STMT_TIMEOUT:-90s}
-t_data=${SJ_COMPARE_TIMEOUT_DATA:-240}
-t_run=${SJ_COMPARE_TIMEOUT_RUN:-200}
+t_data=${SJ_COMPARE_TIMEOUT_DATA:-180}
+t_run=${SJ_COMPARE_TIMEOUT_RUN:-180}
 pg_config=${PG_CONFIG:-pg_config}
 pkglib=$("$pg_config" --pkglibdir)
 extdir=$("$pg_config" --sharedir)/extension
@@ -72,7 +73,7 @@ ls "$before"/simjoin--*.sql >/dev/null 2>&1 && [[ -f $before/simjoin.control ]] 
     die "no simjoin--*.sql or simjoin.control in $before"
 
 # the server: its data directory, its owner and its log, for pg_ctl restart
-data=${SJ_PGDATA:-$(psql -X -At -d postgres -c 'SHOW data_directory')} || die "no server"
+data=${SJ_PGDATA:-$(timeout 30 psql -X -At -d postgres -c 'SHOW data_directory')} || die "no server"
 pglog=${SJ_PGLOG:-}
 if [[ -z $pglog ]]; then
     for f in "$data/server.log" "$(dirname "$data")/server.log"; do
@@ -124,25 +125,26 @@ put_back() {
 trap 'put_back; rm -rf "$saved"' EXIT
 
 say "host $(hostname), $(nproc) cores, scale $scale, before from $before ($(basename "$so")), out $out"
-psql -X -At -d postgres -c "SELECT version()"
-psql -X -At -d postgres -c "SHOW shared_preload_libraries" | sed 's/^/shared_preload_libraries: /'
+tpsql 30 -At -d postgres -c "SELECT version()"
+tpsql 30 -At -d postgres -c "SHOW shared_preload_libraries" | sed 's/^/shared_preload_libraries: /'
 [[ -f $before/BUILD.txt ]] && sed 's/^/before: /' "$before/BUILD.txt"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 
 say "generating the data"
-psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" || die "cannot create $db"
+tpsql 120 -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" || die "cannot create $db"
 # common.sql as run.sh runs it (cube and pg_trgm are optional here)
-psql -X -q -d "$db" -f "$here/common.sql"
+tpsql 60 -q -d "$db" -f "$here/common.sql"
 tpsql "$t_data" -q -d "$db" -v ON_ERROR_STOP=1 -v scale="$scale" -v step=data \
     -f "$here/compare.sql" || die "generating the data"
 
+early=0
 run_tag() {   # tag
     say "restarting the server, then the workloads with the $1 build"
     restart_server || return 1
     recreate_extension || return 1
-    echo "library: $(md5sum <"$pkglib/simjoin.so" | cut -c1-12) $(stat -c %s "$pkglib/simjoin.so") bytes, server started $(psql -X -At -d postgres -c 'SELECT pg_postmaster_start_time()')"
-    tpsql "$t_run" -q -d "$db" -v scale="$scale" -v tag="$1" -v timeout="$stmt_timeout" \
-        -f "$here/compare.sql" || say "the $1 run ended early (rc $?)"
+    echo "library: $(md5sum <"$pkglib/simjoin.so" | cut -c1-12) $(stat -c %s "$pkglib/simjoin.so") bytes, server started $(timeout 30 psql -X -At -d postgres -c 'SELECT pg_postmaster_start_time()')"
+    tpsql "$t_run" -q -d "$db" -v scale="$scale" -v tag="$1" -v timeout="$stmt_timeout" -v only="${SJ_COMPARE_ONLY:-}" \
+        -f "$here/compare.sql" || { say "the $1 run ended early (rc $?)"; early=1; }
 }
 run_tag after || die "the after run"
 
@@ -154,26 +156,36 @@ run_tag before || die "the before run"
 put_back || say "could not put back the installed build (saved in $saved)"
 
 say "report"
-psql -X -d "$db" -v scale="$scale" <<'EOF' | tee "$out/compare.txt"
+tpsql 120 -d "$db" -v scale="$scale" -v only="${SJ_COMPARE_ONLY:-}" <<'EOF' | tee "$out/compare.txt"
 \pset footer off
 \echo 'after/before of the median of 3 runs after a warm-up (scale' :scale'); same: the two builds gave the same result'
 WITH l AS (
-    SELECT DISTINCT ON (tag, workload, form, device) *
+    -- the latest row of each; a time limit or a plan without SimJoin is no time
+    SELECT DISTINCT ON (tag, workload, form, device) tag, ord, workload, form, device,
+           CASE WHEN strategy IN ('timed out', 'not SimJoin: skipped') THEN NULL ELSE ms END AS ms,
+           result, strategy
     FROM sjc_results ORDER BY tag, workload, form, device, at DESC),
 a AS (SELECT * FROM l WHERE tag = 'after'),
-b AS (SELECT * FROM l WHERE tag = 'before')
+b AS (SELECT * FROM l WHERE tag = 'before'),
+-- every workload run, on every device that ran one
+w AS (SELECT w.ord, w.workload, w.form, d.device
+      FROM sjc_workloads w,
+           (SELECT DISTINCT device FROM sjc_results UNION SELECT 'cpu') d
+      WHERE w.workload || ', ' || w.form ~ :'only')
 SELECT workload || ', ' || form AS workload, device,
        round(b.ms::numeric, 1) AS before_ms, round(a.ms::numeric, 1) AS after_ms,
        round((a.ms / nullif(b.ms, 0))::numeric, 2) AS "after/before",
-       CASE WHEN a.ms IS NULL OR b.ms IS NULL THEN coalesce(a.strategy, b.strategy, 'missing')
+       CASE WHEN a.ms IS NULL OR b.ms IS NULL
+            THEN concat_ws('; ', CASE WHEN a.ms IS NULL THEN 'after: ' || coalesce(a.strategy, 'missing') END,
+                           CASE WHEN b.ms IS NULL THEN 'before: ' || coalesce(b.strategy, 'missing') END)
             WHEN a.ms > 1.10 * b.ms AND a.ms - b.ms > 5 THEN 'SLOWER'
             ELSE '' END AS verdict,
        CASE WHEN a.result IS NULL OR b.result IS NULL THEN ''
             WHEN a.result = b.result THEN 'yes' ELSE 'NO' END AS same,
        coalesce(a.strategy, '') AS strategy_after,
        CASE WHEN a.strategy IS DISTINCT FROM b.strategy THEN coalesce(b.strategy, '') ELSE '=' END AS strategy_before
-FROM a FULL JOIN b USING (workload, form, device)
-ORDER BY coalesce(a.ord, b.ord), device DESC;
+FROM w LEFT JOIN a USING (workload, form, device) LEFT JOIN b USING (workload, form, device)
+ORDER BY w.ord, device DESC;
 \echo 'geometric mean of after/before by device (SLOWER: more than 10% and 5 ms slower)'
 WITH l AS (
     SELECT DISTINCT ON (tag, workload, form, device) *
@@ -183,7 +195,9 @@ SELECT a.device, count(*) AS workloads,
        round(min(a.ms / b.ms)::numeric, 2) AS min, round(max(a.ms / b.ms)::numeric, 2) AS max
 FROM l a JOIN l b USING (workload, form, device)
 WHERE a.tag = 'after' AND b.tag = 'before' AND a.ms > 0 AND b.ms > 0
+  AND a.strategy IS DISTINCT FROM 'timed out' AND b.strategy IS DISTINCT FROM 'timed out'
 GROUP BY a.device ORDER BY a.device DESC;
 EOF
-psql -X -d "$db" -c "\copy (SELECT * FROM sjc_results ORDER BY ord, device, tag) TO '$out/compare.csv' CSV HEADER"
+tpsql 60 -d "$db" -c "\copy (SELECT * FROM sjc_results ORDER BY ord, device, tag) TO '$out/compare.csv' CSV HEADER"
 say "done"
+exit $early

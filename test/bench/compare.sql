@@ -16,7 +16,8 @@
 -- a usable GPU the gpu rows are skipped (a note says so).  JIT is off for
 -- both builds alike.  scale multiplies every table's rows (key ranges
 -- follow, so the pairs a row stay about the same); timeout bounds each
--- workload on each device (sjb_time records it as 'timed out').
+-- workload on each device (sjb_time records it as 'timed out'); only (a
+-- regular expression) runs the workloads whose "workload, form" match.
 \set ON_ERROR_STOP 1
 \if :{?scale}
 \else
@@ -29,6 +30,10 @@
 \if :{?timeout}
 \else
 \set timeout 90s
+\endif
+\if :{?only}
+\else
+\set only ''
 \endif
 SET max_parallel_workers_per_gather = 8;
 SET jit = off;
@@ -145,6 +150,7 @@ SET statement_timeout = :'timeout';
 \o /dev/null
 SELECT format('SELECT FROM sjc_time(%L, %s, %L, %L, %L, %L)', :'tag', ord, workload, form, d, q)
 FROM sjc_workloads, unnest(:'sjc_devices'::text[]) WITH ORDINALITY AS x(d, o)
+WHERE workload || ', ' || form ~ :'only'
 ORDER BY ord, o \gexec
 \o
 \endif

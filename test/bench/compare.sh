@@ -23,7 +23,7 @@
 # check), SJ_COMPARE_DB (sj_compare), SJ_COMPARE_STMT_TIMEOUT (a workload on
 # one device, 90s), SJ_COMPARE_ONLY (a regular expression: the workloads
 # whose "workload, form" match, e.g. 'theta|jaccard'), SJ_COMPARE_TIMEOUT_DATA / _RUN (seconds for generating
-# the data / for each tag's run, 180 / 180), SJ_PGDATA and SJ_PGLOG (the
+# the data / for each tag's run, 150 / 180: all within ten minutes), SJ_PGDATA and SJ_PGLOG (the
 # server's data directory and log; default from SHOW data_directory).
 # Files in OUT: compare.log (everything), compare.txt (the table),
 # compare.csv (sjc_results).
@@ -39,7 +39,7 @@ before=${SJ_BEFORE:-$root/.gpu/before}
 scale=${SJ_COMPARE_SCALE:-1}
 db=${SJ_COMPARE_DB:-sj_compare}
 stmt_timeout=${SJ_COMPARE_STMT_TIMEOUT:-90s}
-t_data=${SJ_COMPARE_TIMEOUT_DATA:-180}
+t_data=${SJ_COMPARE_TIMEOUT_DATA:-150}
 t_run=${SJ_COMPARE_TIMEOUT_RUN:-180}
 pg_config=${PG_CONFIG:-pg_config}
 pkglib=$("$pg_config" --pkglibdir)

@@ -22,9 +22,11 @@
 # Settings: SJ_COMPARE_SCALE (1: the sizes in compare.sql; 0.01 for a quick
 # check), SJ_COMPARE_DB (sj_compare), SJ_COMPARE_STMT_TIMEOUT (a workload on
 # one device, 90s), SJ_COMPARE_ONLY (a regular expression: the workloads
-# whose "workload, form" match, e.g. 'theta|jaccard'), SJ_COMPARE_TIMEOUT_DATA / _RUN (seconds for generating
-# the data / for each tag's run, 150 / 180: all within ten minutes), SJ_PGDATA and SJ_PGLOG (the
-# server's data directory and log; default from SHOW data_directory).
+# whose "workload, form" match, e.g. 'theta|jaccard'),
+# SJ_COMPARE_TIMEOUT_DATA / _RUN (seconds for generating the data / for
+# each tag's run, 150 / 180: all within ten minutes), SJ_PGDATA and
+# SJ_PGLOG (the server's data directory and log; default from SHOW
+# data_directory).
 # Files in OUT: compare.log (everything), compare.txt (the table),
 # compare.csv (sjc_results).
 set -uo pipefail

@@ -14,8 +14,6 @@ ALTER TABLE sjb_results ADD COLUMN IF NOT EXISTS plan text;
 -- scan_workers: parallel workers that read an input (simjoin_last_stats)
 ALTER TABLE sjb_results ADD COLUMN IF NOT EXISTS scan_workers int;
 
--- Set a setting of this transaction if it exists (simjoin.enable_customscan
--- is absent from builds without the planner node); returns the old value.
 -- uniform in (0, 1) from two integers: deterministic data in SQL
 CREATE OR REPLACE FUNCTION sjb_u(a bigint, b int) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
@@ -31,6 +29,50 @@ BEGIN
     ANALYZE sjb_id;
 END $$;
 
+-- a standard normal from two integers
+CREATE OR REPLACE FUNCTION sjb_g(a bigint, b int) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT sqrt(-2 * ln(sjb_u(a, 2 * b))) * cos(2 * pi() * sjb_u(a, 2 * b + 1)) $$;
+
+-- n points, copies of n/10 centres uniform in [0,1]^dim, each coordinate
+-- jittered by at most jit
+CREATE OR REPLACE FUNCTION sjb_clustered(name text, n int, dim int, jit float8)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM sjb_ids(n);
+    EXECUTE format('DROP TABLE IF EXISTS %I', name);
+    EXECUTE format($q$CREATE TABLE %I AS
+        SELECT i AS id, ARRAY(SELECT (sjb_u(i / 10, k) + (sjb_u(i + 1000000000, k) - 0.5) * 2 * %s)::float4
+                              FROM generate_series(1, %s) k) AS v
+        FROM sjb_id$q$, name, jit, dim);
+    EXECUTE format('ANALYZE %I', name);
+END $$;
+
+-- n unit-scale points: 1,000 Gaussian components N(c_m, s_m^2) with spread
+-- s_m in [0.1, 0.5], n/10 sub-centres drawn from them, 10 near-copies of
+-- each (noise 0.05 s_m): cosine neighbours are the near-copies.  The
+-- centre is unnested once a row (a subscript would detoast it per element)
+CREATE OR REPLACE FUNCTION sjb_mixture(name text, n int, dim int)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    DROP TABLE IF EXISTS sjb_comp;
+    CREATE TABLE sjb_comp AS
+        SELECT m, 0.1 + 0.4 * sjb_u(m, 777777) AS s,
+               ARRAY(SELECT sjb_g(m, k) FROM generate_series(1, dim) k) AS c
+        FROM generate_series(0, 999) m;
+    PERFORM sjb_ids(n);
+    EXECUTE format('DROP TABLE IF EXISTS %I', name);
+    EXECUTE format($q$CREATE TABLE %I AS
+        SELECT i AS id,
+               ARRAY(SELECT (u.c + p.s * (2 * sjb_u(i / 10 + 2000000000, u.k::int) - 1)
+                             + 0.05 * p.s * (2 * sjb_u(i + 3000000000, u.k::int) - 1))::float4
+                     FROM unnest(p.c) WITH ORDINALITY AS u(c, k)) AS v
+        FROM sjb_id JOIN sjb_comp p ON p.m = (i / 10) %% 1000$q$, name);
+    EXECUTE format('ANALYZE %I', name);
+END $$;
+
+-- Set a setting of this transaction if it exists (simjoin.enable_customscan
+-- is absent from builds without the planner node); returns the old value.
 CREATE OR REPLACE FUNCTION sjb_set(name text, value text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE old text;

@@ -35,47 +35,7 @@
 SET max_parallel_workers_per_gather = 8;
 SET client_min_messages = notice;
 
--- a standard normal from two integers (sjb_u, sjb_ids: common.sql)
-CREATE OR REPLACE FUNCTION sjb_g(a bigint, b int) RETURNS float8
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT sqrt(-2 * ln(sjb_u(a, 2 * b))) * cos(2 * pi() * sjb_u(a, 2 * b + 1)) $$;
-
--- n points, copies of n/10 centres uniform in [0,1]^dim, each coordinate
--- jittered by at most jit
-CREATE OR REPLACE FUNCTION sjb_clustered(name text, n int, dim int, jit float8)
-RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM sjb_ids(n);
-    EXECUTE format('DROP TABLE IF EXISTS %I', name);
-    EXECUTE format($q$CREATE TABLE %I AS
-        SELECT i AS id, ARRAY(SELECT (sjb_u(i / 10, k) + (sjb_u(i + 1000000000, k) - 0.5) * 2 * %s)::float4
-                              FROM generate_series(1, %s) k) AS v
-        FROM sjb_id$q$, name, jit, dim);
-    EXECUTE format('ANALYZE %I', name);
-END $$;
-
--- n unit-scale points: 1,000 Gaussian components N(c_m, s_m^2) with spread
--- s_m in [0.1, 0.5], n/10 sub-centres drawn from them, 10 near-copies of
--- each (noise 0.05 s_m): cosine neighbours are the near-copies.  The
--- centre is unnested once a row (a subscript would detoast it per element)
-CREATE OR REPLACE FUNCTION sjb_mixture(name text, n int, dim int)
-RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    DROP TABLE IF EXISTS sjb_comp;
-    CREATE TABLE sjb_comp AS
-        SELECT m, 0.1 + 0.4 * sjb_u(m, 777777) AS s,
-               ARRAY(SELECT sjb_g(m, k) FROM generate_series(1, dim) k) AS c
-        FROM generate_series(0, 999) m;
-    PERFORM sjb_ids(n);
-    EXECUTE format('DROP TABLE IF EXISTS %I', name);
-    EXECUTE format($q$CREATE TABLE %I AS
-        SELECT i AS id,
-               ARRAY(SELECT (u.c + p.s * (2 * sjb_u(i / 10 + 2000000000, u.k::int) - 1)
-                             + 0.05 * p.s * (2 * sjb_u(i + 3000000000, u.k::int) - 1))::float4
-                     FROM unnest(p.c) WITH ORDINALITY AS u(c, k)) AS v
-        FROM sjb_id JOIN sjb_comp p ON p.m = (i / 10) %% 1000$q$, name);
-    EXECUTE format('ANALYZE %I', name);
-END $$;
+-- the generators sjb_g, sjb_clustered, sjb_mixture: common.sql
 
 -- the largest eps of a list whose self-join gives at most 10 neighbours a
 -- point on average (counted on the GPU, or the CPU engine without one)

@@ -71,7 +71,14 @@ SET maintenance_work_mem = '2GB';
 SET jit = off;
 SET client_min_messages = notice;
 SELECT set_config('sjb.gis_scale', :'gis_scale', false), set_config('sjb.gis_sample', :'gis_sample', false),
-       set_config('sjb.gis_reps', :'gis_reps', false), set_config('sjb.gis_max_rows', :'gis_max_rows', false) \gset sjb_cfg_
+       set_config('sjb.gis_reps', :'gis_reps', false), set_config('sjb.gis_max_rows', :'gis_max_rows', false),
+       set_config('sjb.gis_t0', clock_timestamp()::text, false) \gset sjb_cfg_
+
+-- seconds since the start of this file (printed as it goes: the time each
+-- step took on the way)
+CREATE OR REPLACE FUNCTION sjb_gis_elapsed() RETURNS text LANGUAGE sql AS $$
+SELECT round(extract(epoch FROM clock_timestamp() - current_setting('sjb.gis_t0')::timestamptz)::numeric, 1) || ' s'
+$$;
 
 -- what each dataset and workload took besides the joins
 CREATE TABLE IF NOT EXISTS sjb_gis_tables (
@@ -134,8 +141,8 @@ BEGIN
     DROP TABLE sjb_gis_base;
     INSERT INTO sjb_gis_tables(tbl, n, gen_ms)
     VALUES (tbl, n, extract(epoch FROM clock_timestamp() - t0) * 1000);
-    RAISE NOTICE '% | % points (%) generated in % ms', tbl, n, kind,
-        round(extract(epoch FROM clock_timestamp() - t0)::numeric * 1000);
+    RAISE NOTICE '% | % points (%) generated in % ms (at %)', tbl, n, kind,
+        round(extract(epoch FROM clock_timestamp() - t0)::numeric * 1000), sjb_gis_elapsed();
 END $$;
 
 -- the latest dataset of a table
@@ -175,7 +182,7 @@ BEGIN
     PERFORM sjb_time(w, 'count', 'cpu', cnt, CASE WHEN n <= 2000000 THEN reps ELSE 1 END);
     SELECT result INTO pairs FROM sjb_results r WHERE r.workload = w AND r.form = 'count'
         AND r.engine IN ('gpu', 'cpu') AND r.result IS NOT NULL ORDER BY r.at DESC LIMIT 1;
-    RAISE NOTICE '% | % pairs, % neighbours a point', w, pairs, round(2.0 * pairs / n, 1);
+    RAISE NOTICE '% | % pairs, % neighbours a point (at %)', w, pairs, round(2.0 * pairs / n, 1), sjb_gis_elapsed();
     IF pairs IS NULL OR 2 * pairs > current_setting('sjb.gis_max_rows')::float8 * current_setting('sjb.gis_scale')::float8 THEN
         INSERT INTO sjb_results(workload, form, engine, ms, strategy, runs)
         VALUES (w, 'sql rows, a.id < b.id', CASE WHEN gpu THEN 'gpu' ELSE 'cpu' END, NULL,
@@ -203,7 +210,7 @@ BEGIN
     ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
     EXECUTE format('ANALYZE %I', tbl);
     UPDATE sjb_gis_tables u SET index_ms = ms WHERE u.tbl = t.tbl AND u.at = t.at;
-    RAISE NOTICE '% | GiST index built in % ms', tbl, round(ms::numeric);
+    RAISE NOTICE '% | GiST index built in % ms (at %)', tbl, round(ms::numeric), sjb_gis_elapsed();
     PERFORM sjb_gis_drop();
     IF k > 1 THEN
         EXECUTE format('CREATE UNLOGGED TABLE sjb_gis_s AS SELECT * FROM %I WHERE id %% %s = 0', tbl, k);
@@ -290,6 +297,8 @@ SELECT :'gis_part' IN ('all', '2m') AS gis_2m, :'gis_part' IN ('all', '10m') AS 
 \endif
 
 -- the table: times, ratios against PostGIS's plan, answers compared
+SELECT 'postgis_bench: done at ' || sjb_gis_elapsed() AS elapsed \gset
+\echo :elapsed
 \echo
 \echo 'PostGIS points (ms: median wall time; PostGIS: its GiST nested loop on a'
 \echo '1-in-k sample of the outer rows times k, index build apart; x_*: PostGIS'

@@ -304,9 +304,9 @@ BEGIN
         UPDATE sjb_results r SET ms = r.ms - (kk - 1) * start_ms
         WHERE r.workload = w AND r.form = 'count' AND r.engine = 'native'
           AND r.at = (SELECT max(at) FROM sjb_results u WHERE u.workload = w AND u.form = 'count' AND u.engine = 'native');
-        RAISE NOTICE '% | count | native | start-up % ms: % ms less % x % ms', w, round(start_ms::numeric, 1),
+        RAISE NOTICE '% | count | native | % ms: scaled by % less % x its start-up of % ms', w,
             (SELECT round(ms::numeric, 1) FROM sjb_results r WHERE r.workload = w AND r.form = 'count' AND r.engine = 'native'
-             ORDER BY at DESC LIMIT 1), kk - 1, round(start_ms::numeric, 1);
+             ORDER BY at DESC LIMIT 1), kk, kk - 1, round(start_ms::numeric, 1);
     END IF;
     IF kk = 1 THEN
         PERFORM sjb_time(w, 'sql rows, a.id < b.id', 'native', rows_q, 1);

@@ -164,6 +164,20 @@ BEGIN
         round(extract(epoch FROM clock_timestamp() - t0)::numeric * 1000), sjb_gis_elapsed();
 END $$;
 
+-- sjb_time, where an error is recorded (strategy 'error: ...') and the
+-- run goes on: the benchmark runs once on the GPU host
+CREATE OR REPLACE FUNCTION sjb_gis_time(workload text, form text, engine text,
+                                        q text, reps int DEFAULT 3, scale float8 DEFAULT 1)
+RETURNS float8 LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN sjb_time(workload, form, engine, q, reps, scale);
+EXCEPTION WHEN OTHERS THEN
+    INSERT INTO sjb_results(workload, form, engine, ms, strategy, runs)
+    VALUES (workload, form, engine, NULL, 'error: ' || SQLERRM, 0);
+    RAISE NOTICE '% | % | % | ERROR: %', workload, form, engine, SQLERRM;
+    RETURN NULL;
+END $$;
+
 -- the latest dataset of a table
 CREATE OR REPLACE FUNCTION sjb_gis_table(tbl text) RETURNS sjb_gis_tables
 LANGUAGE sql AS $$
@@ -198,8 +212,8 @@ DECLARE
     pairs bigint;
 BEGIN
     INSERT INTO sjb_gis_work(workload, tbl, n, d) VALUES (w, tbl, n, d);
-    PERFORM sjb_time(w, 'count', 'gpu', cnt, reps);
-    PERFORM sjb_time(w, 'count', 'cpu', cnt, CASE WHEN n <= 2000000 THEN reps ELSE 1 END);
+    PERFORM sjb_gis_time(w, 'count', 'gpu', cnt, reps);
+    PERFORM sjb_gis_time(w, 'count', 'cpu', cnt, CASE WHEN n <= 2000000 THEN reps ELSE 1 END);
     SELECT result INTO pairs FROM sjb_results r WHERE r.workload = w AND r.form = 'count'
         AND r.engine IN ('gpu', 'cpu') AND r.result IS NOT NULL ORDER BY r.at DESC LIMIT 1;
     RAISE NOTICE '% | % pairs, % neighbours a point (at %)', w, pairs, round(2.0 * pairs / n, 1), sjb_gis_elapsed();
@@ -210,11 +224,11 @@ BEGIN
         RETURN;
     END IF;
     -- on the CPU engine where no GPU is visible (a check of the SQL)
-    PERFORM sjb_time(w, 'sql rows, a.id < b.id', e,
+    PERFORM sjb_gis_time(w, 'sql rows, a.id < b.id', e,
         format('SELECT sum(a.id + b.id) FROM %I a JOIN %I b ON ST_DWithin(a.g, b.g, %s) AND a.id < b.id', tbl, tbl, d),
         1);
     IF sql_count THEN
-        PERFORM sjb_time(w, 'sql count, a.id < b.id', e,
+        PERFORM sjb_gis_time(w, 'sql count, a.id < b.id', e,
             format('SELECT count(*) FROM %I a JOIN %I b ON ST_DWithin(a.g, b.g, %s) AND a.id < b.id', tbl, tbl, d),
             1);
     END IF;
@@ -299,7 +313,7 @@ BEGIN
         PERFORM sjb_set('simjoin.enable_customscan', old_cs);
         UPDATE sjb_gis_work x SET startup_ms = start_ms WHERE x.workload = w;
     END IF;
-    PERFORM sjb_time(w, 'count', 'native', q, 1, kk);
+    PERFORM sjb_gis_time(w, 'count', 'native', q, 1, kk);
     IF kk > 1 THEN
         UPDATE sjb_results r SET ms = r.ms - (kk - 1) * start_ms
         WHERE r.workload = w AND r.form = 'count' AND r.engine = 'native'
@@ -309,7 +323,7 @@ BEGIN
              ORDER BY at DESC LIMIT 1), kk, kk - 1, round(start_ms::numeric, 1);
     END IF;
     IF kk = 1 THEN
-        PERFORM sjb_time(w, 'sql rows, a.id < b.id', 'native', rows_q, 1);
+        PERFORM sjb_gis_time(w, 'sql rows, a.id < b.id', 'native', rows_q, 1);
     END IF;
 END $$;
 
@@ -397,6 +411,8 @@ SELECT w.tbl, w.n, round(w.d::numeric, 4) AS d,
            CASE WHEN pr.result IS NULL OR s.result IS NULL THEN NULL
                 WHEN pr.result = s.result THEN 'sql sum yes' ELSE format('sql sum NO (%s, %s)', s.result, pr.result) END,
            CASE WHEN s.ms IS NULL AND s.strategy IS NOT NULL THEN 'sql: ' || s.strategy END) AS same,
+       (SELECT string_agg(e.engine || ' ' || e.form || ': ' || e.strategy, '; ')
+        FROM sjb_gis_latest e WHERE e.workload = w.workload AND e.strategy LIKE 'error%') AS errors,
        p.plan AS postgis_plan,
        w.indexed_plan AS sql_plan_with_index
 FROM (SELECT DISTINCT ON (workload) * FROM sjb_gis_work ORDER BY workload, at DESC) w

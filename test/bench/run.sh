@@ -15,6 +15,8 @@
 # eight fresh backends at once, as the workers of a parallel plan start.
 # "phases" (not run by default) prints EXPLAIN ANALYZE's time per phase of
 # parallel plain-SQL joins, shared inner against each process reading it.
+# SJ_BENCH_OPTS passes psql options to the *_bench.sql files, e.g.
+# "-v gis_scale=0.01" for a quick check of postgis_bench.sql.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 suites=("$@")
@@ -49,7 +51,7 @@ for s in "${suites[@]}"; do
         psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/phases.sql" |
             grep -E "^==|Custom Scan|Device|Planned Pairs|Shared Inner|Shared Index|Worker|Time:|Execution Time"
     else
-        psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/${s}_bench.sql"
+        psql -X -q -d "$db" -v ON_ERROR_STOP=1 ${SJ_BENCH_OPTS:-} -f "$here/${s}_bench.sql"
         benched=1
     fi
 done

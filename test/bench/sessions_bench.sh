@@ -25,7 +25,6 @@
 # script); with one GPU the spread is "skipped: one device".
 # SJ_SESSIONS_ROWS (200000) sets the points of the join's table.
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 db=${SJ_SESSIONS_DB:-sj_sessions}
 clients=${SJ_SESSIONS_CLIENTS:-32}
 jobs=${SJ_SESSIONS_JOBS:-16}

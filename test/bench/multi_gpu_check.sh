@@ -21,11 +21,12 @@
 #   diff      differential tests (SJ_CHECK_DIFF, default "eps jaccard": the
 #             theta diff alone takes about 5 minutes) with simjoin.devices
 #             = all and their device-list loops (0,0 and 0,1)
-# Each step runs under its own time limit (and all of them under
-# SJ_CHECK_BUDGET seconds, 540 by default (the device tool stops a command
-# at 600 s, and on-gpu's server start comes first): a step that no longer fits is
-# "skipped: out of time"); a step past its limit is stopped, its queries
-# cancelled, and the next one runs.  Logs go to OUTDIR/<step>.log, the
+# Each step runs under its own time limit, and all of them within
+# SJ_CHECK_BUDGET seconds (540 by default: the device tool stops a command
+# at 600 s, and on-gpu's server start comes first); a step that no longer
+# fits is "skipped: out of time".  A step past its limit is stopped, its
+# queries cancelled (multi_bench's runs so far are appended to its log),
+# and the next one runs.  Logs go to OUTDIR/<step>.log, the
 # table of steps to OUTDIR/summary.txt (written as each step ends) and is
 # printed last.  With one GPU visible the two-device parts say "skipped:
 # one device".  Exit status: 0 when no step failed or timed out.
@@ -93,6 +94,9 @@ run_step() {
             status=TIMEOUT
             note="stopped after ${limit}s${note:+; $note}"
             cancel_backends
+            [[ $name == bench ]] && psql -X -d sj_check_bench -c "SELECT workload, devs, engine,
+                round(ms::numeric, 1) AS ms, round(engine_ms::numeric, 1) AS engine_ms, result,
+                strategy, devices FROM sjm_runs ORDER BY n" >>"$out/bench.log" 2>&1
             ;;
         *) status=FAIL ;;
     esac

@@ -474,124 +474,81 @@ slice_sets(const SjSets &s, uint32_t first, uint32_t n, std::vector<uint64_t> *b
 	return out;
 }
 
-/* One piece of a multi-device eps join: its rows and its one-device join. */
-struct EpsPiece
+/*
+ * A piece of an eps or jaccard join is a one-device join (Begin, Next,
+ * Timings, End) of the piece's rows of each side, cut by Slice (both from
+ * the one input for a self-join), with the join's one parameter (eps or
+ * threshold).
+ */
+template <typename Input, typename Elem, typename Join,
+		  Input (*Slice) (const Input &, uint32_t, uint32_t, std::vector<Elem> *),
+		  SjStatus (*Begin) (const Input *, const Input *, double, const SjJoinOptions *,
+							 Join **, char *),
+		  SjStatus (*Next) (Join *, SjPairBatch *, int *, char *),
+		  void (*Timings) (const Join *, SjTimings *),
+		  void (*End) (Join *)>
+class SlicePieceOps : public PieceOps
 {
-	std::vector<double> l;
-	std::vector<double> r;
-	SjGpuEpsJoin *j = nullptr;
-};
+	/* one piece: its rows (where copied) and its one-device join */
+	struct SlicePiece
+	{
+		std::vector<Elem> l;
+		std::vector<Elem> r;
+		Join	   *j = nullptr;
+	};
 
-/* A piece of an eps join is a one-device eps join. */
-class EpsPieceOps : public PieceOps
-{
 public:
-	EpsPieceOps(const SjVectors &left, const SjVectors *right, double eps)
-		: left_(left), right_(right ? *right : left), eps_(eps) {}
+	SlicePieceOps(const Input &left, const Input *right, double param)
+		: left_(left), right_(right ? *right : left), param_(param) {}
 
 	SjStatus	begin(const Piece &p, const SjJoinOptions *options, void **h,
 					  char *errmsg) override
 	{
-		EpsPiece   *e;
-		SjVectors	l,
+		SlicePiece *e;
+		Input		l,
 					r;
 
 		try
 		{
-			e = new EpsPiece();
+			e = new SlicePiece();
 			*h = e;
-			l = slice_vectors(left_, p.left_first, p.left_n, &e->l);
+			l = Slice(left_, p.left_first, p.left_n, &e->l);
 			if (!p.self)
-				r = slice_vectors(right_, p.right_first, p.right_n, &e->r);
+				r = Slice(right_, p.right_first, p.right_n, &e->r);
 		}
 		catch (const std::bad_alloc &)
 		{
 			set_errmsg(errmsg, "out of host memory in the GPU engine");
 			return SJ_ERR_NOMEM;
 		}
-		return sjgpu_eps_begin(&l, p.self ? nullptr : &r, eps_, options, &e->j, errmsg);
+		return Begin(&l, p.self ? nullptr : &r, param_, options, &e->j, errmsg);
 	}
 	SjStatus	next(void *h, SjPairBatch *batch, int *done, char *errmsg) override
 	{
-		return sjgpu_eps_next(static_cast<EpsPiece *>(h)->j, batch, done, errmsg);
+		return Next(static_cast<SlicePiece *>(h)->j, batch, done, errmsg);
 	}
 	void		timings(void *h, SjTimings *t) override
 	{
-		sjgpu_eps_timings(static_cast<EpsPiece *>(h)->j, t);
+		Timings(static_cast<SlicePiece *>(h)->j, t);
 	}
 	void		end(void *h) override
 	{
-		EpsPiece   *e = static_cast<EpsPiece *>(h);
+		SlicePiece *e = static_cast<SlicePiece *>(h);
 
-		sjgpu_eps_end(e->j);
+		End(e->j);
 		delete e;
 	}
 
 private:
-	SjVectors	left_;
-	SjVectors	right_;			/* == left_ for a self-join */
-	double		eps_;
+	Input		left_;
+	Input		right_;			/* == left_ for a self-join */
+	double		param_;
 };
 
-/* One piece of a multi-device jaccard join. */
-struct JaccardPiece
-{
-	std::vector<uint64_t> l;
-	std::vector<uint64_t> r;
-	SjGpuJaccardJoin *j = nullptr;
-};
-
-/* A piece of a jaccard join is a one-device jaccard join. */
-class JaccardPieceOps : public PieceOps
-{
-public:
-	JaccardPieceOps(const SjSets &left, const SjSets *right, double threshold)
-		: left_(left), right_(right ? *right : left), threshold_(threshold) {}
-
-	SjStatus	begin(const Piece &p, const SjJoinOptions *options, void **h,
-					  char *errmsg) override
-	{
-		JaccardPiece *e;
-		SjSets		l,
-					r;
-
-		try
-		{
-			e = new JaccardPiece();
-			*h = e;
-			l = slice_sets(left_, p.left_first, p.left_n, &e->l);
-			if (!p.self)
-				r = slice_sets(right_, p.right_first, p.right_n, &e->r);
-		}
-		catch (const std::bad_alloc &)
-		{
-			set_errmsg(errmsg, "out of host memory in the GPU engine");
-			return SJ_ERR_NOMEM;
-		}
-		return sjgpu_jaccard_begin(&l, p.self ? nullptr : &r, threshold_, options, &e->j,
-								   errmsg);
-	}
-	SjStatus	next(void *h, SjPairBatch *batch, int *done, char *errmsg) override
-	{
-		return sjgpu_jaccard_next(static_cast<JaccardPiece *>(h)->j, batch, done, errmsg);
-	}
-	void		timings(void *h, SjTimings *t) override
-	{
-		sjgpu_jaccard_timings(static_cast<JaccardPiece *>(h)->j, t);
-	}
-	void		end(void *h) override
-	{
-		JaccardPiece *e = static_cast<JaccardPiece *>(h);
-
-		sjgpu_jaccard_end(e->j);
-		delete e;
-	}
-
-private:
-	SjSets		left_;
-	SjSets		right_;			/* == left_ for a self-join */
-	double		threshold_;
-};
+typedef SlicePieceOps<SjVectors, double, SjGpuEpsJoin, slice_vectors, sjgpu_eps_begin,
+					  sjgpu_eps_next, sjgpu_eps_timings, sjgpu_eps_end> EpsPieceOps;
+typedef SlicePieceOps<SjSets, uint64_t, SjGpuJaccardJoin, slice_sets, sjgpu_jaccard_begin,
+					  sjgpu_jaccard_next, sjgpu_jaccard_timings, sjgpu_jaccard_end> JaccardPieceOps;
 
 /* One piece of a multi-device theta join. */
 struct ThetaPiece

@@ -56,6 +56,8 @@ SjExplainWorkers(SjScanState *state, ExplainState *es)
 							 "  Shared Inner Index: %s  Scan and Marshal Time: %.3f ms",
 							 n, r->stats.pairs, r->stats.device, r->inner_read,
 							 sj_index_role_names[r->index_role], r->stats.scan_ms);
+			if (gpu && r->stats.devices[0])
+				appendStringInfo(es->str, "  GPU Devices: %s", r->stats.devices);
 			if (gpu)
 				appendStringInfo(es->str, "  Device Start-up Time: %.3f ms", r->stats.start_ms);
 			appendStringInfo(es->str, "  Build Time: %.3f ms  Probe Time: %.3f ms"
@@ -70,6 +72,8 @@ SjExplainWorkers(SjScanState *state, ExplainState *es)
 		ExplainPropertyInteger("Shared Inner Rows Read", NULL, r->inner_read, es);
 		ExplainPropertyText("Shared Inner Index", sj_index_role_names[r->index_role], es);
 		SjExplainMs("Scan and Marshal Time", r->stats.scan_ms, es);
+		if (gpu && r->stats.devices[0])
+			ExplainPropertyText("GPU Devices", r->stats.devices, es);	/* the one it took */
 		if (gpu)
 			SjExplainMs("Device Start-up Time", r->stats.start_ms, es);
 		SjExplainMs("Build Time", r->stats.build_ms, es);

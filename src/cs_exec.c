@@ -101,6 +101,7 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->plan_cpu = intVal(list_nth(priv, SJ_PRIV_CPU));
 	state->metric = intVal(list_nth(priv, SJ_PRIV_METRIC));
 	state->gis = intVal(list_nth(priv, SJ_PRIV_GIS));
+	state->gis_lo = -1.0;		/* until the sides are known: PostGIS decides */
 	state->ops = state->gis ? &sj_point_methods : sj_op_methods[state->op];
 	state->side_ops = SjSideMethodsOf(state->op, state->gis);
 	state->engine_exprs = lsecond(cscan->custom_exprs);
@@ -534,6 +535,7 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 				return SjNextAsidePair(state, i, j);
 			*i = state->batch.left[state->pos];
 			*j = state->batch.right[state->pos];
+			state->pair_value = state->batch.value ? state->batch.value[state->pos] : NAN;
 			if (state->keys[0])
 			{
 				*i = state->keys[0][*i];
@@ -599,9 +601,14 @@ SjNextRow(SjScanState *state)
 		if (state->source == SJ_SRC_NESTLOOP || state->engine_done || state->residual ||
 			state->gis)
 		{
-			/* PostGIS's clause decides the pairs of an eps join of points */
+			/*
+			 * PostGIS's clause decides the pairs of an eps join of points,
+			 * but for those the engine's distance puts surely within d
+			 * (geometry: within PostGIS's own rounding; postgis.c)
+			 */
 			bool		by_pg = state->source == SJ_SRC_NESTLOOP || state->engine_done ||
-				state->gis;
+				(state->gis && !(state->source == SJ_SRC_ENGINE &&
+								 state->pair_value <= state->gis_lo));
 
 			econtext->ecxt_scantuple = slot;
 			ResetExprContext(econtext);

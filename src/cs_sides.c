@@ -206,9 +206,9 @@ SjPointSidesEnd(SjScanState *state)
 		else
 			SjPointSideDone(sd->scan[s], NULL, in);
 	}
-	/* a superset of PostGIS's pairs; its own clause decides each */
+	/* a superset of PostGIS's pairs; its own clause decides the band */
 	job->eps = SjPointEngineEps(sd->scan[0], sd->scan[1], &job->left,
-								&job->right, state->param);
+								&job->right, state->param, &state->gis_lo);
 	job->metric = SJ_METRIC_L2;
 	SjEpsJobReady(state, job);
 }

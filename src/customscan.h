@@ -206,6 +206,8 @@ typedef struct SjScanState
 	int64		unmatched_pos;
 	bool		pairs_done;
 	double		param;			/* the threshold the engine runs with */
+	double		gis_lo;			/* points: a distance <= this surely joins */
+	double		pair_value;		/* the engine's value of the last pair */
 	bool		streaming;		/* marshal while reading, keep no rows */
 	const struct SjSideMethods *side_ops;	/* the operator's sides */
 	void	   *sides;			/* the engine's input being built

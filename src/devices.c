@@ -259,11 +259,13 @@ SjDevicesLeastLoaded(const int *ordinals, int n)
 
 /*
  * Choose the devices of a GPU join and count them as loaded: every entry
- * of simjoin.devices, or for a parallel worker the least loaded one.  Sets
- * options->gpu_device (and gpu_devices, pointing into hold, when several).
+ * of simjoin.devices, the least loaded first, for a join that may spread;
+ * else (and in a parallel worker) the least loaded one.  Sets
+ * options->gpu_device (and gpu_devices, pointing into hold, when several):
+ * a join the engine keeps on one device runs on the first.
  */
 void
-SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold)
+SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold, bool spread)
 {
 	int			ordinals[SJ_MAX_DEVICES];
 	int			n = SjDevicesResolve(ordinals);
@@ -276,15 +278,29 @@ SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold)
 		before_shmem_exit(SjDevicesAtExit, (Datum) 0);
 		sj_exit_registered = true;
 	}
-	if (n == 1 || IsParallelWorker())
+	if (n == 1 || IsParallelWorker() || !spread)
 	{
 		hold->n = 1;
 		hold->ordinals[0] = SjDevicesLeastLoaded(ordinals, n);
 	}
 	else
 	{
+		int			first = SjDevicesLeastLoaded(ordinals, n),
+					k = 0;
+		bool		moved = false;
+
+		/* the list, its least loaded entry moved to the front */
 		hold->n = n;
-		memcpy(hold->ordinals, ordinals, (size_t) n * sizeof(int));
+		hold->ordinals[k++] = first;
+		for (int i = 0; i < n; i++)
+		{
+			if (!moved && ordinals[i] == first)
+			{
+				moved = true;
+				continue;
+			}
+			hold->ordinals[k++] = ordinals[i];
+		}
 	}
 	for (int i = 0; i < hold->n; i++)
 	{

@@ -444,7 +444,7 @@ SjEpsStrategyName(bool gpu, int planned)
 
 /* The eps join's methods (sjrun.h). */
 const SjOperatorMethods sj_eps_methods = {
-	"eps_join", SjEpsBegin, SjEpsEmit, SjEpsPreferCpu, SjEpsStrategyName
+	"eps_join", SjEpsBegin, SjEpsEmit, SjEpsPreferCpu, SjEpsStrategyName, false
 };
 
 /*

@@ -683,7 +683,7 @@ SjJaccardStrategyName(bool gpu, int planned)
 
 /* The Jaccard join's methods (sjrun.h). */
 const SjOperatorMethods sj_jaccard_methods = {
-	"jaccard_join", SjJaccardBegin, SjJaccardEmit, NULL, SjJaccardStrategyName
+	"jaccard_join", SjJaccardBegin, SjJaccardEmit, NULL, SjJaccardStrategyName, false
 };
 
 

@@ -697,7 +697,7 @@ SjPointEmit(void *arg, const SjPairBatch *batch)
  * decision on each pair of the superset it returns (sjrun.h).
  */
 const SjOperatorMethods sj_point_methods = {
-	"eps_join", SjEpsBegin, SjPointEmit, SjEpsPreferCpu, SjEpsStrategyName
+	"eps_join", SjEpsBegin, SjPointEmit, SjEpsPreferCpu, SjEpsStrategyName, false
 };
 
 /* PostGIS's geography distance between two (lon, lat) points of an SRID. */
@@ -895,12 +895,15 @@ SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out)
 /*
  * The eps the engine runs a custom scan's join at, for the eps (or
  * tolerance) d of its condition: one that keeps every pair PostGIS could
- * accept.  Checks that the sides agree; geography sides are narrowed to
- * their unit vectors.
+ * accept.  *lo: for geometry, a canonical distance at most this is within d
+ * (and below it) for PostGIS too, so the node needs no call of PostGIS for
+ * such a pair (see "Exactness" above); for geography -1: PostGIS decides
+ * every pair.  Checks that the sides agree; geography sides are narrowed
+ * to their unit vectors.
  */
 double
 SjPointEngineEps(void *left, void *right, SjVectorInput *lin, SjVectorInput *rin,
-				 double d)
+				 double d, double *lo)
 {
 	SjPointScan *l = (SjPointScan *) left;
 	SjPointScan *r = (SjPointScan *) right;
@@ -911,8 +914,12 @@ SjPointEngineEps(void *left, void *right, SjVectorInput *lin, SjVectorInput *rin
 		SjErrorSrid(l->srid, r->srid);
 	if (l->eps.dim >= 0 && r->eps.dim >= 0 && l->eps.dim != r->eps.dim)
 		SjErrorPointDims(l->eps.dim, r->eps.dim);
+	*lo = -1.0;
 	if (!l->geography)
+	{
+		*lo = d * (1.0 - SJ_GIS_REL) - SJ_GIS_ABS;
 		return d * (1.0 + SJ_GIS_REL) + SJ_GIS_ABS;
+	}
 	lin->vectors.dim = 3;
 	rin->vectors.dim = 3;
 	if (lin->vectors.n == 0 || rin->vectors.n == 0)

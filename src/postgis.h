@@ -46,7 +46,7 @@ extern int	SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold,
 extern void *SjPointSideNew(bool geography, const char *what);
 extern void SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out);
 extern double SjPointEngineEps(void *left, void *right, SjVectorInput *lin,
-							   SjVectorInput *rin, double d);
+							   SjVectorInput *rin, double d, double *lo);
 
 /* postgis.c: PostGIS's catalog, for postgis_plan.c */
 extern Oid	SjExtensionSchema(Oid ext);

@@ -111,6 +111,12 @@ typedef struct SjOperatorMethods
 	bool		(*prefer_cpu) (void *job);
 	/* EXPLAIN's strategy before the run: on the GPU?, the planned one */
 	const char *(*strategy_name) (bool gpu, int planned);
+	/*
+	 * May one join spread over the devices of simjoin.devices?  Where not
+	 * (measured slower: every piece uploads and indexes its inputs again),
+	 * a join takes the least loaded device of the list.
+	 */
+	bool		spread;
 } SjOperatorMethods;
 
 /*

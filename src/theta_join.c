@@ -255,7 +255,7 @@ SjThetaStrategyName(bool gpu, int planned)
 
 /* The theta join's methods (sjrun.h). */
 const SjOperatorMethods sj_theta_methods = {
-	"theta_join", SjThetaBegin, SjThetaEmit, NULL, SjThetaStrategyName
+	"theta_join", SjThetaBegin, SjThetaEmit, NULL, SjThetaStrategyName, true
 };
 
 /* Allocate a side's buffers for the columns the condition reads. */

@@ -24,6 +24,10 @@
 #include "sjnumeric.h"
 #include "sjtest.h"
 
+/* a test hook of the GPU engine (absent from a build without CUDA) */
+#pragma weak sjgpu_theta_set_test_spread
+extern void sjgpu_theta_set_test_spread(int always);
+
 /* ------------------------------------------------------------------------
  * Random numbers
  * ------------------------------------------------------------------------ */
@@ -2904,6 +2908,9 @@ SJ_TEST(theta_multi_gpu)
 		sj_test_skip("no usable GPU");
 		return;
 	}
+	/* the pieces of every strategy, not only of the large nested loops */
+	if (sjgpu_theta_set_test_spread)
+		sjgpu_theta_set_test_spread(1);
 	bad = run_shapes(&gpu2_engine, "theta_multi_gpu", &ran);
 	SJ_CHECK(bad == NULL, "oracle: %s", bad);
 	bad = errors_case(&gpu2_engine);
@@ -2920,4 +2927,6 @@ SJ_TEST(theta_multi_gpu)
 					  AND(EQI(L(0), R(0)), LTF(L(2), R(2))),
 					  SJ_THETA_HASH, SJ_THETA_HASH, (size_t) 4 << 20, 1);
 	SJ_CHECK(bad == NULL, "equi + residual, one device against two: %s", bad);
+	if (sjgpu_theta_set_test_spread)
+		sjgpu_theta_set_test_spread(0);
 }

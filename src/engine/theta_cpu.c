@@ -203,6 +203,21 @@ th_merge(uint8_t sa, uint8_t sb)
 	return sa > TS_NULL ? sa : (sb > TS_NULL ? sb : TS_NULL);
 }
 
+/*
+ * For every lane k of the operands a and b: where either holds NULL or an
+ * error the lane takes the merged state, elsewhere stmt computes it.
+ */
+#define TH_BINARY_LANES(a, b, n, k, stmt) \
+	do { \
+		for ((k) = 0; (k) < (n); (k)++) \
+		{ \
+			if ((a)->s[k] | (b)->s[k]) \
+				(a)->s[k] = th_merge((a)->s[k], (b)->s[k]); \
+			else \
+				stmt; \
+		} \
+	} while (0)
+
 /* ------------------------------------------------------------------------
  * The vectorised interpreter
  * ------------------------------------------------------------------------ */
@@ -374,15 +389,10 @@ th_eval_numeric(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
 			a = &sc->reg[sp - 2];
 			b = &sc->reg[sp - 1];
 			sp--;
-			for (k = 0; k < n; k++)
-			{
-				if (a->s[k] | b->s[k])
-					a->s[k] = th_merge(a->s[k], b->s[k]);
-				else
-					a->v[k].i = op == SJ_OP_ADD_N ?
-						sj_num_add(a->v[k].i, b->v[k].i) :
-						sj_num_sub(a->v[k].i, b->v[k].i);
-			}
+			TH_BINARY_LANES(a, b, n, k,
+							a->v[k].i = op == SJ_OP_ADD_N ?
+								sj_num_add(a->v[k].i, b->v[k].i) :
+								sj_num_sub(a->v[k].i, b->v[k].i));
 			break;
 		case SJ_OP_NEG_N:
 		case SJ_OP_MUL_N:
@@ -403,15 +413,10 @@ th_eval_numeric(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
 			a = &sc->reg[sp - 2];
 			b = &sc->reg[sp - 1];
 			sp--;
-			for (k = 0; k < n; k++)
-			{
-				if (a->s[k] | b->s[k])
-					a->s[k] = th_merge(a->s[k], b->s[k]);
-				else
-					sc->w[sp - 1][k] = op == SJ_OP_ADD_W ?
-						sj_nw_add(sc->w[sp - 1][k], sc->w[sp][k]) :
-						sj_nw_sub(sc->w[sp - 1][k], sc->w[sp][k]);
-			}
+			TH_BINARY_LANES(a, b, n, k,
+							sc->w[sp - 1][k] = op == SJ_OP_ADD_W ?
+								sj_nw_add(sc->w[sp - 1][k], sc->w[sp][k]) :
+								sj_nw_sub(sc->w[sp - 1][k], sc->w[sp][k]));
 			break;
 		case SJ_OP_NEG_W:
 		case SJ_OP_MUL_W:
@@ -436,6 +441,18 @@ th_eval_numeric(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
 			break;
 	}
 	return sp;
+}
+
+/* Three-way comparison of lane k of a and b (wa, wb: their wide values). */
+static inline int
+th_lane_cmp(int type, const ThReg *a, const ThReg *b, const sj_nw *wa,
+			const sj_nw *wb, int k)
+{
+	if (type == SJ_TNW)
+		return sj_nw_cmp(wa[k], wb[k]);
+	if (type == SJ_TF64)
+		return sj_th_fcmp(a->v[k].f, b->v[k].f);
+	return (a->v[k].i > b->v[k].i) - (a->v[k].i < b->v[k].i);
 }
 
 /*
@@ -463,23 +480,8 @@ th_eval_compare(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
 			th_icmp_fast(base, a, b, n);
 		return sp - 1;
 	}
-	for (k = 0; k < n; k++)
-	{
-		int			c;
-
-		if (a->s[k] | b->s[k])
-		{
-			a->s[k] = th_merge(a->s[k], b->s[k]);
-			continue;
-		}
-		if (type == SJ_TNW)
-			c = sj_nw_cmp(wa[k], wb[k]);
-		else if (type == SJ_TF64)
-			c = sj_th_fcmp(a->v[k].f, b->v[k].f);
-		else
-			c = (a->v[k].i > b->v[k].i) - (a->v[k].i < b->v[k].i);
-		a->v[k].i = sj_th_holds(base, c);
-	}
+	TH_BINARY_LANES(a, b, n, k,
+					a->v[k].i = sj_th_holds(base, th_lane_cmp(type, a, b, wa, wb, k)));
 	return sp - 1;
 }
 
@@ -616,13 +618,8 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 					if ((op == SJ_OP_ADD_I || op == SJ_OP_SUB_I) &&
 						!th_any_state(a, b, n) && th_iaddsub_fast(op, a, b, w, n))
 						break;
-					for (k = 0; k < n; k++)
-					{
-						if (a->s[k] | b->s[k])
-							a->s[k] = th_merge(a->s[k], b->s[k]);
-						else
-							a->s[k] = sj_th_iarith(op, a->v[k].i, b->v[k].i, w, &a->v[k].i);
-					}
+					TH_BINARY_LANES(a, b, n, k,
+									a->s[k] = sj_th_iarith(op, a->v[k].i, b->v[k].i, w, &a->v[k].i));
 					break;
 				}
 			case SJ_OP_NEG_I:
@@ -663,13 +660,8 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 					a = &sc->reg[sp - 2];
 					b = &sc->reg[sp - 1];
 					sp--;
-					for (k = 0; k < n; k++)
-					{
-						if (a->s[k] | b->s[k])
-							a->s[k] = th_merge(a->s[k], b->s[k]);
-						else
-							a->s[k] = sj_th_farith(op, a->v[k].f, b->v[k].f, w, &a->v[k].f);
-					}
+					TH_BINARY_LANES(a, b, n, k,
+									a->s[k] = sj_th_farith(op, a->v[k].f, b->v[k].f, w, &a->v[k].f));
 					break;
 				}
 			case SJ_OP_NEG_F:

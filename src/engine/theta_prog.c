@@ -56,12 +56,7 @@ sj_theta_arity(int op)
 {
 	switch (op)
 	{
-		case SJ_OP_LOAD_L:
-		case SJ_OP_LOAD_R:
-		case SJ_OP_CONST_I:
-		case SJ_OP_CONST_F:
-		case SJ_OP_CONST_B:
-		case SJ_OP_CONST_NULL:
+		SJ_THETA_LEAF_CASES:
 			return 0;
 		case SJ_OP_NEG_I:
 		case SJ_OP_NEG_F:

@@ -64,7 +64,7 @@ END $$;
 CREATE OR REPLACE FUNCTION sjd_jaccard_case(label text, l text, r text, t float8,
                                             oracle boolean, mem text DEFAULT '0')
 RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE q text; qc text; n bigint; c bigint; p text; devs text;
+DECLARE q text; qc text; n bigint; c bigint;
 BEGIN
     IF r IS NULL THEN
         q := format('SELECT * FROM jaccard_join(%L, %L, %L, %s::float8)', l, 'id', 's', t);
@@ -81,29 +81,7 @@ BEGIN
         PERFORM sjd_jaccard_oracle(l, r, t);
         RETURN NEXT sjd_report(label || ': cpu = SQL oracle', sjd_same('sjd_cpu', 'sjd_oracle'));
     END IF;
-    IF sjd_gpu() THEN
-        PERFORM sjd_capture('sjd_gpu', 'gpu', q, mem);
-        p := sjd_same('sjd_gpu', 'sjd_cpu');
-        c := sjd_scalar('gpu', qc, mem);
-        IF p IS NULL AND c <> n THEN
-            p := format('gpu count %s, cpu rows %s', c, n);
-        END IF;
-        RETURN NEXT sjd_report(label || ': gpu = cpu', p,
-                               CASE WHEN mem <> '0' THEN 'gpu_memory_limit ' || mem ELSE '' END);
-        -- one join on several devices: one GPU twice, and two GPUs where visible
-        FOREACH devs IN ARRAY sjd_device_lists() LOOP
-            PERFORM set_config('simjoin.devices', devs, true);
-            PERFORM sjd_capture('sjd_gpu', 'gpu', q, mem);
-            p := sjd_same('sjd_gpu', 'sjd_cpu');
-            c := sjd_scalar('gpu', qc, mem);
-            PERFORM set_config('simjoin.devices', 'all', true);
-            IF p IS NULL AND c <> n THEN
-                p := format('gpu count %s, cpu rows %s', c, n);
-            END IF;
-            RETURN NEXT sjd_report(label || ': gpu on devices ' || devs || ' = cpu', p,
-                                   CASE WHEN mem <> '0' THEN 'gpu_memory_limit ' || mem ELSE '' END);
-        END LOOP;
-    END IF;
+    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, n, mem);
 END $$;
 
 SELECT sjd_sets('j_empty', 0, 'uniform');

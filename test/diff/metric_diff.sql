@@ -68,7 +68,7 @@ CREATE OR REPLACE FUNCTION sjm_case(label text, l text, r text, eps float8, metr
                                     oracle boolean, mem text DEFAULT '0')
 RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
-    q text; qc text; n bigint; c bigint; p text;
+    q text; qc text; n bigint; c bigint;
 BEGIN
     label := label || ' [' || metric || ', eps ' || eps || ']';
     IF r IS NULL THEN
@@ -95,16 +95,7 @@ BEGIN
             metric, eps);
         RETURN NEXT sjd_report(label || ': cpu = SQL oracle', sjd_same('sjm_cpu', 'sjm_oracle'));
     END IF;
-    IF sjd_gpu() THEN
-        PERFORM sjd_capture('sjm_gpu', 'gpu', q, mem);
-        p := sjd_same('sjm_gpu', 'sjm_cpu');
-        c := sjd_scalar('gpu', qc, mem);
-        IF p IS NULL AND c <> n THEN
-            p := format('gpu count %s, cpu rows %s', c, n);
-        END IF;
-        RETURN NEXT sjd_report(label || ': gpu = cpu', p,
-                               CASE WHEN mem <> '0' THEN 'gpu_memory_limit ' || mem ELSE '' END);
-    END IF;
+    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, n, mem, false, 'sjm_cpu', 'sjm_gpu');
 END $$;
 
 -- small cases, with the oracle, at every dimension and both metrics

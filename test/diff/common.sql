@@ -62,18 +62,31 @@ SELECT CASE WHEN problem IS NULL THEN 'ok ' || label || CASE WHEN detail <> '' T
             ELSE 'FAIL ' || label || ': ' || problem END
 $$;
 
--- The GPU cases of a join whose n rows on the CPU are in table cpu: q's rows
+-- The CPU case of a join: q's rows on the CPU (into table cpu) are as many
+-- as qc counts.
+CREATE OR REPLACE FUNCTION sjd_cpu_cases(label text, q text, qc text, cpu text DEFAULT 'sjd_cpu')
+RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE n bigint; c bigint;
+BEGIN
+    PERFORM sjd_capture(cpu, 'cpu', q);
+    EXECUTE format('SELECT count(*) FROM %I', cpu) INTO n;
+    c := sjd_scalar('cpu', qc);
+    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+END $$;
+
+-- The GPU cases of a join whose rows on the CPU are in table cpu: q's rows
 -- (into table gpu) and qc's count on the GPU equal the CPU's, with the
 -- session's simjoin.devices and then (devices) on each of sjd_device_lists().
-CREATE OR REPLACE FUNCTION sjd_gpu_cases(label text, q text, qc text, n bigint,
-                                         mem text DEFAULT '0', devices boolean DEFAULT true,
+CREATE OR REPLACE FUNCTION sjd_gpu_cases(label text, q text, qc text, mem text DEFAULT '0',
+                                         devices boolean DEFAULT true,
                                          cpu text DEFAULT 'sjd_cpu', gpu text DEFAULT 'sjd_gpu')
 RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE p text; c bigint; devs text;
+DECLARE p text; n bigint; c bigint; devs text;
 BEGIN
     IF NOT sjd_gpu() THEN
         RETURN;
     END IF;
+    EXECUTE format('SELECT count(*) FROM %I', cpu) INTO n;
     -- NULL: as the session has it
     FOREACH devs IN ARRAY ARRAY[NULL]::text[] || CASE WHEN devices THEN sjd_device_lists() END LOOP
         IF devs IS NOT NULL THEN

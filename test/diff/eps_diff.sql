@@ -45,7 +45,7 @@ CREATE OR REPLACE FUNCTION sjd_eps_case(label text, l text, r text, eps float8,
                                         oracle boolean, mem text DEFAULT '0')
 RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
-    q text; qc text; n bigint; c bigint;
+    q text; qc text;
 BEGIN
     IF r IS NULL THEN
         q := format('SELECT * FROM eps_join(%L, %L, %L, %s::float8)', l, 'id', 'v', eps);
@@ -54,10 +54,7 @@ BEGIN
         q := format('SELECT * FROM eps_join(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'v', r, 'id', 'v', eps);
         qc := format('SELECT eps_join_count(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'v', r, 'id', 'v', eps);
     END IF;
-    PERFORM sjd_capture('sjd_cpu', 'cpu', q);
-    SELECT count(*) INTO n FROM sjd_cpu;
-    c := sjd_scalar('cpu', qc);
-    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+    RETURN QUERY SELECT sjd_cpu_cases(label, q, qc);
     IF oracle THEN
         DROP TABLE IF EXISTS sjd_oracle;
         IF r IS NULL THEN
@@ -77,7 +74,7 @@ BEGIN
         END IF;
         RETURN NEXT sjd_report(label || ': cpu = SQL oracle', sjd_same('sjd_cpu', 'sjd_oracle'));
     END IF;
-    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, n, mem);
+    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, mem);
 END $$;
 
 -- small cases, with the oracle

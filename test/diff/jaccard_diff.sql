@@ -64,7 +64,7 @@ END $$;
 CREATE OR REPLACE FUNCTION sjd_jaccard_case(label text, l text, r text, t float8,
                                             oracle boolean, mem text DEFAULT '0')
 RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE q text; qc text; n bigint; c bigint;
+DECLARE q text; qc text;
 BEGIN
     IF r IS NULL THEN
         q := format('SELECT * FROM jaccard_join(%L, %L, %L, %s::float8)', l, 'id', 's', t);
@@ -73,15 +73,12 @@ BEGIN
         q := format('SELECT * FROM jaccard_join(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 's', r, 'id', 's', t);
         qc := format('SELECT jaccard_join_count(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 's', r, 'id', 's', t);
     END IF;
-    PERFORM sjd_capture('sjd_cpu', 'cpu', q);
-    SELECT count(*) INTO n FROM sjd_cpu;
-    c := sjd_scalar('cpu', qc);
-    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+    RETURN QUERY SELECT sjd_cpu_cases(label, q, qc);
     IF oracle THEN
         PERFORM sjd_jaccard_oracle(l, r, t);
         RETURN NEXT sjd_report(label || ': cpu = SQL oracle', sjd_same('sjd_cpu', 'sjd_oracle'));
     END IF;
-    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, n, mem);
+    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, mem);
 END $$;
 
 SELECT sjd_sets('j_empty', 0, 'uniform');

@@ -68,7 +68,7 @@ CREATE OR REPLACE FUNCTION sjm_case(label text, l text, r text, eps float8, metr
                                     oracle boolean, mem text DEFAULT '0')
 RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
-    q text; qc text; n bigint; c bigint;
+    q text; qc text;
 BEGIN
     label := label || ' [' || metric || ', eps ' || eps || ']';
     IF r IS NULL THEN
@@ -80,10 +80,7 @@ BEGIN
         qc := format('SELECT eps_join_count(%L, %L, %L, %L, %L, %L, %s::float8, %L)',
                      l, 'id', 'v', r, 'id', 'v', eps, metric);
     END IF;
-    PERFORM sjd_capture('sjm_cpu', 'cpu', q);
-    SELECT count(*) INTO n FROM sjm_cpu;
-    c := sjd_scalar('cpu', qc);
-    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+    RETURN QUERY SELECT sjd_cpu_cases(label, q, qc, 'sjm_cpu');
     IF oracle THEN
         DROP TABLE IF EXISTS sjm_oracle;
         EXECUTE format($o$CREATE TEMP TABLE sjm_oracle AS
@@ -95,7 +92,7 @@ BEGIN
             metric, eps);
         RETURN NEXT sjd_report(label || ': cpu = SQL oracle', sjd_same('sjm_cpu', 'sjm_oracle'));
     END IF;
-    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, n, mem, false, 'sjm_cpu', 'sjm_gpu');
+    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, mem, false, 'sjm_cpu', 'sjm_gpu');
 END $$;
 
 -- small cases, with the oracle, at every dimension and both metrics

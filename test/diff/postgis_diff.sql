@@ -58,7 +58,7 @@ END $$;
 CREATE OR REPLACE FUNCTION sjd_gis_case(label text, l text, r text, eps float8)
 RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
-    q text; qc text; n bigint; c bigint; pred text; dist text; geog boolean; z boolean;
+    q text; qc text; pred text; dist text; geog boolean; z boolean;
 BEGIN
     EXECUTE format('SELECT pg_typeof(g)::text = %L FROM %I LIMIT 1', 'geography', l) INTO geog;
     EXECUTE format('SELECT bool_or(ST_Zmflag(g::geometry) >= 2) FROM %I', l) INTO z;
@@ -73,17 +73,14 @@ BEGIN
         q := format('SELECT * FROM eps_join(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'g', r, 'id', 'g', eps);
         qc := format('SELECT eps_join_count(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'g', r, 'id', 'g', eps);
     END IF;
-    PERFORM sjd_capture('sjd_cpu', 'cpu', q);
-    SELECT count(*) INTO n FROM sjd_cpu;
-    c := sjd_scalar('cpu', qc);
-    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+    RETURN QUERY SELECT sjd_cpu_cases(label, q, qc);
     DROP TABLE IF EXISTS sjd_oracle;
     EXECUTE format('CREATE TEMP TABLE sjd_oracle AS SELECT a.id::bigint AS left_id, b.id::bigint AS right_id, '
                    || dist || ' AS distance FROM %I a JOIN %I b ON '
                    || CASE WHEN r IS NULL THEN 'a.id < b.id AND ' ELSE '' END || pred,
                    l, coalesce(r, l), eps);
     RETURN NEXT sjd_report(label || ': cpu = PostGIS', sjd_same('sjd_cpu', 'sjd_oracle'));
-    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, n, '0', false);
+    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, '0', false);
 END $$;
 
 -- One refusal: the query fails with a message containing what.

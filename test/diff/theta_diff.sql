@@ -25,20 +25,17 @@ END $$;
 CREATE OR REPLACE FUNCTION sjd_theta_case(label text, l text, r text, cond text,
                                           oracle boolean, mem text DEFAULT '0')
 RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE q text; qc text; n bigint; c bigint;
+DECLARE q text; qc text;
 BEGIN
     q := format('SELECT * FROM theta_join(%L, %L, %L, %L, %L)', l, 'id', r, 'id', cond);
     qc := format('SELECT theta_join_count(%L, %L, %L, %L, %L)', l, 'id', r, 'id', cond);
-    PERFORM sjd_capture('sjd_cpu', 'cpu', q);
-    SELECT count(*) INTO n FROM sjd_cpu;
-    c := sjd_scalar('cpu', qc);
-    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+    RETURN QUERY SELECT sjd_cpu_cases(label, q, qc);
     IF oracle THEN
         DROP TABLE IF EXISTS sjd_oracle;
         EXECUTE format('CREATE TEMP TABLE sjd_oracle AS SELECT l.id::bigint AS left_id, r.id::bigint AS right_id FROM %I l JOIN %I r ON %s', l, r, cond);
         RETURN NEXT sjd_report(label || ': cpu = PostgreSQL join', sjd_same('sjd_cpu', 'sjd_oracle'));
     END IF;
-    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, n, mem);
+    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, mem);
 END $$;
 
 SELECT sjd_theta_side('t_a', 3000, 50);

@@ -62,6 +62,19 @@ SELECT CASE WHEN problem IS NULL THEN 'ok ' || label || CASE WHEN detail <> '' T
             ELSE 'FAIL ' || label || ': ' || problem END
 $$;
 
+-- The rows and the count query of fn (eps_join, jaccard_join) over the id
+-- and col columns of l, a self-join or against r, with its further
+-- arguments args (SQL text).
+CREATE OR REPLACE FUNCTION sjd_join_sql(fn text, l text, r text, col text, args text,
+                                        OUT q text, OUT qc text)
+LANGUAGE plpgsql AS $$
+DECLARE a text := CASE WHEN r IS NULL THEN format('%L, %L, %L, ', l, 'id', col)
+                       ELSE format('%L, %L, %L, %L, %L, %L, ', l, 'id', col, r, 'id', col) END || args;
+BEGIN
+    q := format('SELECT * FROM %s(%s)', fn, a);
+    qc := format('SELECT %s_count(%s)', fn, a);
+END $$;
+
 -- The CPU case of a join: q's rows on the CPU (into table cpu) are as many
 -- as qc counts.
 CREATE OR REPLACE FUNCTION sjd_cpu_cases(label text, q text, qc text, cpu text DEFAULT 'sjd_cpu')

@@ -47,13 +47,7 @@ RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
     q text; qc text;
 BEGIN
-    IF r IS NULL THEN
-        q := format('SELECT * FROM eps_join(%L, %L, %L, %s::float8)', l, 'id', 'v', eps);
-        qc := format('SELECT eps_join_count(%L, %L, %L, %s::float8)', l, 'id', 'v', eps);
-    ELSE
-        q := format('SELECT * FROM eps_join(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'v', r, 'id', 'v', eps);
-        qc := format('SELECT eps_join_count(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'v', r, 'id', 'v', eps);
-    END IF;
+    SELECT * INTO q, qc FROM sjd_join_sql('eps_join', l, r, 'v', format('%s::float8', eps));
     RETURN QUERY SELECT sjd_cpu_cases(label, q, qc);
     IF oracle THEN
         DROP TABLE IF EXISTS sjd_oracle;

@@ -66,13 +66,7 @@ CREATE OR REPLACE FUNCTION sjd_jaccard_case(label text, l text, r text, t float8
 RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE q text; qc text;
 BEGIN
-    IF r IS NULL THEN
-        q := format('SELECT * FROM jaccard_join(%L, %L, %L, %s::float8)', l, 'id', 's', t);
-        qc := format('SELECT jaccard_join_count(%L, %L, %L, %s::float8)', l, 'id', 's', t);
-    ELSE
-        q := format('SELECT * FROM jaccard_join(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 's', r, 'id', 's', t);
-        qc := format('SELECT jaccard_join_count(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 's', r, 'id', 's', t);
-    END IF;
+    SELECT * INTO q, qc FROM sjd_join_sql('jaccard_join', l, r, 's', format('%s::float8', t));
     RETURN QUERY SELECT sjd_cpu_cases(label, q, qc);
     IF oracle THEN
         PERFORM sjd_jaccard_oracle(l, r, t);

@@ -71,15 +71,7 @@ DECLARE
     q text; qc text;
 BEGIN
     label := label || ' [' || metric || ', eps ' || eps || ']';
-    IF r IS NULL THEN
-        q := format('SELECT * FROM eps_join(%L, %L, %L, %s::float8, %L)', l, 'id', 'v', eps, metric);
-        qc := format('SELECT eps_join_count(%L, %L, %L, %s::float8, %L)', l, 'id', 'v', eps, metric);
-    ELSE
-        q := format('SELECT * FROM eps_join(%L, %L, %L, %L, %L, %L, %s::float8, %L)',
-                    l, 'id', 'v', r, 'id', 'v', eps, metric);
-        qc := format('SELECT eps_join_count(%L, %L, %L, %L, %L, %L, %s::float8, %L)',
-                     l, 'id', 'v', r, 'id', 'v', eps, metric);
-    END IF;
+    SELECT * INTO q, qc FROM sjd_join_sql('eps_join', l, r, 'v', format('%s::float8, %L', eps, metric));
     RETURN QUERY SELECT sjd_cpu_cases(label, q, qc, 'sjm_cpu');
     IF oracle THEN
         DROP TABLE IF EXISTS sjm_oracle;

@@ -66,13 +66,7 @@ BEGIN
                  WHEN z THEN 'ST_3DDWithin(a.g, b.g, %s)'
                  ELSE 'ST_DWithin(a.g, b.g, %s)' END;
     dist := CASE WHEN z AND NOT geog THEN 'ST_3DDistance(a.g, b.g)' ELSE 'ST_Distance(a.g, b.g)' END;
-    IF r IS NULL THEN
-        q := format('SELECT * FROM eps_join(%L, %L, %L, %s::float8)', l, 'id', 'g', eps);
-        qc := format('SELECT eps_join_count(%L, %L, %L, %s::float8)', l, 'id', 'g', eps);
-    ELSE
-        q := format('SELECT * FROM eps_join(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'g', r, 'id', 'g', eps);
-        qc := format('SELECT eps_join_count(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'g', r, 'id', 'g', eps);
-    END IF;
+    SELECT * INTO q, qc FROM sjd_join_sql('eps_join', l, r, 'g', format('%s::float8', eps));
     RETURN QUERY SELECT sjd_cpu_cases(label, q, qc);
     DROP TABLE IF EXISTS sjd_oracle;
     EXECUTE format('CREATE TEMP TABLE sjd_oracle AS SELECT a.id::bigint AS left_id, b.id::bigint AS right_id, '

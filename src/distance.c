@@ -56,38 +56,6 @@ SjErrorDims(int a, int b)
 			 errmsg("different vector dimensions %d and %d", a, b)));
 }
 
-/* Sum of squared differences in dimension order, then sqrt. */
-#define SJ_L2(TYPE, a, b, dim) \
-	do { \
-		const TYPE *x = (const TYPE *) ARR_DATA_PTR(a); \
-		const TYPE *y = (const TYPE *) ARR_DATA_PTR(b); \
-		double		sum = 0.0; \
-		int			k; \
-		for (k = 0; k < (dim); k++) \
-			sum = sj_l2_step(sum, (double) x[k], (double) y[k]); \
-		PG_RETURN_FLOAT8(sj_l2_finish(sum)); \
-	} while (0)
-
-/* a.b, |a|^2 and |b|^2 in dimension order, then 1 - cos. */
-#define SJ_COSINE(TYPE, a, b, dim) \
-	do { \
-		const TYPE *x = (const TYPE *) ARR_DATA_PTR(a); \
-		const TYPE *y = (const TYPE *) ARR_DATA_PTR(b); \
-		double		dot = 0.0, \
-					na = 0.0, \
-					nb = 0.0; \
-		int			k; \
-		for (k = 0; k < (dim); k++) \
-		{ \
-			double		xk = (double) x[k]; \
-			double		yk = (double) y[k]; \
-			dot = sj_dot_step(dot, xk, yk); \
-			na = sj_dot_step(na, xk, xk); \
-			nb = sj_dot_step(nb, yk, yk); \
-		} \
-		PG_RETURN_FLOAT8(sj_cosine_finish(dot, na, nb)); \
-	} while (0)
-
 /* The two vector arguments of a distance function, checked; their dimension. */
 static int
 SjVectorArgs(FunctionCallInfo fcinfo, ArrayType **a, ArrayType **b)
@@ -104,17 +72,57 @@ SjVectorArgs(FunctionCallInfo fcinfo, ArrayType **a, ArrayType **b)
 	return da;
 }
 
+/*
+ * Sum of squared differences of the vector arguments (TYPE elements) in
+ * dimension order, then sqrt.
+ */
+#define SJ_L2(TYPE) \
+	do { \
+		ArrayType  *a; \
+		ArrayType  *b; \
+		int			dim = SjVectorArgs(fcinfo, &a, &b); \
+		const TYPE *x = (const TYPE *) ARR_DATA_PTR(a); \
+		const TYPE *y = (const TYPE *) ARR_DATA_PTR(b); \
+		double		sum = 0.0; \
+		int			k; \
+		for (k = 0; k < dim; k++) \
+			sum = sj_l2_step(sum, (double) x[k], (double) y[k]); \
+		PG_RETURN_FLOAT8(sj_l2_finish(sum)); \
+	} while (0)
+
+/*
+ * a.b, |a|^2 and |b|^2 of the vector arguments (TYPE elements) in dimension
+ * order, then 1 - cos.
+ */
+#define SJ_COSINE(TYPE) \
+	do { \
+		ArrayType  *a; \
+		ArrayType  *b; \
+		int			dim = SjVectorArgs(fcinfo, &a, &b); \
+		const TYPE *x = (const TYPE *) ARR_DATA_PTR(a); \
+		const TYPE *y = (const TYPE *) ARR_DATA_PTR(b); \
+		double		dot = 0.0, \
+					na = 0.0, \
+					nb = 0.0; \
+		int			k; \
+		for (k = 0; k < dim; k++) \
+		{ \
+			double		xk = (double) x[k]; \
+			double		yk = (double) y[k]; \
+			dot = sj_dot_step(dot, xk, yk); \
+			na = sj_dot_step(na, xk, xk); \
+			nb = sj_dot_step(nb, yk, yk); \
+		} \
+		PG_RETURN_FLOAT8(sj_cosine_finish(dot, na, nb)); \
+	} while (0)
+
 PG_FUNCTION_INFO_V1(l2_distance_float8);
 
 /* l2_distance(float8[], float8[]) and float8[] <-> float8[] */
 Datum
 l2_distance_float8(PG_FUNCTION_ARGS)
 {
-	ArrayType  *a;
-	ArrayType  *b;
-	int			dim = SjVectorArgs(fcinfo, &a, &b);
-
-	SJ_L2(float8, a, b, dim);
+	SJ_L2(float8);
 }
 
 PG_FUNCTION_INFO_V1(l2_distance_float4);
@@ -123,11 +131,7 @@ PG_FUNCTION_INFO_V1(l2_distance_float4);
 Datum
 l2_distance_float4(PG_FUNCTION_ARGS)
 {
-	ArrayType  *a;
-	ArrayType  *b;
-	int			dim = SjVectorArgs(fcinfo, &a, &b);
-
-	SJ_L2(float4, a, b, dim);
+	SJ_L2(float4);
 }
 
 PG_FUNCTION_INFO_V1(cosine_distance_float8);
@@ -136,11 +140,7 @@ PG_FUNCTION_INFO_V1(cosine_distance_float8);
 Datum
 cosine_distance_float8(PG_FUNCTION_ARGS)
 {
-	ArrayType  *a;
-	ArrayType  *b;
-	int			dim = SjVectorArgs(fcinfo, &a, &b);
-
-	SJ_COSINE(float8, a, b, dim);
+	SJ_COSINE(float8);
 }
 
 PG_FUNCTION_INFO_V1(cosine_distance_float4);
@@ -149,9 +149,5 @@ PG_FUNCTION_INFO_V1(cosine_distance_float4);
 Datum
 cosine_distance_float4(PG_FUNCTION_ARGS)
 {
-	ArrayType  *a;
-	ArrayType  *b;
-	int			dim = SjVectorArgs(fcinfo, &a, &b);
-
-	SJ_COSINE(float4, a, b, dim);
+	SJ_COSINE(float4);
 }

@@ -133,52 +133,27 @@ SjEpsSideInit(SjEpsScan *scan, const char *what)
 	SjEpsSideAlloc(scan);
 }
 
-/*
- * Scan one side and transpose it into the engine's layout.  Returns the
- * parallel workers that read it.
- */
-static int
-SjEpsMarshal(SjEpsScan *scan, SjVectorInput *out)
+/* SjSideFinishFn of an eps side: into its SjVectorInput. */
+static void
+SjEpsFinishScan(void *side, SjParts *parts, void *out)
 {
-	SjParts    *parts = SjScanRelation(scan->relid, 2, scan->cols, SJ_PART_EPS,
-									   scan, scan->what);
-	int			workers = parts ? parts->workers : 0;
-
-	SjEpsSideFinish(scan, parts, out);
-	SjPartsRelease(parts);
-	return workers;
+	SjEpsSideFinish((SjEpsScan *) side, parts, (SjVectorInput *) out);
 }
 
 /*
- * Scan both sides of a two-table join (together where parallel workers
- * read them) and transpose them.  Returns the parallel workers that read
- * them.
+ * Scan one side, or both of a two-table join (rscan not NULL), and
+ * transpose them into the engine's layout.  Returns the parallel workers
+ * that read them.
  */
 static int
-SjEpsMarshalPair(SjEpsScan *lscan, SjEpsScan *rscan, SjVectorInput *lout,
-				 SjVectorInput *rout)
+SjEpsMarshal(SjEpsScan *lscan, SjEpsScan *rscan, SjVectorInput *lout,
+			 SjVectorInput *rout)
 {
-	Oid			relids[2] = {lscan->relid, rscan->relid};
-	int			ncols[2] = {2, 2};
-	const SjColumn *cols[2] = {lscan->cols, rscan->cols};
-	void	   *sides[2] = {lscan, rscan};
-	const char *what[2] = {lscan->what, rscan->what};
-	SjParts    *parts[2];
-	int			workers,
-				rworkers;
+	SjJoinSide	sides[2] = {{lscan->relid, 2, lscan->cols, lscan->what, lscan, lout}};
 
-	if (!SjScanRelationPair(relids, ncols, cols, SJ_PART_EPS, sides, what, parts))
-	{
-		workers = SjEpsMarshal(lscan, lout);
-		rworkers = SjEpsMarshal(rscan, rout);
-		return Max(workers, rworkers);
-	}
-	workers = Max(parts[0] ? parts[0]->workers : 0, parts[1] ? parts[1]->workers : 0);
-	SjEpsSideFinish(lscan, parts[0], lout);
-	SjEpsSideFinish(rscan, parts[1], rout);
-	SjPartsRelease(parts[0]);
-	SjPartsRelease(parts[1]);
-	return workers;
+	if (rscan)
+		sides[1] = (SjJoinSide) {rscan->relid, 2, rscan->cols, rscan->what, rscan, rout};
+	return SjScanJoinSides(sides, rscan ? 2 : 1, SJ_PART_EPS, SjEpsFinishScan);
 }
 
 /*
@@ -478,10 +453,10 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	if (!job.self)
 		SjEpsPrepare(&rscan, right_relid, right_key, right_vec);
 	if (job.self)
-		stats.scan_workers = SjEpsMarshal(&lscan, &job.left);
+		stats.scan_workers = SjEpsMarshal(&lscan, NULL, &job.left, NULL);
 	else
 	{
-		stats.scan_workers = SjEpsMarshalPair(&lscan, &rscan, &job.left, &job.right);
+		stats.scan_workers = SjEpsMarshal(&lscan, &rscan, &job.left, &job.right);
 		if (lscan.dim >= 0 && rscan.dim >= 0 && lscan.dim != rscan.dim)
 			SjErrorDims(lscan.dim, rscan.dim);
 	}

@@ -47,6 +47,7 @@ SjCheckSetNulls(ArrayType *a, const char *what)
 				 errmsg("%s must not contain NULL elements", what)));
 }
 
+/* Order of int64 elements. */
 static int
 cmp_int64(const void *a, const void *b)
 {
@@ -69,6 +70,54 @@ cmp_bytes(const void *a, const void *b)
 	return x->len < y->len ? -1 : x->len > y->len;
 }
 
+/* Sort n elements of the given size and drop duplicates; returns how many are left. */
+static int
+SjSortUnique(void *v, int n, size_t size, int (*cmp) (const void *, const void *))
+{
+	char	   *e = (char *) v;
+	int			i,
+				m = 0;
+
+	qsort(v, n, size, cmp);
+	for (i = 0; i < n; i++)
+		if (m == 0 || cmp(e + (size_t) (m - 1) * size, e + (size_t) i * size) != 0)
+		{
+			if (m != i)
+				memcpy(e + (size_t) m * size, e + (size_t) i * size, size);
+			m++;
+		}
+	return m;
+}
+
+/* Number of elements two sorted, de-duplicated sets have in common. */
+static int
+SjSortedOverlap(const void *a, int na, const void *b, int nb, size_t size,
+				int (*cmp) (const void *, const void *))
+{
+	const char *x = (const char *) a;
+	const char *y = (const char *) b;
+	int			i = 0,
+				j = 0,
+				inter = 0;
+
+	while (i < na && j < nb)
+	{
+		int			c = cmp(x + (size_t) i * size, y + (size_t) j * size);
+
+		if (c < 0)
+			i++;
+		else if (c > 0)
+			j++;
+		else
+		{
+			inter++;
+			i++;
+			j++;
+		}
+	}
+	return inter;
+}
+
 /* The similarity expression shared with the engines. */
 double
 SjJaccardValue(int64 la, int64 lb, int64 inter)
@@ -86,8 +135,7 @@ SjIntSet(ArrayType *a, int *n)
 {
 	int			nitems = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
 	int64	   *v = palloc(sizeof(int64) * Max(nitems, 1));
-	int			i,
-				m = 0;
+	int			i;
 
 	SjCheckSetNulls(a, "set");
 	if (ARR_ELEMTYPE(a) == INT4OID)
@@ -99,11 +147,7 @@ SjIntSet(ArrayType *a, int *n)
 	}
 	else
 		memcpy(v, ARR_DATA_PTR(a), sizeof(int64) * nitems);
-	qsort(v, nitems, sizeof(int64), cmp_int64);
-	for (i = 0; i < nitems; i++)
-		if (m == 0 || v[m - 1] != v[i])
-			v[m++] = v[i];
-	*n = m;
+	*n = SjSortUnique(v, nitems, sizeof(int64), cmp_int64);
 	return v;
 }
 
@@ -114,8 +158,7 @@ SjTextSet(ArrayType *a, int *n)
 	int			nitems = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
 	SjBytes    *v = palloc(sizeof(SjBytes) * Max(nitems, 1));
 	const char *ptr = ARR_DATA_PTR(a);
-	int			i,
-				m = 0;
+	int			i;
 
 	SjCheckSetNulls(a, "set");
 	for (i = 0; i < nitems; i++)
@@ -125,11 +168,7 @@ SjTextSet(ArrayType *a, int *n)
 		ptr = att_addlength_pointer(ptr, -1, ptr);
 		ptr = (const char *) att_align_nominal(ptr, TYPALIGN_INT);
 	}
-	qsort(v, nitems, sizeof(SjBytes), cmp_bytes);
-	for (i = 0; i < nitems; i++)
-		if (m == 0 || cmp_bytes(&v[m - 1], &v[i]) != 0)
-			v[m++] = v[i];
-	*n = m;
+	*n = SjSortUnique(v, nitems, sizeof(SjBytes), cmp_bytes);
 	return v;
 }
 
@@ -140,27 +179,12 @@ Datum
 jaccard_int(PG_FUNCTION_ARGS)
 {
 	int			na,
-				nb,
-				i = 0,
-				j = 0,
-				inter = 0;
+				nb;
 	int64	   *a = SjIntSet(PG_GETARG_ARRAYTYPE_P(0), &na);
 	int64	   *b = SjIntSet(PG_GETARG_ARRAYTYPE_P(1), &nb);
 
-	while (i < na && j < nb)
-	{
-		if (a[i] < b[j])
-			i++;
-		else if (a[i] > b[j])
-			j++;
-		else
-		{
-			inter++;
-			i++;
-			j++;
-		}
-	}
-	PG_RETURN_FLOAT8(SjJaccardValue(na, nb, inter));
+	PG_RETURN_FLOAT8(SjJaccardValue(na, nb,
+									SjSortedOverlap(a, na, b, nb, sizeof(int64), cmp_int64)));
 }
 
 PG_FUNCTION_INFO_V1(jaccard_text);
@@ -170,29 +194,12 @@ Datum
 jaccard_text(PG_FUNCTION_ARGS)
 {
 	int			na,
-				nb,
-				i = 0,
-				j = 0,
-				inter = 0;
+				nb;
 	SjBytes    *a = SjTextSet(PG_GETARG_ARRAYTYPE_P(0), &na);
 	SjBytes    *b = SjTextSet(PG_GETARG_ARRAYTYPE_P(1), &nb);
 
-	while (i < na && j < nb)
-	{
-		int			c = cmp_bytes(&a[i], &b[j]);
-
-		if (c < 0)
-			i++;
-		else if (c > 0)
-			j++;
-		else
-		{
-			inter++;
-			i++;
-			j++;
-		}
-	}
-	PG_RETURN_FLOAT8(SjJaccardValue(na, nb, inter));
+	PG_RETURN_FLOAT8(SjJaccardValue(na, nb,
+									SjSortedOverlap(a, na, b, nb, sizeof(SjBytes), cmp_bytes)));
 }
 
 /* Is the character at p (of byte length len) part of a word? */

@@ -274,52 +274,36 @@ SjDictCreate(Oid elem)
 	return dict;
 }
 
-/*
- * Scan one side into the engine's layout.  Returns the parallel workers that
- * read it.
- */
-static int
-SjSetMarshal(SjSetScan *scan, SjSets *out, int64 **keys)
+/* What a set side's finish fills: the engine's sets and the keys. */
+typedef struct SjSetOut
 {
-	SjParts    *parts = SjScanRelation(scan->relid, 2, scan->cols, SJ_PART_SETS,
-									   scan, scan->what);
-	int			workers = parts ? parts->workers : 0;
+	SjSets	   *sets;
+	int64	  **keys;
+} SjSetOut;
 
-	SjSetSideFinish(scan, parts, out, keys);
-	SjPartsRelease(parts);
-	return workers;
+/* SjSideFinishFn of a set side: into its SjSetOut. */
+static void
+SjSetFinishScan(void *side, SjParts *parts, void *out)
+{
+	SjSetOut   *o = (SjSetOut *) out;
+
+	SjSetSideFinish((SjSetScan *) side, parts, o->sets, o->keys);
 }
 
 /*
- * Scan both sides of a two-table join (together where parallel workers
- * read them) into the engine's layout.  Returns the parallel workers that
- * read them.
+ * Scan one side, or both of a two-table join (rscan not NULL), into the
+ * engine's layout.  Returns the parallel workers that read them.
  */
 static int
-SjSetMarshalPair(SjSetScan *lscan, SjSetScan *rscan, SjSets *lout, int64 **lkeys,
-				 SjSets *rout, int64 **rkeys)
+SjSetMarshal(SjSetScan *lscan, SjSetScan *rscan, SjSets *lout, int64 **lkeys,
+			 SjSets *rout, int64 **rkeys)
 {
-	Oid			relids[2] = {lscan->relid, rscan->relid};
-	int			ncols[2] = {2, 2};
-	const SjColumn *cols[2] = {lscan->cols, rscan->cols};
-	void	   *sides[2] = {lscan, rscan};
-	const char *what[2] = {lscan->what, rscan->what};
-	SjParts    *parts[2];
-	int			workers,
-				rworkers;
+	SjSetOut	outs[2] = {{lout, lkeys}, {rout, rkeys}};
+	SjJoinSide	sides[2] = {{lscan->relid, 2, lscan->cols, lscan->what, lscan, &outs[0]}};
 
-	if (!SjScanRelationPair(relids, ncols, cols, SJ_PART_SETS, sides, what, parts))
-	{
-		workers = SjSetMarshal(lscan, lout, lkeys);
-		rworkers = SjSetMarshal(rscan, rout, rkeys);
-		return Max(workers, rworkers);
-	}
-	workers = Max(parts[0] ? parts[0]->workers : 0, parts[1] ? parts[1]->workers : 0);
-	SjSetSideFinish(lscan, parts[0], lout, lkeys);
-	SjSetSideFinish(rscan, parts[1], rout, rkeys);
-	SjPartsRelease(parts[0]);
-	SjPartsRelease(parts[1]);
-	return workers;
+	if (rscan)
+		sides[1] = (SjJoinSide) {rscan->relid, 2, rscan->cols, rscan->what, rscan, &outs[1]};
+	return SjScanJoinSides(sides, rscan ? 2 : 1, SJ_PART_SETS, SjSetFinishScan);
 }
 
 /*
@@ -733,10 +717,11 @@ SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 					 errhint("Cast one side in a view, or use the same element type on both sides.")));
 	}
 	if (job.self)
-		stats.scan_workers = SjSetMarshal(&lscan, &job.left, &job.left_keys);
+		stats.scan_workers = SjSetMarshal(&lscan, NULL, &job.left, &job.left_keys,
+										  NULL, NULL);
 	else
-		stats.scan_workers = SjSetMarshalPair(&lscan, &rscan, &job.left, &job.left_keys,
-											  &job.right, &job.right_keys);
+		stats.scan_workers = SjSetMarshal(&lscan, &rscan, &job.left, &job.left_keys,
+										  &job.right, &job.right_keys);
 	job.left.universe = dict->next_id;
 	job.right.universe = dict->next_id;
 	stats.left_rows = job.left.n;

@@ -315,3 +315,46 @@ SjScanRelationPair(const Oid *relids, const int *ncols, const SjColumn *const *c
 	relation_close(rels[1], NoLock);
 	return done;
 }
+
+/*
+ * Read one side, or both sides of a two-table join (together where parallel
+ * workers can read them, else one after the other), and finish each with
+ * the workers' parts, released after.  Returns the parallel workers that
+ * read them.
+ */
+int
+SjScanJoinSides(const SjJoinSide *sides, int nsides, SjPartKind kind,
+			SjSideFinishFn finish)
+{
+	Oid			relids[2];
+	int			ncols[2];
+	const SjColumn *cols[2];
+	void	   *scans[2];
+	const char *what[2];
+	SjParts    *parts[2] = {NULL, NULL};
+	bool		together;
+	int			workers = 0;
+	int			s;
+
+	Assert(nsides == 1 || nsides == 2);
+	for (s = 0; s < nsides; s++)
+	{
+		relids[s] = sides[s].relid;
+		ncols[s] = sides[s].ncols;
+		cols[s] = sides[s].cols;
+		scans[s] = sides[s].side;
+		what[s] = sides[s].what;
+	}
+	together = nsides == 2 &&
+		SjScanRelationPair(relids, ncols, cols, kind, scans, what, parts);
+	for (s = 0; s < nsides; s++)
+	{
+		if (!together)
+			parts[s] = SjScanRelation(relids[s], ncols[s], cols[s], kind,
+									  scans[s], what[s]);
+		workers = Max(workers, parts[s] ? parts[s]->workers : 0);
+		finish(scans[s], parts[s], sides[s].out);
+		SjPartsRelease(parts[s]);
+	}
+	return workers;
+}

@@ -103,6 +103,26 @@ extern SjParts *SjScanRelation(Oid relid, int ncols, const SjColumn *cols,
 extern bool SjScanRelationPair(const Oid *relids, const int *ncols,
 							   const SjColumn *const *cols, SjPartKind kind,
 							   void **sides, const char *const *what, SjParts **parts);
+
+/*
+ * One side of a join for SjScanJoinSides: the relation and its columns (the key
+ * first), the operator's side its rows go into, and what finishing it fills.
+ */
+typedef struct SjJoinSide
+{
+	Oid			relid;
+	int			ncols;
+	const SjColumn *cols;
+	const char *what;			/* names the values in error messages */
+	void	   *side;
+	void	   *out;
+} SjJoinSide;
+
+/* An operator's merge of a side and the workers' parts (or NULL) into out. */
+typedef void (*SjSideFinishFn) (void *side, SjParts *parts, void *out);
+
+extern int	SjScanJoinSides(const SjJoinSide *sides, int nsides, SjPartKind kind,
+						SjSideFinishFn finish);
 extern int64 SjKeyValue(Datum value, Oid typid);
 extern void SjErrorNullKey(Oid relid, const SjColumn *col);
 

@@ -503,45 +503,26 @@ SjPointPrepare(SjPointScan *scan, Oid relid, text *key, text *column)
 			 scan->eps.cols[1].name, get_rel_name(relid));
 }
 
-/* Scan one side of points.  Returns the parallel workers that read it. */
-static int
-SjPointMarshal(SjPointScan *scan, SjVectorInput *out)
+/* SjSideFinishFn of a side of points: into its SjVectorInput. */
+static void
+SjPointFinishScan(void *side, SjParts *parts, void *out)
 {
-	SjParts    *parts = SjScanRelation(scan->eps.relid, 2, scan->eps.cols,
-									   SJ_PART_POINTS, scan, scan->eps.what);
-	int			workers = parts ? parts->workers : 0;
-
-	SjPointSideFinish(scan, parts, out);
-	SjPartsRelease(parts);
-	return workers;
+	SjPointSideFinish((SjPointScan *) side, parts, (SjVectorInput *) out);
 }
 
-/* Scan both sides of a two-table join of points. */
+/*
+ * Scan one side of points, or both of a two-table join (rscan not NULL).
+ * Returns the parallel workers that read them.
+ */
 static int
-SjPointMarshalPair(SjPointScan *lscan, SjPointScan *rscan, SjVectorInput *lout,
-				   SjVectorInput *rout)
+SjPointMarshal(SjPointScan *lscan, SjPointScan *rscan, SjVectorInput *lout,
+			   SjVectorInput *rout)
 {
-	Oid			relids[2] = {lscan->eps.relid, rscan->eps.relid};
-	int			ncols[2] = {2, 2};
-	const SjColumn *cols[2] = {lscan->eps.cols, rscan->eps.cols};
-	void	   *sides[2] = {lscan, rscan};
-	const char *what[2] = {lscan->eps.what, rscan->eps.what};
-	SjParts    *parts[2];
-	int			workers,
-				rworkers;
+	SjJoinSide	sides[2] = {{lscan->eps.relid, 2, lscan->eps.cols, lscan->eps.what, lscan, lout}};
 
-	if (!SjScanRelationPair(relids, ncols, cols, SJ_PART_POINTS, sides, what, parts))
-	{
-		workers = SjPointMarshal(lscan, lout);
-		rworkers = SjPointMarshal(rscan, rout);
-		return Max(workers, rworkers);
-	}
-	workers = Max(parts[0] ? parts[0]->workers : 0, parts[1] ? parts[1]->workers : 0);
-	SjPointSideFinish(lscan, parts[0], lout);
-	SjPointSideFinish(rscan, parts[1], rout);
-	SjPartsRelease(parts[0]);
-	SjPartsRelease(parts[1]);
-	return workers;
+	if (rscan)
+		sides[1] = (SjJoinSide) {rscan->eps.relid, 2, rscan->eps.cols, rscan->eps.what, rscan, rout};
+	return SjScanJoinSides(sides, rscan ? 2 : 1, SJ_PART_POINTS, SjPointFinishScan);
 }
 
 /* What the emitter of a join of points needs. */
@@ -787,15 +768,15 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("cannot join geometry with geography"),
 					 errhint("Cast one side through a view.")));
-		stats.scan_workers = SjPointMarshalPair(&lscan, &rscan, &job.eps.left,
-												&job.eps.right);
+		stats.scan_workers = SjPointMarshal(&lscan, &rscan, &job.eps.left,
+											&job.eps.right);
 		if (lscan.have_srid && rscan.have_srid && lscan.srid != rscan.srid)
 			SjErrorSrid(lscan.srid, rscan.srid);
 		if (lscan.eps.dim >= 0 && rscan.eps.dim >= 0 && lscan.eps.dim != rscan.eps.dim)
 			SjErrorPointDims(lscan.eps.dim, rscan.eps.dim);
 	}
 	else
-		stats.scan_workers = SjPointMarshal(&lscan, &job.eps.left);
+		stats.scan_workers = SjPointMarshal(&lscan, NULL, &job.eps.left, NULL);
 	job.geography = lscan.geography;
 	job.srid = lscan.srid;
 	job.dim = lscan.eps.dim;

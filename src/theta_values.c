@@ -268,12 +268,7 @@ SjNumericBounds(SjThetaCompiler *c, const uint64 *leaf, int scale)
 
 		switch (in->op)
 		{
-			case SJ_OP_LOAD_L:
-			case SJ_OP_LOAD_R:
-			case SJ_OP_CONST_I:
-			case SJ_OP_CONST_F:
-			case SJ_OP_CONST_B:
-			case SJ_OP_CONST_NULL:
+			SJ_THETA_LEAF_CASES:
 				stack[sp++] = leaf[i];
 				continue;
 			case SJ_OP_NEG_I:
@@ -359,12 +354,7 @@ SjNumericWide(SjThetaCompiler *c, const uint64 *leaf, const int *leafdsmax,
 
 		switch (in->op)
 		{
-			case SJ_OP_LOAD_L:
-			case SJ_OP_LOAD_R:
-			case SJ_OP_CONST_I:
-			case SJ_OP_CONST_F:
-			case SJ_OP_CONST_B:
-			case SJ_OP_CONST_NULL:
+			SJ_THETA_LEAF_CASES:
 				r.sc = r.dsmax = leafdsmax[i];
 				r.dsexact = leafdsexact[i];
 				r.mag = (double) leaf[i] / pow(10.0, scale);

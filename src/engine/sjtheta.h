@@ -257,6 +257,24 @@ typedef enum SjThetaOp
 	SJ_OP_GE_W = 75
 } SjThetaOp;
 
+/* The opcodes that push a value without popping one, as case labels */
+#define SJ_THETA_LEAF_CASES \
+	case SJ_OP_LOAD_L: \
+	case SJ_OP_LOAD_R: \
+	case SJ_OP_CONST_I: \
+	case SJ_OP_CONST_F: \
+	case SJ_OP_CONST_B: \
+	case SJ_OP_CONST_NULL
+
+/* The six comparison opcodes of a type (T: I, F or W), as case labels */
+#define SJ_THETA_CMP_CASES(T) \
+	case SJ_OP_EQ_##T: \
+	case SJ_OP_NE_##T: \
+	case SJ_OP_LT_##T: \
+	case SJ_OP_LE_##T: \
+	case SJ_OP_GT_##T: \
+	case SJ_OP_GE_##T
+
 /* DIV_W's arg: the common scale, the divisor's scale, the dividend's display scale */
 #define SJ_DIVW_ARG(s, kc, dsx)	((s) | ((kc) << 8) | ((dsx) << 16))
 #define SJ_DIVW_S(arg)		((arg) & 255)

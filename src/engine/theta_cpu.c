@@ -203,6 +203,21 @@ th_merge(uint8_t sa, uint8_t sb)
 	return sa > TS_NULL ? sa : (sb > TS_NULL ? sb : TS_NULL);
 }
 
+/*
+ * For every lane k of the operands a and b: where either holds NULL or an
+ * error the lane takes the merged state, elsewhere stmt computes it.
+ */
+#define TH_BINARY_LANES(a, b, n, k, stmt) \
+	do { \
+		for ((k) = 0; (k) < (n); (k)++) \
+		{ \
+			if ((a)->s[k] | (b)->s[k]) \
+				(a)->s[k] = th_merge((a)->s[k], (b)->s[k]); \
+			else \
+				stmt; \
+		} \
+	} while (0)
+
 /* ------------------------------------------------------------------------
  * The vectorised interpreter
  * ------------------------------------------------------------------------ */
@@ -374,15 +389,10 @@ th_eval_numeric(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
 			a = &sc->reg[sp - 2];
 			b = &sc->reg[sp - 1];
 			sp--;
-			for (k = 0; k < n; k++)
-			{
-				if (a->s[k] | b->s[k])
-					a->s[k] = th_merge(a->s[k], b->s[k]);
-				else
-					a->v[k].i = op == SJ_OP_ADD_N ?
-						sj_num_add(a->v[k].i, b->v[k].i) :
-						sj_num_sub(a->v[k].i, b->v[k].i);
-			}
+			TH_BINARY_LANES(a, b, n, k,
+							a->v[k].i = op == SJ_OP_ADD_N ?
+								sj_num_add(a->v[k].i, b->v[k].i) :
+								sj_num_sub(a->v[k].i, b->v[k].i));
 			break;
 		case SJ_OP_NEG_N:
 		case SJ_OP_MUL_N:
@@ -403,15 +413,10 @@ th_eval_numeric(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
 			a = &sc->reg[sp - 2];
 			b = &sc->reg[sp - 1];
 			sp--;
-			for (k = 0; k < n; k++)
-			{
-				if (a->s[k] | b->s[k])
-					a->s[k] = th_merge(a->s[k], b->s[k]);
-				else
-					sc->w[sp - 1][k] = op == SJ_OP_ADD_W ?
-						sj_nw_add(sc->w[sp - 1][k], sc->w[sp][k]) :
-						sj_nw_sub(sc->w[sp - 1][k], sc->w[sp][k]);
-			}
+			TH_BINARY_LANES(a, b, n, k,
+							sc->w[sp - 1][k] = op == SJ_OP_ADD_W ?
+								sj_nw_add(sc->w[sp - 1][k], sc->w[sp][k]) :
+								sj_nw_sub(sc->w[sp - 1][k], sc->w[sp][k]));
 			break;
 		case SJ_OP_NEG_W:
 		case SJ_OP_MUL_W:
@@ -432,100 +437,52 @@ th_eval_numeric(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
 					a->s[k] = TS_ERR(SJ_THETA_ERR_DIVISION_BY_ZERO);
 			}
 			break;
-		case SJ_OP_EQ_W:
-		case SJ_OP_NE_W:
-		case SJ_OP_LT_W:
-		case SJ_OP_LE_W:
-		case SJ_OP_GT_W:
-		case SJ_OP_GE_W:
-			a = &sc->reg[sp - 2];
-			b = &sc->reg[sp - 1];
-			sp--;
-			for (k = 0; k < n; k++)
-			{
-				if (a->s[k] | b->s[k])
-					a->s[k] = th_merge(a->s[k], b->s[k]);
-				else
-					a->v[k].i = sj_th_holds(op - SJ_OP_EQ_W,
-											 sj_nw_cmp(sc->w[sp - 1][k], sc->w[sp][k]));
-			}
-			break;
 		default:
 			break;
 	}
 	return sp;
 }
 
-/* th_eval's int and float comparisons: returns the new stack depth. */
+/* Three-way comparison of lane k of a and b (wa, wb: their wide values). */
+static inline int
+th_lane_cmp(int type, const ThReg *a, const ThReg *b, const sj_nw *wa,
+			const sj_nw *wb, int k)
+{
+	if (type == SJ_TNW)
+		return sj_nw_cmp(wa[k], wb[k]);
+	if (type == SJ_TF64)
+		return sj_th_fcmp(a->v[k].f, b->v[k].f);
+	return (a->v[k].i > b->v[k].i) - (a->v[k].i < b->v[k].i);
+}
+
+/*
+ * th_eval's comparisons of two ints, floats or wide numerics: returns the
+ * new stack depth.
+ */
 static int
 th_eval_compare(const SjThetaInstr *in, ThScratch *sc, int sp, int n)
 {
-	ThReg	   *a,
-			   *b;
-	int			op = in->op,
-				k;
+	int			op = in->op;
+	int			type = op >= SJ_OP_EQ_W ? SJ_TNW : op >= SJ_OP_EQ_F ? SJ_TF64 : SJ_TI64;
+	int			base = op - (type == SJ_TNW ? SJ_OP_EQ_W :
+							 type == SJ_TF64 ? SJ_OP_EQ_F : SJ_OP_EQ_I);
+	ThReg	   *a = &sc->reg[sp - 2];
+	const ThReg *b = &sc->reg[sp - 1];
+	const sj_nw *wa = sc->w[sp - 2];
+	const sj_nw *wb = sc->w[sp - 1];
+	int			k;
 
-	switch (op)
+	if (type != SJ_TNW && !th_any_state(a, b, n))
 	{
-		case SJ_OP_EQ_I:
-		case SJ_OP_NE_I:
-		case SJ_OP_LT_I:
-		case SJ_OP_LE_I:
-		case SJ_OP_GT_I:
-		case SJ_OP_GE_I:
-			{
-				int			base = op - SJ_OP_EQ_I;
-
-				a = &sc->reg[sp - 2];
-				b = &sc->reg[sp - 1];
-				sp--;
-				if (!th_any_state(a, b, n))
-				{
-					th_icmp_fast(base, a, b, n);
-					break;
-				}
-				for (k = 0; k < n; k++)
-				{
-					int64_t		x = a->v[k].i,
-								y = b->v[k].i;
-
-					if (a->s[k] | b->s[k])
-						a->s[k] = th_merge(a->s[k], b->s[k]);
-					else
-						a->v[k].i = sj_th_holds(base, (x > y) - (x < y));
-				}
-				break;
-			}
-		case SJ_OP_EQ_F:
-		case SJ_OP_NE_F:
-		case SJ_OP_LT_F:
-		case SJ_OP_LE_F:
-		case SJ_OP_GT_F:
-		case SJ_OP_GE_F:
-			{
-				int			base = op - SJ_OP_EQ_F;
-
-				a = &sc->reg[sp - 2];
-				b = &sc->reg[sp - 1];
-				sp--;
-				if (!th_any_state(a, b, n))
-				{
-					th_fcmp_fast(base, a, b, n);
-					break;
-				}
-				for (k = 0; k < n; k++)
-				{
-					if (a->s[k] | b->s[k])
-						a->s[k] = th_merge(a->s[k], b->s[k]);
-					else
-						a->v[k].i = sj_th_holds(base, sj_th_fcmp(a->v[k].f, b->v[k].f));
-				}
-				break;
-			}
-		default:
-			break;
+		if (type == SJ_TF64)
+			th_fcmp_fast(base, a, b, n);
+		else
+			th_icmp_fast(base, a, b, n);
+		return sp - 1;
 	}
-	return sp;
+	TH_BINARY_LANES(a, b, n, k,
+					a->v[k].i = sj_th_holds(base, th_lane_cmp(type, a, b, wa, wb, k)));
+	return sp - 1;
 }
 
 /* th_eval's AND, OR, NOT, IS [NOT] NULL: returns the new stack depth. */
@@ -661,13 +618,8 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 					if ((op == SJ_OP_ADD_I || op == SJ_OP_SUB_I) &&
 						!th_any_state(a, b, n) && th_iaddsub_fast(op, a, b, w, n))
 						break;
-					for (k = 0; k < n; k++)
-					{
-						if (a->s[k] | b->s[k])
-							a->s[k] = th_merge(a->s[k], b->s[k]);
-						else
-							a->s[k] = sj_th_iarith(op, a->v[k].i, b->v[k].i, w, &a->v[k].i);
-					}
+					TH_BINARY_LANES(a, b, n, k,
+									a->s[k] = sj_th_iarith(op, a->v[k].i, b->v[k].i, w, &a->v[k].i));
 					break;
 				}
 			case SJ_OP_NEG_I:
@@ -696,12 +648,6 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 			case SJ_OP_NEG_W:
 			case SJ_OP_MUL_W:
 			case SJ_OP_DIV_W:
-			case SJ_OP_EQ_W:
-			case SJ_OP_NE_W:
-			case SJ_OP_LT_W:
-			case SJ_OP_LE_W:
-			case SJ_OP_GT_W:
-			case SJ_OP_GE_W:
 				sp = th_eval_numeric(in, sc, sp, n);
 				break;
 			case SJ_OP_ADD_F:
@@ -714,13 +660,8 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 					a = &sc->reg[sp - 2];
 					b = &sc->reg[sp - 1];
 					sp--;
-					for (k = 0; k < n; k++)
-					{
-						if (a->s[k] | b->s[k])
-							a->s[k] = th_merge(a->s[k], b->s[k]);
-						else
-							a->s[k] = sj_th_farith(op, a->v[k].f, b->v[k].f, w, &a->v[k].f);
-					}
+					TH_BINARY_LANES(a, b, n, k,
+									a->s[k] = sj_th_farith(op, a->v[k].f, b->v[k].f, w, &a->v[k].f));
 					break;
 				}
 			case SJ_OP_NEG_F:
@@ -733,18 +674,9 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
 				for (k = 0; k < n; k++)
 					a->v[k].f = in->arg == 32 ? (double) (float) a->v[k].i : (double) a->v[k].i;
 				break;
-			case SJ_OP_EQ_I:
-			case SJ_OP_NE_I:
-			case SJ_OP_LT_I:
-			case SJ_OP_LE_I:
-			case SJ_OP_GT_I:
-			case SJ_OP_GE_I:
-			case SJ_OP_EQ_F:
-			case SJ_OP_NE_F:
-			case SJ_OP_LT_F:
-			case SJ_OP_LE_F:
-			case SJ_OP_GT_F:
-			case SJ_OP_GE_F:
+			SJ_THETA_CMP_CASES(I):
+			SJ_THETA_CMP_CASES(F):
+			SJ_THETA_CMP_CASES(W):
 				sp = th_eval_compare(in, sc, sp, n);
 				break;
 			case SJ_OP_AND:

@@ -56,12 +56,7 @@ sj_theta_arity(int op)
 {
 	switch (op)
 	{
-		case SJ_OP_LOAD_L:
-		case SJ_OP_LOAD_R:
-		case SJ_OP_CONST_I:
-		case SJ_OP_CONST_F:
-		case SJ_OP_CONST_B:
-		case SJ_OP_CONST_NULL:
+		SJ_THETA_LEAF_CASES:
 			return 0;
 		case SJ_OP_NEG_I:
 		case SJ_OP_NEG_F:
@@ -78,12 +73,7 @@ sj_theta_arity(int op)
 			return 1;
 		case SJ_OP_ADD_W:
 		case SJ_OP_SUB_W:
-		case SJ_OP_EQ_W:
-		case SJ_OP_NE_W:
-		case SJ_OP_LT_W:
-		case SJ_OP_LE_W:
-		case SJ_OP_GT_W:
-		case SJ_OP_GE_W:
+		SJ_THETA_CMP_CASES(W):
 		case SJ_OP_ADD_N:
 		case SJ_OP_SUB_N:
 		case SJ_OP_ADD_I:
@@ -95,18 +85,8 @@ sj_theta_arity(int op)
 		case SJ_OP_SUB_F:
 		case SJ_OP_MUL_F:
 		case SJ_OP_DIV_F:
-		case SJ_OP_EQ_I:
-		case SJ_OP_NE_I:
-		case SJ_OP_LT_I:
-		case SJ_OP_LE_I:
-		case SJ_OP_GT_I:
-		case SJ_OP_GE_I:
-		case SJ_OP_EQ_F:
-		case SJ_OP_NE_F:
-		case SJ_OP_LT_F:
-		case SJ_OP_LE_F:
-		case SJ_OP_GT_F:
-		case SJ_OP_GE_F:
+		SJ_THETA_CMP_CASES(I):
+		SJ_THETA_CMP_CASES(F):
 		case SJ_OP_AND:
 		case SJ_OP_OR:
 			return 2;
@@ -159,30 +139,15 @@ theta_signature(int op, int *operand, int *result)
 			*operand = SJ_TNW;
 			*result = SJ_TNW;
 			break;
-		case SJ_OP_EQ_W:
-		case SJ_OP_NE_W:
-		case SJ_OP_LT_W:
-		case SJ_OP_LE_W:
-		case SJ_OP_GT_W:
-		case SJ_OP_GE_W:
+		SJ_THETA_CMP_CASES(W):
 			*operand = SJ_TNW;
 			*result = SJ_TBOOL;
 			break;
-		case SJ_OP_EQ_I:
-		case SJ_OP_NE_I:
-		case SJ_OP_LT_I:
-		case SJ_OP_LE_I:
-		case SJ_OP_GT_I:
-		case SJ_OP_GE_I:
+		SJ_THETA_CMP_CASES(I):
 			*operand = SJ_TI64;
 			*result = SJ_TBOOL;
 			break;
-		case SJ_OP_EQ_F:
-		case SJ_OP_NE_F:
-		case SJ_OP_LT_F:
-		case SJ_OP_LE_F:
-		case SJ_OP_GT_F:
-		case SJ_OP_GE_F:
+		SJ_THETA_CMP_CASES(F):
 			*operand = SJ_TF64;
 			*result = SJ_TBOOL;
 			break;

@@ -76,18 +76,32 @@ BEGIN
     END IF;
 END $$;
 
--- one workload on every engine: \set ws (its name), tbl, eps and metric
--- first.  The CPU engine and the nested loop may take long: past
--- hd_timeout the time is recorded as a lower bound
+-- one workload on every engine, as statements for \gexec, each a statement
+-- of its own so that statement_timeout bounds it.  The CPU engine and the
+-- nested loop (native) may take long: past timeout the time is recorded as
+-- a lower bound
+CREATE OR REPLACE FUNCTION sjb_hd_steps(ws text, tbl text, eps float8, metric text,
+                                        native boolean, timeout text, sample int)
+RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE call text := format('SELECT sjb_hd(%L, %L, %s, %L, ', ws, tbl, eps, metric);
+BEGIN
+    RETURN NEXT call || '''gpu'')';
+    RETURN NEXT format('SET statement_timeout = %L', timeout);
+    RETURN NEXT call || '''cpu'')';
+    RETURN NEXT call || '''auto'')';
+    IF native THEN
+        RETURN NEXT call || format('%L, %s)', 'native', sample);
+    END IF;
+    RETURN NEXT 'RESET statement_timeout';
+END $$;
+
+-- :hd_run \gexec runs one workload: \set ws (its name), tbl, eps and metric
+-- first
 \if :{?hd_native}
 \else
 \set hd_native on
 \endif
-\if :hd_native
-\set hd_run 'SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''gpu''); SET statement_timeout = :''hd_timeout''; SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''cpu''); SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''auto''); SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''native'', :hd_sample); RESET statement_timeout'
-\else
-\set hd_run 'SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''gpu''); SET statement_timeout = :''hd_timeout''; SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''cpu''); SELECT sjb_hd(:''ws'', :''tbl'', :eps, :''metric'', ''auto''); RESET statement_timeout'
-\endif
+\set hd_run 'SELECT sjb_hd_steps(:''ws'', :''tbl'', :eps, :''metric'', :''hd_native'', :''hd_timeout'', :hd_sample)'
 
 \if :{?hd_part}
 \else
@@ -102,7 +116,7 @@ SELECT sjb_clustered('hd128', (1000000 * :hd_scale)::int, 128, 0.01);
 \set tbl hd128
 \set eps 0.1
 \set metric l2
-:hd_run;
+:hd_run \gexec
 DROP TABLE hd128;
 \endif
 \if :hd_l2
@@ -110,7 +124,7 @@ SELECT sjb_clustered('hd96', (1000000 * :hd_scale)::int, 96, 0.01);
 \set ws 'hd96 (b) 1M x 96-D L2 eps=0.09'
 \set tbl hd96
 \set eps 0.09
-:hd_run;
+:hd_run \gexec
 DROP TABLE hd96;
 \endif
 
@@ -125,7 +139,7 @@ SELECT sjb_pick_eps('hd384c', 'cosine', '{0.0001,0.0002,0.0005,0.001,0.002,0.005
 \endif
 \set ws 'hd384c (c) 1M x 384-D cosine eps=' :eps
 \set tbl hd384c
-:hd_run;
+:hd_run \gexec
 DROP TABLE hd384c;
 SELECT sjb_mixture('hd1536c', (200000 * :hd_scale)::int, 1536);
 \if :{?hd_eps}
@@ -135,50 +149,23 @@ SELECT sjb_pick_eps('hd1536c', 'cosine', '{0.0001,0.0002,0.0005,0.001,0.002,0.00
 \endif
 \set ws 'hd1536c (d) 200K x 1536-D cosine eps=' :eps
 \set tbl hd1536c
-:hd_run;
+:hd_run \gexec
 DROP TABLE hd1536c;
 \endif
 
 -- the sweep: the same shape and pair density at every dimension
 \if :hd_sweep
-\set metric l2
-\set tbl hdsweep
-SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 3, 0.01);
-\set ws 'sweep d=   3 L2 eps=0.0142'
-\set eps 0.0142
-:hd_run;
-SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 8, 0.01);
-\set ws 'sweep d=   8 L2 eps=0.0232'
-\set eps 0.0232
-:hd_run;
-SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 16, 0.01);
-\set ws 'sweep d=  16 L2 eps=0.0328'
-\set eps 0.0328
-:hd_run;
-SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 33, 0.01);
-\set ws 'sweep d=  33 L2 eps=0.0471'
-\set eps 0.0471
-:hd_run;
-SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 64, 0.01);
-\set ws 'sweep d=  64 L2 eps=0.0656'
-\set eps 0.0656
-:hd_run;
-SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 128, 0.01);
-\set ws 'sweep d= 128 L2 eps=0.0928'
-\set eps 0.0928
-:hd_run;
-SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 384, 0.01);
-\set ws 'sweep d= 384 L2 eps=0.1607'
-\set eps 0.1607
-:hd_run;
-SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 768, 0.01);
-\set ws 'sweep d= 768 L2 eps=0.2272'
-\set eps 0.2272
-:hd_run;
-SELECT sjb_clustered('hdsweep', (50000 * :hd_scale)::int, 1536, 0.01);
-\set ws 'sweep d=1536 L2 eps=0.3214'
-\set eps 0.3214
-:hd_run;
+SELECT x.s
+FROM unnest('{3, 8, 16, 33, 64, 128, 384, 768, 1536}'::int[],
+            '{0.0142, 0.0232, 0.0328, 0.0471, 0.0656, 0.0928, 0.1607, 0.2272, 0.3214}'::float8[])
+     WITH ORDINALITY AS w(d, eps, i),
+     LATERAL (SELECT format('SELECT sjb_clustered(%L, %s, %s, 0.01)', 'hdsweep',
+                            (50000 * :hd_scale)::int, w.d), 0::bigint
+              UNION ALL
+              SELECT * FROM sjb_hd_steps(format('sweep d=%4s L2 eps=%s', w.d, w.eps), 'hdsweep',
+                                         w.eps, 'l2', :'hd_native', :'hd_timeout', :hd_sample)
+                            WITH ORDINALITY) AS x(s, j)
+ORDER BY w.i, x.j \gexec
 DROP TABLE hdsweep;
 \endif
 DROP TABLE IF EXISTS sjb_id, sjb_comp;

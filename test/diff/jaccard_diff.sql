@@ -64,46 +64,15 @@ END $$;
 CREATE OR REPLACE FUNCTION sjd_jaccard_case(label text, l text, r text, t float8,
                                             oracle boolean, mem text DEFAULT '0')
 RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE q text; qc text; n bigint; c bigint; p text; devs text;
+DECLARE q text; qc text;
 BEGIN
-    IF r IS NULL THEN
-        q := format('SELECT * FROM jaccard_join(%L, %L, %L, %s::float8)', l, 'id', 's', t);
-        qc := format('SELECT jaccard_join_count(%L, %L, %L, %s::float8)', l, 'id', 's', t);
-    ELSE
-        q := format('SELECT * FROM jaccard_join(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 's', r, 'id', 's', t);
-        qc := format('SELECT jaccard_join_count(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 's', r, 'id', 's', t);
-    END IF;
-    PERFORM sjd_capture('sjd_cpu', 'cpu', q);
-    SELECT count(*) INTO n FROM sjd_cpu;
-    c := sjd_scalar('cpu', qc);
-    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+    SELECT * INTO q, qc FROM sjd_join_sql('jaccard_join', l, r, 's', format('%s::float8', t));
+    RETURN QUERY SELECT sjd_cpu_cases(label, q, qc);
     IF oracle THEN
         PERFORM sjd_jaccard_oracle(l, r, t);
         RETURN NEXT sjd_report(label || ': cpu = SQL oracle', sjd_same('sjd_cpu', 'sjd_oracle'));
     END IF;
-    IF sjd_gpu() THEN
-        PERFORM sjd_capture('sjd_gpu', 'gpu', q, mem);
-        p := sjd_same('sjd_gpu', 'sjd_cpu');
-        c := sjd_scalar('gpu', qc, mem);
-        IF p IS NULL AND c <> n THEN
-            p := format('gpu count %s, cpu rows %s', c, n);
-        END IF;
-        RETURN NEXT sjd_report(label || ': gpu = cpu', p,
-                               CASE WHEN mem <> '0' THEN 'gpu_memory_limit ' || mem ELSE '' END);
-        -- one join on several devices: one GPU twice, and two GPUs where visible
-        FOREACH devs IN ARRAY sjd_device_lists() LOOP
-            PERFORM set_config('simjoin.devices', devs, true);
-            PERFORM sjd_capture('sjd_gpu', 'gpu', q, mem);
-            p := sjd_same('sjd_gpu', 'sjd_cpu');
-            c := sjd_scalar('gpu', qc, mem);
-            PERFORM set_config('simjoin.devices', 'all', true);
-            IF p IS NULL AND c <> n THEN
-                p := format('gpu count %s, cpu rows %s', c, n);
-            END IF;
-            RETURN NEXT sjd_report(label || ': gpu on devices ' || devs || ' = cpu', p,
-                                   CASE WHEN mem <> '0' THEN 'gpu_memory_limit ' || mem ELSE '' END);
-        END LOOP;
-    END IF;
+    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, mem);
 END $$;
 
 SELECT sjd_sets('j_empty', 0, 'uniform');

@@ -68,22 +68,11 @@ CREATE OR REPLACE FUNCTION sjm_case(label text, l text, r text, eps float8, metr
                                     oracle boolean, mem text DEFAULT '0')
 RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
-    q text; qc text; n bigint; c bigint; p text;
+    q text; qc text;
 BEGIN
     label := label || ' [' || metric || ', eps ' || eps || ']';
-    IF r IS NULL THEN
-        q := format('SELECT * FROM eps_join(%L, %L, %L, %s::float8, %L)', l, 'id', 'v', eps, metric);
-        qc := format('SELECT eps_join_count(%L, %L, %L, %s::float8, %L)', l, 'id', 'v', eps, metric);
-    ELSE
-        q := format('SELECT * FROM eps_join(%L, %L, %L, %L, %L, %L, %s::float8, %L)',
-                    l, 'id', 'v', r, 'id', 'v', eps, metric);
-        qc := format('SELECT eps_join_count(%L, %L, %L, %L, %L, %L, %s::float8, %L)',
-                     l, 'id', 'v', r, 'id', 'v', eps, metric);
-    END IF;
-    PERFORM sjd_capture('sjm_cpu', 'cpu', q);
-    SELECT count(*) INTO n FROM sjm_cpu;
-    c := sjd_scalar('cpu', qc);
-    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+    SELECT * INTO q, qc FROM sjd_join_sql('eps_join', l, r, 'v', format('%s::float8, %L', eps, metric));
+    RETURN QUERY SELECT sjd_cpu_cases(label, q, qc, 'sjm_cpu');
     IF oracle THEN
         DROP TABLE IF EXISTS sjm_oracle;
         EXECUTE format($o$CREATE TEMP TABLE sjm_oracle AS
@@ -95,16 +84,7 @@ BEGIN
             metric, eps);
         RETURN NEXT sjd_report(label || ': cpu = SQL oracle', sjd_same('sjm_cpu', 'sjm_oracle'));
     END IF;
-    IF sjd_gpu() THEN
-        PERFORM sjd_capture('sjm_gpu', 'gpu', q, mem);
-        p := sjd_same('sjm_gpu', 'sjm_cpu');
-        c := sjd_scalar('gpu', qc, mem);
-        IF p IS NULL AND c <> n THEN
-            p := format('gpu count %s, cpu rows %s', c, n);
-        END IF;
-        RETURN NEXT sjd_report(label || ': gpu = cpu', p,
-                               CASE WHEN mem <> '0' THEN 'gpu_memory_limit ' || mem ELSE '' END);
-    END IF;
+    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, mem, false, 'sjm_cpu', 'sjm_gpu');
 END $$;
 
 -- small cases, with the oracle, at every dimension and both metrics

@@ -58,7 +58,7 @@ END $$;
 CREATE OR REPLACE FUNCTION sjd_gis_case(label text, l text, r text, eps float8)
 RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
-    q text; qc text; n bigint; c bigint; p text; pred text; dist text; geog boolean; z boolean;
+    q text; qc text; pred text; dist text; geog boolean; z boolean;
 BEGIN
     EXECUTE format('SELECT pg_typeof(g)::text = %L FROM %I LIMIT 1', 'geography', l) INTO geog;
     EXECUTE format('SELECT bool_or(ST_Zmflag(g::geometry) >= 2) FROM %I', l) INTO z;
@@ -66,32 +66,15 @@ BEGIN
                  WHEN z THEN 'ST_3DDWithin(a.g, b.g, %s)'
                  ELSE 'ST_DWithin(a.g, b.g, %s)' END;
     dist := CASE WHEN z AND NOT geog THEN 'ST_3DDistance(a.g, b.g)' ELSE 'ST_Distance(a.g, b.g)' END;
-    IF r IS NULL THEN
-        q := format('SELECT * FROM eps_join(%L, %L, %L, %s::float8)', l, 'id', 'g', eps);
-        qc := format('SELECT eps_join_count(%L, %L, %L, %s::float8)', l, 'id', 'g', eps);
-    ELSE
-        q := format('SELECT * FROM eps_join(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'g', r, 'id', 'g', eps);
-        qc := format('SELECT eps_join_count(%L, %L, %L, %L, %L, %L, %s::float8)', l, 'id', 'g', r, 'id', 'g', eps);
-    END IF;
-    PERFORM sjd_capture('sjd_cpu', 'cpu', q);
-    SELECT count(*) INTO n FROM sjd_cpu;
-    c := sjd_scalar('cpu', qc);
-    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+    SELECT * INTO q, qc FROM sjd_join_sql('eps_join', l, r, 'g', format('%s::float8', eps));
+    RETURN QUERY SELECT sjd_cpu_cases(label, q, qc);
     DROP TABLE IF EXISTS sjd_oracle;
     EXECUTE format('CREATE TEMP TABLE sjd_oracle AS SELECT a.id::bigint AS left_id, b.id::bigint AS right_id, '
                    || dist || ' AS distance FROM %I a JOIN %I b ON '
                    || CASE WHEN r IS NULL THEN 'a.id < b.id AND ' ELSE '' END || pred,
                    l, coalesce(r, l), eps);
     RETURN NEXT sjd_report(label || ': cpu = PostGIS', sjd_same('sjd_cpu', 'sjd_oracle'));
-    IF sjd_gpu() THEN
-        PERFORM sjd_capture('sjd_gpu', 'gpu', q);
-        p := sjd_same('sjd_gpu', 'sjd_cpu');
-        c := sjd_scalar('gpu', qc);
-        IF p IS NULL AND c <> n THEN
-            p := format('gpu count %s, cpu rows %s', c, n);
-        END IF;
-        RETURN NEXT sjd_report(label || ': gpu = cpu', p);
-    END IF;
+    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, '0', false);
 END $$;
 
 -- One refusal: the query fails with a message containing what.
@@ -156,52 +139,8 @@ SELECT sjd_gis_case('100k clusters x 200k uniform', 'g_bigclu', 'g_big', 0.05);
 -- Plain SQL joins of point columns (geometry(Point, srid), geometry(PointZ,
 -- srid), geography(Point)) through Custom Scan (SimJoin), on the CPU engine
 -- and (where usable) the GPU engine, against PostgreSQL's own plan of the
--- same query (simjoin.enable_customscan = off, a GiST index join).
-CREATE OR REPLACE FUNCTION sjd_gis_native_joins(enabled boolean) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM set_config('enable_nestloop', enabled::text, true);
-    PERFORM set_config('enable_hashjoin', enabled::text, true);
-    PERFORM set_config('enable_mergejoin', enabled::text, true);
-END $$;
-
--- q into tbl: through the node on device, or with PostgreSQL's plan ('off').
-CREATE OR REPLACE FUNCTION sjd_gis_sql(tbl text, device text, q text) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM set_config('simjoin.enable_customscan', (device <> 'off')::text, true);
-    PERFORM sjd_gis_native_joins(device = 'off');
-    PERFORM sjd_capture(tbl, CASE WHEN device = 'off' THEN 'cpu' ELSE device END, q);
-    PERFORM set_config('simjoin.enable_customscan', 'on', true);
-    PERFORM sjd_gis_native_joins(true);
-END $$;
-
--- One case: the plan uses the node; on the CPU = PostgreSQL; on the GPU = CPU.
-CREATE OR REPLACE FUNCTION sjd_gis_sql_case(label text, q text) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE n bigint; line text; found boolean := false;
-BEGIN
-    PERFORM sjd_gis_native_joins(false);
-    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        found := found OR line LIKE '%Custom Scan (SimJoin)%';
-    END LOOP;
-    PERFORM sjd_gis_native_joins(true);
-    IF NOT found THEN
-        RETURN NEXT sjd_report(label, 'the plan does not use Custom Scan (SimJoin)');
-        RETURN;
-    END IF;
-    PERFORM sjd_gis_sql('sjd_native', 'off', q);
-    PERFORM sjd_gis_sql('sjd_cpu', 'cpu', q);
-    SELECT count(*) INTO n FROM sjd_native;
-    RETURN NEXT sjd_report(label || ': node on cpu = PostgreSQL', sjd_same('sjd_cpu', 'sjd_native'),
-                           n || ' rows');
-    IF sjd_gpu() THEN
-        PERFORM sjd_gis_sql('sjd_gpu', 'gpu', q);
-        RETURN NEXT sjd_report(label || ': node on gpu = cpu', sjd_same('sjd_gpu', 'sjd_cpu'));
-    ELSE
-        RETURN NEXT 'SKIP ' || label || ': node on gpu (no GPU)';
-    END IF;
-END $$;
+-- same query (simjoin.enable_customscan = off, a GiST index join), each case
+-- by common.sql's sjd_sql_case.
 
 -- A typed copy of a table of points, with a GiST index for PostgreSQL's plan.
 CREATE OR REPLACE FUNCTION sjd_gis_typed(tbl text, src text, typ text, expr text)
@@ -223,35 +162,35 @@ SELECT sjd_gis_typed('gs_geog', 'g_geog', 'geography(Point, 4326)', 'g');
 SELECT sjd_gis_typed('gs_big', 'g_big', 'geometry(Point, 3857)', 'ST_SetSRID(g, 3857)');
 SELECT sjd_gis_typed('gs_bigclu', 'g_bigclu', 'geometry(Point, 3857)', 'ST_SetSRID(g, 3857)');
 
-SELECT sjd_gis_sql_case('SQL ST_DWithin, NULL/empty/NaN x uniform', $q$
+SELECT sjd_sql_case('SQL ST_DWithin, NULL/empty/NaN x uniform', $q$
     SELECT a.id AS a, b.id AS b FROM gs_spec a JOIN gs_u2 b ON ST_DWithin(a.g, b.g, 2) $q$);
-SELECT sjd_gis_sql_case('SQL ST_DWithin reversed, grid self at 1', $q$
+SELECT sjd_sql_case('SQL ST_DWithin reversed, grid self at 1', $q$
     SELECT a.id AS a, b.id AS b FROM gs_grid a JOIN gs_grid b ON ST_DWithin(b.g, a.g, 1) $q$);
-SELECT sjd_gis_sql_case('SQL ST_Distance <= sqrt(2), grid', $q$
+SELECT sjd_sql_case('SQL ST_Distance <= sqrt(2), grid', $q$
     SELECT a.id AS a, b.id AS b FROM gs_grid a JOIN gs_grid b ON ST_Distance(a.g, b.g) <= sqrt(2) $q$);
-SELECT sjd_gis_sql_case('SQL ST_Distance < 2, grid', $q$
+SELECT sjd_sql_case('SQL ST_Distance < 2, grid', $q$
     SELECT a.id AS a, b.id AS b FROM gs_grid a JOIN gs_grid b ON 2 > ST_Distance(a.g, b.g) $q$);
-SELECT sjd_gis_sql_case('SQL <-> <= 1.5, uniform, residual', $q$
+SELECT sjd_sql_case('SQL <-> <= 1.5, uniform, residual', $q$
     SELECT a.id AS a, b.id AS b FROM gs_u2 a JOIN gs_spec b ON a.g <-> b.g <= 1.5 AND a.id % 2 = b.id % 2 $q$);
-SELECT sjd_gis_sql_case('SQL ST_DWithin left join', $q$
+SELECT sjd_sql_case('SQL ST_DWithin left join', $q$
     SELECT a.id AS a, b.id AS b FROM gs_spec a LEFT JOIN gs_u2 b ON ST_DWithin(a.g, b.g, 1) $q$);
-SELECT sjd_gis_sql_case('SQL ST_DWithin semi join', $q$
+SELECT sjd_sql_case('SQL ST_DWithin semi join', $q$
     SELECT a.id FROM gs_spec a WHERE EXISTS (SELECT FROM gs_u2 b WHERE ST_DWithin(a.g, b.g, 0.5)) $q$);
-SELECT sjd_gis_sql_case('SQL ST_DWithin anti join', $q$
+SELECT sjd_sql_case('SQL ST_DWithin anti join', $q$
     SELECT a.id FROM gs_spec a WHERE NOT EXISTS (SELECT FROM gs_u2 b WHERE ST_DWithin(b.g, a.g, 0.5)) $q$);
-SELECT sjd_gis_sql_case('SQL ST_DWithin count', $q$
+SELECT sjd_sql_case('SQL ST_DWithin count', $q$
     SELECT count(*) AS n FROM gs_spec a JOIN gs_u2 b ON ST_DWithin(a.g, b.g, 3) $q$);
-SELECT sjd_gis_sql_case('SQL ST_3DDWithin grid at 1', $q$
+SELECT sjd_sql_case('SQL ST_3DDWithin grid at 1', $q$
     SELECT a.id AS a, b.id AS b FROM gs_grid3 a JOIN gs_grid3 b ON ST_3DDWithin(a.g, b.g, 1) $q$);
-SELECT sjd_gis_sql_case('SQL ST_3DDistance < sqrt(3), grid', $q$
+SELECT sjd_sql_case('SQL ST_3DDistance < sqrt(3), grid', $q$
     SELECT a.id AS a, b.id AS b FROM gs_grid3 a JOIN gs_grid3 b ON ST_3DDistance(a.g, b.g) < sqrt(3) $q$);
-SELECT sjd_gis_sql_case('SQL geography ST_DWithin, 20 km', $q$
+SELECT sjd_sql_case('SQL geography ST_DWithin, 20 km', $q$
     SELECT a.id AS a, b.id AS b FROM gs_geogreg a JOIN gs_geogreg b ON ST_DWithin(a.g, b.g, 20000) $q$);
-SELECT sjd_gis_sql_case('SQL geography ST_DWithin sphere, 300 km', $q$
+SELECT sjd_sql_case('SQL geography ST_DWithin sphere, 300 km', $q$
     SELECT a.id AS a, b.id AS b FROM gs_geogreg a JOIN gs_geog b ON ST_DWithin(b.g, a.g, 300000, false) $q$);
-SELECT sjd_gis_sql_case('SQL geography ST_Distance < 150 km, left join', $q$
+SELECT sjd_sql_case('SQL geography ST_Distance < 150 km, left join', $q$
     SELECT a.id AS a, b.id AS b FROM gs_geog a LEFT JOIN gs_geog b ON ST_Distance(a.g, b.g) < 150000 $q$);
-SELECT sjd_gis_sql_case('SQL 200k x 100k clusters, ST_DWithin', $q$
+SELECT sjd_sql_case('SQL 200k x 100k clusters, ST_DWithin', $q$
     SELECT a.id AS a, b.id AS b FROM gs_big a JOIN gs_bigclu b ON ST_DWithin(a.g, b.g, 0.05) $q$);
-SELECT sjd_gis_sql_case('SQL 200k self count, ST_DWithin 0.4', $q$
+SELECT sjd_sql_case('SQL 200k self count, ST_DWithin 0.4', $q$
     SELECT count(*) AS n FROM gs_big a JOIN gs_big b ON ST_DWithin(a.g, b.g, 0.4) $q$);

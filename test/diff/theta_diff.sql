@@ -25,42 +25,17 @@ END $$;
 CREATE OR REPLACE FUNCTION sjd_theta_case(label text, l text, r text, cond text,
                                           oracle boolean, mem text DEFAULT '0')
 RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE q text; qc text; n bigint; c bigint; p text; devs text;
+DECLARE q text; qc text;
 BEGIN
     q := format('SELECT * FROM theta_join(%L, %L, %L, %L, %L)', l, 'id', r, 'id', cond);
     qc := format('SELECT theta_join_count(%L, %L, %L, %L, %L)', l, 'id', r, 'id', cond);
-    PERFORM sjd_capture('sjd_cpu', 'cpu', q);
-    SELECT count(*) INTO n FROM sjd_cpu;
-    c := sjd_scalar('cpu', qc);
-    RETURN NEXT sjd_report(label || ': cpu count', CASE WHEN c <> n THEN format('count %s, rows %s', c, n) END, n || ' pairs');
+    RETURN QUERY SELECT sjd_cpu_cases(label, q, qc);
     IF oracle THEN
         DROP TABLE IF EXISTS sjd_oracle;
         EXECUTE format('CREATE TEMP TABLE sjd_oracle AS SELECT l.id::bigint AS left_id, r.id::bigint AS right_id FROM %I l JOIN %I r ON %s', l, r, cond);
         RETURN NEXT sjd_report(label || ': cpu = PostgreSQL join', sjd_same('sjd_cpu', 'sjd_oracle'));
     END IF;
-    IF sjd_gpu() THEN
-        PERFORM sjd_capture('sjd_gpu', 'gpu', q, mem);
-        p := sjd_same('sjd_gpu', 'sjd_cpu');
-        c := sjd_scalar('gpu', qc, mem);
-        IF p IS NULL AND c <> n THEN
-            p := format('gpu count %s, cpu rows %s', c, n);
-        END IF;
-        RETURN NEXT sjd_report(label || ': gpu = cpu', p,
-                               CASE WHEN mem <> '0' THEN 'gpu_memory_limit ' || mem ELSE '' END);
-        -- one join on several devices: one GPU twice, and two GPUs where visible
-        FOREACH devs IN ARRAY sjd_device_lists() LOOP
-            PERFORM set_config('simjoin.devices', devs, true);
-            PERFORM sjd_capture('sjd_gpu', 'gpu', q, mem);
-            p := sjd_same('sjd_gpu', 'sjd_cpu');
-            c := sjd_scalar('gpu', qc, mem);
-            PERFORM set_config('simjoin.devices', 'all', true);
-            IF p IS NULL AND c <> n THEN
-                p := format('gpu count %s, cpu rows %s', c, n);
-            END IF;
-            RETURN NEXT sjd_report(label || ': gpu on devices ' || devs || ' = cpu', p,
-                                   CASE WHEN mem <> '0' THEN 'gpu_memory_limit ' || mem ELSE '' END);
-        END LOOP;
-    END IF;
+    RETURN QUERY SELECT sjd_gpu_cases(label, q, qc, mem);
 END $$;
 
 SELECT sjd_theta_side('t_a', 3000, 50);

@@ -98,12 +98,34 @@ SjEpsSidesKeys(SjScanState *state, int s, void *side, int64 *n)
 	return sd->in[s].keys;
 }
 
+/*
+ * Are keys, the engine's rows' keys, the row numbers 0 .. n - 1 of side
+ * rows (no row left out, in reading order)?  Then the engine's row numbers
+ * are the kept rows' and emitting a pair reads no key.
+ */
+static bool
+SjKeysAreRows(const int64 *keys, int64 n, const SjSideRows *rows)
+{
+	int64		k;
+
+	if (keys == NULL || n != rows->n)
+		return false;
+	for (k = 0; k < n; k++)
+		if (keys[k] != k)
+			return false;
+	return true;
+}
+
 /* The run of an eps join (vectors or PostGIS points): keys, spec, rows. */
 static void
 SjEpsJobReady(SjScanState *state, SjEpsJob *job)
 {
 	state->keys[0] = job->left.keys;
 	state->keys[1] = job->right.keys;
+	if (!state->streaming &&
+		SjKeysAreRows(job->left.keys, job->left.vectors.n, &state->rows[0]) &&
+		SjKeysAreRows(job->right.keys, job->right.vectors.n, &state->rows[1]))
+		state->keys[0] = state->keys[1] = NULL;
 	state->spec.arg = job;
 	state->stats.left_rows = job->left.vectors.n;
 	state->stats.right_rows = job->right.vectors.n;

@@ -21,11 +21,7 @@
 
 #include <math.h>
 
-#ifdef __CUDACC__
-#define SJ_HD __host__ __device__ __forceinline__
-#else
-#define SJ_HD static inline
-#endif
+#include "sjhd.h"
 
 /* The metric of an eps_join (SjJoinOptions.metric). */
 typedef enum SjMetric

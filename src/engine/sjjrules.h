@@ -21,13 +21,7 @@
 
 #include <stdint.h>
 
-#ifndef SJ_HD
-#ifdef __CUDACC__
-#define SJ_HD __host__ __device__ __forceinline__
-#else
-#define SJ_HD static inline
-#endif
-#endif
+#include "sjhd.h"
 
 /* The smaller of two sizes. */
 SJ_HD uint32_t

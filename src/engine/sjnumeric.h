@@ -38,13 +38,7 @@
 
 #include <stdint.h>
 
-#ifndef SJ_HD
-#ifdef __CUDACC__
-#define SJ_HD __host__ __device__ __forceinline__
-#else
-#define SJ_HD static inline
-#endif
-#endif
+#include "sjhd.h"
 
 #define SJ_NUM_NAN		INT64_MAX	/* NaN */
 #define SJ_NUM_PINF		(INT64_MAX - 1) /* Infinity */

@@ -22,7 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sjnumeric.h"			/* SJ_HD */
+#include "sjhd.h"
+#include "sjnumeric.h"
 #include "sjtheta.h"
 
 /* Value states: a value, NULL, or an error (SJ_TH_ERR(SjThetaDataError)). */

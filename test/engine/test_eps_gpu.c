@@ -1263,6 +1263,33 @@ t_oracle(int metric, const SjVectors *L, const SjVectors *R, double eps, GPairs 
 }
 
 /*
+ * eps for a case: the value at quantile 1 / div of every pair's non-NaN
+ * value (so that pairs lie exactly at eps), 0 without any; *npairs: how
+ * many pairs the inputs hold.
+ */
+static double
+t_pick_eps(int metric, const SjVectors *L, const SjVectors *R, size_t div,
+		   size_t *npairs)
+{
+	GPairs		all = {0};
+	double	   *v;
+	double		eps;
+	size_t		m = 0;
+
+	t_oracle(metric, L, R, INFINITY, &all);
+	v = malloc(sizeof(double) * (all.n + 1));
+	for (size_t i = 0; i < all.n; i++)
+		if (!isnan(all.p[i].d))
+			v[m++] = all.p[i].d;
+	qsort(v, m, sizeof(double), t_dbl_cmp);
+	eps = m ? v[m / div] : 0.0;
+	*npairs = all.n;
+	free(v);
+	free(all.p);
+	return eps;
+}
+
+/*
  * Data of one adversarial kind (0 clusters, 1 far from the origin, 2
  * nearly equal rows, 3 mixed magnitudes, 4 zero rows among others).
  */
@@ -1309,38 +1336,20 @@ t_case(int metric, int kind, uint32_t n, int dim, char *why)
 	o.max_batch_pairs = 777;
 	for (int two = 0; two < 2 && ok; two++)
 	{
-		GPairs		all = {0},
-					exp = {0},
+		GPairs		exp = {0},
 					got = {0};
 		uint64_t	count;
-		double		eps;
+		size_t		npairs;
+		double		eps = t_pick_eps(metric, &L, two ? &R : NULL, 50, &npairs);
 
-		/* eps: a pair's own value, so that pairs lie exactly at eps */
-		t_oracle(metric, &L, two ? &R : NULL, INFINITY, &all);
-		if (all.n == 0)
-		{
-			free(all.p);
+		if (npairs == 0)
 			continue;
-		}
-		qsort(all.p, all.n, sizeof(GPair), sj_test_pair_cmp);
-		{
-			double	   *v = malloc(sizeof(double) * all.n);
-			size_t		m = 0;
-
-			for (size_t i = 0; i < all.n; i++)
-				if (!isnan(all.p[i].d))
-					v[m++] = all.p[i].d;
-			qsort(v, m, sizeof(double), t_dbl_cmp);
-			eps = m ? v[m / 50] : 0.0;
-			free(v);
-		}
 		t_oracle(metric, &L, two ? &R : NULL, eps, &exp);
 		ok = run_gpu(&L, two ? &R : NULL, eps, &o, &got, &count, NULL, why) &&
 			compare_pairs(&exp, &got, why);
 		if (!ok)
 			snprintf(why + strlen(why), 512 - strlen(why) - 1, " (eps %.17g, %s)",
 					 eps, two ? "two tables" : "self");
-		free(all.p);
 		free(exp.p);
 		free(got.p);
 	}
@@ -1436,21 +1445,13 @@ SJ_TEST(eps_gpu_tile_pruning)
 				SjVectors	L = {nl, dim, lc},
 							R = {nr, dim, rc};
 				const SjVectors *Rp = two ? &R : NULL;
-				GPairs		all = {0},
-							exp = {0};
+				GPairs		exp = {0};
 				SjJoinOptions o;
-				double		eps;
-				size_t		m = 0;
-				double	   *v;
+				size_t		npairs;
 
-				t_oracle(metric, &L, Rp, INFINITY, &all);
-				v = malloc(sizeof(double) * (all.n + 1));
-				for (size_t i = 0; i < all.n; i++)
-					if (!isnan(all.p[i].d))
-						v[m++] = all.p[i].d;
-				qsort(v, m, sizeof(double), t_dbl_cmp);
-				eps = m ? v[m / 40] : 0.0;	/* within clusters and partners */
-				free(v);
+				/* within clusters and partners */
+				double		eps = t_pick_eps(metric, &L, Rp, 40, &npairs);
+
 				t_oracle(metric, &L, Rp, eps, &exp);
 				memset(&o, 0, sizeof(o));
 				o.metric = metric;
@@ -1476,7 +1477,6 @@ SJ_TEST(eps_gpu_tile_pruning)
 					free(got.p);
 				}
 				sjgpu_eps_set_test_pruning(1);
-				free(all.p);
 				free(exp.p);
 				free(lc);
 				free(rc);

@@ -1527,21 +1527,24 @@ sort_keys(SjGpuEpsJoin *j, uint32_t n, int bits, unsigned long long **keys,
 	*perm = v.Current();
 }
 
+/* data[i] = data[perm[i]] for n elements, through tmp (n elements). */
+template <typename T>
+void
+permute(SjGpuEpsJoin *j, T *data, uint32_t n, const uint32_t *perm, T *tmp)
+{
+	gather_kernel<T><<<blocks_for(n), kBlock, 0, j->compute.get()>>>(data, perm, n, tmp);
+	SJGPU_CHECK_LAUNCH("gather_kernel");
+	SJGPU_CHECK(cudaMemcpyAsync(data, tmp, (size_t) n * sizeof(T), cudaMemcpyDeviceToDevice,
+								j->compute.get()));
+}
+
 /* Reorder coordinates (stride n) by perm, one dimension at a time. */
 void
 reorder_coords(SjGpuEpsJoin *j, double *coords, uint32_t n, const uint32_t *perm,
 			   double *tmp)
 {
 	for (int k = 0; k < j->dim; k++)
-	{
-		double	   *col = coords + (size_t) k * n;
-
-		gather_kernel<double><<<blocks_for(n), kBlock, 0, j->compute.get()>>>(col, perm, n,
-																			   tmp);
-		SJGPU_CHECK_LAUNCH("gather_kernel");
-		SJGPU_CHECK(cudaMemcpyAsync(col, tmp, (size_t) n * sizeof(double),
-									cudaMemcpyDeviceToDevice, j->compute.get()));
-	}
+		permute(j, coords + (size_t) k * n, n, perm, tmp);
 }
 
 /* Build the index of one build chunk (grid, or plain rows for brute force). */
@@ -1916,16 +1919,8 @@ cluster_rows(SjGpuEpsJoin *j, double *coords, uint32_t n, double *norms, uint32_
 	perm = vals.Current();
 	reorder_coords(j, coords, n, perm, tmp);
 	if (norms)
-	{
-		gather_kernel<double><<<blocks_for(n), kBlock, 0, st>>>(norms, perm, n, tmp);
-		SJGPU_CHECK_LAUNCH("gather_kernel");
-		SJGPU_CHECK(cudaMemcpyAsync(norms, tmp, (size_t) n * sizeof(double),
-									cudaMemcpyDeviceToDevice, st));
-	}
-	gather_kernel<uint32_t><<<blocks_for(n), kBlock, 0, st>>>(orig, perm, n, utmp);
-	SJGPU_CHECK_LAUNCH("gather_kernel");
-	SJGPU_CHECK(cudaMemcpyAsync(orig, utmp, (size_t) n * sizeof(uint32_t),
-								cudaMemcpyDeviceToDevice, st));
+		permute(j, norms, n, perm, tmp);
+	permute(j, orig, n, perm, utmp);
 }
 
 /*

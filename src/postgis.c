@@ -791,6 +791,32 @@ SjGeogRadii(int32 srid, double *rmin, double *rmax)
 }
 
 /*
+ * The band of a join of points at eps (see "Exactness" above): returns
+ * eps_hi, the engine's eps, which keeps every pair PostGIS could accept,
+ * and sets *lo, the canonical distance at or below which a pair surely
+ * joins (-1 where none does).  Geometry: eps widened and narrowed by the
+ * rounding margins; geography: the outer and inner bounds on the chord.
+ */
+static double
+SjPointBand(bool geography, int32 srid, double eps, double *lo)
+{
+	double		rmin,
+				rmax,
+				inner;
+
+	if (!geography)
+	{
+		*lo = eps * (1.0 - SJ_GIS_REL) - SJ_GIS_ABS;
+		return eps * (1.0 + SJ_GIS_REL) + SJ_GIS_ABS;
+	}
+	SjGeogRadii(srid, &rmin, &rmax);
+	/* chords surely within eps (the inner bound); the band is PostGIS's */
+	inner = (eps * (1.0 - SJ_GIS_RADIUS_SLACK)) / rmax;
+	*lo = inner < M_PI ? 2.0 * sin(inner / 2.0) - SJ_GIS_CHORD_PAD : -1.0;
+	return 2.0 * sin(Min(eps / rmin, M_PI) / 2.0) + SJ_GIS_CHORD_PAD;
+}
+
+/*
  * eps_join's body for geometry and geography columns (the counterpart of
  * SjEpsJoinRun, which hands such columns here).  Returns the count.
  */
@@ -861,25 +887,11 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 
 	if (job.geography)
 	{
-		double		rmin,
-					rmax,
-					inner;
-
 		/* the engine sees the unit vectors; lon and lat ride behind them */
 		job.eps.left.vectors.dim = 3;
 		job.eps.right.vectors.dim = 3;
-		SjGeogRadii(job.srid, &rmin, &rmax);
-		eps_hi = 2.0 * sin(Min(eps / rmin, M_PI) / 2.0) + SJ_GIS_CHORD_PAD;
-		/* chords surely within eps (the inner bound); the band is PostGIS's */
-		inner = (eps * (1.0 - SJ_GIS_RADIUS_SLACK)) / rmax;
-		job.eps_lo = inner < M_PI ?
-			2.0 * sin(inner / 2.0) - SJ_GIS_CHORD_PAD : -1.0;
 	}
-	else
-	{
-		eps_hi = eps * (1.0 + SJ_GIS_REL) + SJ_GIS_ABS;
-		job.eps_lo = eps * (1.0 - SJ_GIS_REL) - SJ_GIS_ABS;
-	}
+	eps_hi = SjPointBand(job.geography, job.srid, eps, &job.eps_lo);
 	empty = job.eps.left.vectors.n == 0 ||
 		(!job.eps.self && job.eps.right.vectors.n == 0);
 
@@ -957,8 +969,7 @@ SjPointEngineEps(void *left, void *right, SjVectorInput *lin, SjVectorInput *rin
 {
 	SjPointScan *l = (SjPointScan *) left;
 	SjPointScan *r = (SjPointScan *) right;
-	double		rmin,
-				rmax;
+	double		hi;
 
 	if (l->have_srid && r->have_srid && l->srid != r->srid)
 		SjErrorSrid(l->srid, r->srid);
@@ -966,14 +977,17 @@ SjPointEngineEps(void *left, void *right, SjVectorInput *lin, SjVectorInput *rin
 		SjErrorPointDims(l->eps.dim, r->eps.dim);
 	*lo = -1.0;
 	if (!l->geography)
-	{
-		*lo = d * (1.0 - SJ_GIS_REL) - SJ_GIS_ABS;
-		return d * (1.0 + SJ_GIS_REL) + SJ_GIS_ABS;
-	}
+		return SjPointBand(false, 0, d, lo);
 	lin->vectors.dim = 3;
 	rin->vectors.dim = 3;
 	if (lin->vectors.n == 0 || rin->vectors.n == 0)
 		return d;
-	SjGeogRadii(l->srid, &rmin, &rmax);
-	return 2.0 * sin(Min(d / rmin, M_PI) / 2.0) + SJ_GIS_CHORD_PAD;
+	/*
+	 * The node's condition may ask for the sphere (use_spheroid = false),
+	 * which the inner bound was not measured for: PostGIS decides every
+	 * geography candidate.
+	 */
+	hi = SjPointBand(true, l->srid, d, lo);
+	*lo = -1.0;
+	return hi;
 }

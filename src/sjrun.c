@@ -189,7 +189,13 @@ SjRunCollect(SjRun *run, SjStats *stats)
 		if (t.devices[0])
 			strlcpy(stats->devices, t.devices, sizeof(stats->devices));
 		else
-			SjDevicesDescribe(&run->hold, stats->devices, sizeof(stats->devices));
+		{
+			/* the engine kept the join on one device: the hold's first */
+			SjDeviceHold one = run->hold;
+
+			one.n = Min(one.n, 1);
+			SjDevicesDescribe(&one, stats->devices, sizeof(stats->devices));
+		}
 	}
 }
 

@@ -2053,46 +2053,6 @@ alloc_probe(SjGpuThetaJoin *j, size_t room)
 	upload_table(j, j->outer, j->used_outer, j->dout, nullptr, 0, 0, j->chunk_cap);
 }
 
-/* Host twin of d_nkey (theta_cpu.c's th_nkey): -0 is 0, one NaN. */
-unsigned long long
-h_nkey(const SjThetaColumn &c, int type, unsigned r)
-{
-	if (type == SJ_TF64)
-	{
-		double		d = ((const double *) c.values)[r];
-		unsigned long long bits;
-
-		if (d == 0.0)
-			return 0;
-		if (std::isnan(d))
-			return 0x7ff8000000000000ULL;
-		memcpy(&bits, &d, sizeof(bits));
-		return bits;
-	}
-	return (unsigned long long) ((const int64_t *) c.values)[r];
-}
-
-/* Host twin of d_key_null, on the caller's table. */
-bool
-h_key_null(const SjThetaTable *t, const int *kc, int n, unsigned r)
-{
-	for (int k = 0; k < n; k++)
-		if (t->cols[kc[k]].nulls && t->cols[kc[k]].nulls[r])
-			return true;
-	return false;
-}
-
-/* Host twin of d_hash: the CPU engine's hash of a row's key tuple. */
-unsigned long long
-h_hash(const SjThetaTable *t, const int *kc, const int *type, int n, unsigned r)
-{
-	unsigned long long h = mix64(h_nkey(t->cols[kc[0]], type[0], r));
-
-	for (int k = 1; k < n; k++)
-		h = mix64(h ^ mix64(h_nkey(t->cols[kc[k]], type[k], r) + (unsigned long long) k));
-	return h;
-}
-
 /*
  * Hash partitions (Grace hash join).  Rows with a NULL key are dropped:
  * they never have candidates.  A row's partition is the low bits of its key
@@ -2118,11 +2078,11 @@ plan_partitions(SjGpuThetaJoin *j, unsigned k)
 	bool		cut = false;
 
 	for (unsigned r = 0; r < in->n; r++)
-		if (!h_key_null(in, keys.bcol, keys.n, r))
-			fin[h_hash(in, keys.bcol, keys.type, keys.n, r) & (F - 1)]++;
+		if (!sj_th_key_null(in, keys.bcol, keys.n, r))
+			fin[sj_th_key_hash(in, keys.bcol, keys.n, r) & (F - 1)]++;
 	for (unsigned r = 0; r < out->n; r++)
-		if (!h_key_null(out, keys.pcol, keys.n, r))
-			fout[h_hash(out, keys.pcol, keys.type, keys.n, r) & (F - 1)]++;
+		if (!sj_th_key_null(out, keys.pcol, keys.n, r))
+			fout[sj_th_key_hash(out, keys.pcol, keys.n, r) & (F - 1)]++;
 
 	for (unsigned np = 2; np <= F; np <<= 1)
 	{
@@ -2169,11 +2129,11 @@ plan_partitions(SjGpuThetaJoin *j, unsigned k)
 					opos(ooff.begin(), ooff.end() - 1);
 
 		for (unsigned r = 0; r < in->n; r++)
-			if (!h_key_null(in, keys.bcol, keys.n, r))
-				j->in_ids[ipos[h_hash(in, keys.bcol, keys.type, keys.n, r) & (P - 1)]++] = r;
+			if (!sj_th_key_null(in, keys.bcol, keys.n, r))
+				j->in_ids[ipos[sj_th_key_hash(in, keys.bcol, keys.n, r) & (P - 1)]++] = r;
 		for (unsigned r = 0; r < out->n; r++)
-			if (!h_key_null(out, keys.pcol, keys.n, r))
-				j->out_ids[opos[h_hash(out, keys.pcol, keys.type, keys.n, r) & (P - 1)]++] = r;
+			if (!sj_th_key_null(out, keys.pcol, keys.n, r))
+				j->out_ids[opos[sj_th_key_hash(out, keys.pcol, keys.n, r) & (P - 1)]++] = r;
 	}
 	j->nparts = P;
 	for (unsigned p = 0; p < P; p++)
@@ -2399,14 +2359,8 @@ sjgpu_theta_begin(const SjThetaTable *left, const SjThetaTable *right,
 			j->multi = sjgpu::multi_theta_begin(left, right, program, strategy, options);
 			return;
 		}
-		memcpy(j->prog, program->instr, program->ninstr * sizeof(SjThetaInstr));
-		j->ninstr = program->ninstr;
-		if (left->ncols > 0)
-			memcpy(j->lcols, left->cols, left->ncols * sizeof(SjThetaColumn));
-		if (right->ncols > 0)
-			memcpy(j->rcols, right->cols, right->ncols * sizeof(SjThetaColumn));
-		j->left = {left->n, left->ncols, j->lcols};
-		j->right = {right->n, right->ncols, j->rcols};
+		sj_theta_copy_inputs(program, left, right, j->prog, &j->ninstr, j->lcols,
+							 j->rcols, &j->left, &j->right);
 		j->outer_left = j->plan.probe_left != 0;
 		j->outer = j->outer_left ? &j->left : &j->right;
 		j->inner = j->outer_left ? &j->right : &j->left;

@@ -2,8 +2,9 @@
  * sjthetaops.h
  *		The scalar semantics of theta programs, written once for the CPU
  *		engine (theta_cpu.c) and the GPU engine (theta_gpu.cu): PostgreSQL's
- *		integer and float operators with their errors, float order, and the
- *		normalised and order-preserving keys of hash and range joins.
+ *		integer and float operators with their errors, float order, the
+ *		normalised and order-preserving keys of hash and range joins with a
+ *		row's key hash, and a join's copy of its program and tables.
  *		Numeric fixed point is in sjnumeric.h.
  *
  * A value's state is SJ_TH_VAL, SJ_TH_NULL or SJ_TH_ERR(code) with code an
@@ -313,6 +314,72 @@ sj_th_bound(const uint64_t *a, uint32_t n, uint64_t key, int upper)
 			hi = mid;
 	}
 	return lo;
+}
+
+/* Normalised key of column c, row r (value not NULL). */
+SJ_HD uint64_t
+sj_th_nkey(const SjThetaColumn *c, uint32_t r)
+{
+	if (c->type == SJ_TF64)
+		return sj_th_fbits(((const double *) c->values)[r]);
+	return (uint64_t) ((const int64_t *) c->values)[r];
+}
+
+/* Is any of the nkeys hash key columns cols of table t NULL at row r? */
+SJ_HD int
+sj_th_key_null(const SjThetaTable *t, const int *cols, int nkeys, uint32_t r)
+{
+	int			k;
+
+	for (k = 0; k < nkeys; k++)
+	{
+		const uint8_t *nu = t->cols[cols[k]].nulls;
+
+		if (nu && nu[r])
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Hash of row r's key tuple (columns cols of table t): the CPU engine's
+ * index, and the GPU engine's hash partitions (its device d_hash computes
+ * the same from the uploaded columns).
+ */
+SJ_HD uint64_t
+sj_th_key_hash(const SjThetaTable *t, const int *cols, int nkeys, uint32_t r)
+{
+	uint64_t	h = sj_th_mix(sj_th_nkey(&t->cols[cols[0]], r));
+	int			k;
+
+	for (k = 1; k < nkeys; k++)
+		h = sj_th_hash_step(h, sj_th_nkey(&t->cols[cols[k]], r), k);
+	return h;
+}
+
+/*
+ * A join's copy of its program and of the two tables' column descriptors
+ * (both engines keep them, the caller's may go): prog, ninstr, lcols and
+ * rcols take the copies, *lt and *rt the tables pointing at them.
+ */
+static inline void
+sj_theta_copy_inputs(const SjThetaProgram *program, const SjThetaTable *left,
+					 const SjThetaTable *right, SjThetaInstr *prog, int *ninstr,
+					 SjThetaColumn *lcols, SjThetaColumn *rcols,
+					 SjThetaTable *lt, SjThetaTable *rt)
+{
+	memcpy(prog, program->instr, program->ninstr * sizeof(SjThetaInstr));
+	*ninstr = program->ninstr;
+	if (left->ncols > 0)
+		memcpy(lcols, left->cols, left->ncols * sizeof(SjThetaColumn));
+	if (right->ncols > 0)
+		memcpy(rcols, right->cols, right->ncols * sizeof(SjThetaColumn));
+	lt->n = left->n;
+	lt->ncols = left->ncols;
+	lt->cols = lcols;
+	rt->n = right->n;
+	rt->ncols = right->ncols;
+	rt->cols = rcols;
 }
 
 /*

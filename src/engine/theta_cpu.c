@@ -697,43 +697,6 @@ th_eval(const SjThetaInstr *prog, int begin, int end, const ThSideRef *L,
  * Keys
  * ------------------------------------------------------------------------ */
 
-/* Normalised key of column col, row r (value not NULL). */
-static inline uint64_t
-th_nkey(const SjThetaColumn *c, uint32_t r)
-{
-	if (c->type == SJ_TF64)
-		return sj_th_fbits(((const double *) c->values)[r]);
-	return (uint64_t) ((const int64_t *) c->values)[r];
-}
-
-/* Is any hash key of row r NULL? */
-static inline int
-th_key_null(const SjThetaTable *t, const int *cols, int nkeys, uint32_t r)
-{
-	int			k;
-
-	for (k = 0; k < nkeys; k++)
-	{
-		const uint8_t *nu = t->cols[cols[k]].nulls;
-
-		if (nu && nu[r])
-			return 1;
-	}
-	return 0;
-}
-
-/* Hash of row r's key tuple (the GPU engine computes the same). */
-static inline uint64_t
-th_hash(const SjThetaTable *t, const int *cols, int nkeys, uint32_t r)
-{
-	uint64_t	h = sj_th_mix(th_nkey(&t->cols[cols[0]], r));
-	int			k;
-
-	for (k = 1; k < nkeys; k++)
-		h = sj_th_hash_step(h, th_nkey(&t->cols[cols[k]], r), k);
-	return h;
-}
-
 /* Do rows a (table ta, columns ca) and b (tb, cb) have equal keys? */
 static inline int
 th_keys_equal(const SjThetaTable *ta, const int *ca, uint32_t a,
@@ -742,7 +705,7 @@ th_keys_equal(const SjThetaTable *ta, const int *ca, uint32_t a,
 	int			k;
 
 	for (k = 0; k < nkeys; k++)
-		if (th_nkey(&ta->cols[ca[k]], a) != th_nkey(&tb->cols[cb[k]], b))
+		if (sj_th_nkey(&ta->cols[ca[k]], a) != sj_th_nkey(&tb->cols[cb[k]], b))
 			return 0;
 	return 1;
 }
@@ -815,9 +778,9 @@ th_key_task(void *arg, uint64_t c, int worker)
 	{
 		if (j->plan.strategy == SJ_THETA_HASH)
 		{
-			t->valid[r] = !th_key_null(in, j->plan.key_build_col, j->plan.nkeys, r);
+			t->valid[r] = !sj_th_key_null(in, j->plan.key_build_col, j->plan.nkeys, r);
 			if (t->valid[r])
-				t->k[r] = th_hash(in, j->plan.key_build_col, j->plan.nkeys, r);
+				t->k[r] = sj_th_key_hash(in, j->plan.key_build_col, j->plan.nkeys, r);
 		}
 		else
 		{
@@ -1001,10 +964,10 @@ th_block_hash(SjThetaJoin *j, uint32_t r0, int n, int worker)
 	{
 		uint32_t	row = j->blk_begin + r0 + k;
 
-		null[k] = j->ngroups == 0 || th_key_null(out, p->key_probe_col, p->nkeys, row);
+		null[k] = j->ngroups == 0 || sj_th_key_null(out, p->key_probe_col, p->nkeys, row);
 		if (!null[k])
 		{
-			h[k] = th_hash(out, p->key_probe_col, p->nkeys, row);
+			h[k] = sj_th_key_hash(out, p->key_probe_col, p->nkeys, row);
 			__builtin_prefetch(&j->dir[h[k] >> shift]);
 		}
 	}
@@ -1522,18 +1485,8 @@ sj_theta_cpu_begin(const SjThetaTable *left, const SjThetaTable *right,
 		free(j);
 		return st;
 	}
-	memcpy(j->prog, program->instr, program->ninstr * sizeof(SjThetaInstr));
-	j->ninstr = program->ninstr;
-	if (left->ncols > 0)
-		memcpy(j->lcols, left->cols, left->ncols * sizeof(SjThetaColumn));
-	if (right->ncols > 0)
-		memcpy(j->rcols, right->cols, right->ncols * sizeof(SjThetaColumn));
-	j->left.n = left->n;
-	j->left.ncols = left->ncols;
-	j->left.cols = j->lcols;
-	j->right.n = right->n;
-	j->right.ncols = right->ncols;
-	j->right.cols = j->rcols;
+	sj_theta_copy_inputs(program, left, right, j->prog, &j->ninstr, j->lcols,
+						 j->rcols, &j->left, &j->right);
 	j->outer_left = j->plan.probe_left;
 	j->outer = j->outer_left ? &j->left : &j->right;
 	j->inner = j->outer_left ? &j->right : &j->left;

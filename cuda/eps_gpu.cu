@@ -414,6 +414,95 @@ write_pair(const JoinArgs &a, const PassArgs &pa, unsigned long long g, uint32_t
 }
 
 /*
+ * The probe positions [*lo, *hi) of a pass's kernel: the pass's, or in
+ * kModeWrite the current slice's.
+ */
+template <int MODE>
+__device__ __forceinline__ void
+pass_positions(const PassArgs &pa, uint32_t *lo, uint32_t *hi)
+{
+	*lo = pa.p0;
+	*hi = pa.p1;
+	if (MODE == kModeWrite)
+	{
+		*lo = pa.bounds[0];
+		*hi = pa.bounds[1];
+	}
+}
+
+/*
+ * One thread per probe position of the pass (grid-stride over the slice's
+ * positions in kModeWrite): fn(pos) returns the position's pair count,
+ * which kModeTotal adds to the pass's total (all lanes take part).
+ */
+template <int MODE, typename Fn>
+__device__ __forceinline__ void
+for_each_position(const PassArgs &pa, Fn fn)
+{
+	uint32_t	lo,
+				hi;
+
+	pass_positions<MODE>(pa, &lo, &hi);
+
+	const uint64_t step = (MODE == kModeWrite) ? (uint64_t) gridDim.x * blockDim.x : 0;
+	uint64_t	start = (uint64_t) lo + (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	for (uint64_t p = start;; p += step)
+	{
+		const bool	active = p < hi;
+		unsigned long long n = 0;
+
+		if (MODE == kModeWrite && !active)
+			break;
+		if (active)
+			n = fn((uint32_t) p);
+		if (MODE == kModeTotal)
+			warp_add_total(n, pa.total);
+		if (MODE != kModeWrite)
+			break;
+	}
+}
+
+/* The pass-wide number of position pos's first pair in kModeWrite, else 0. */
+template <int MODE>
+__device__ __forceinline__ unsigned long long
+first_pair(const PassArgs &pa, uint32_t pos)
+{
+	return MODE == kModeWrite ? pa.incl[pos] - pa.per_point[pos] : 0;
+}
+
+/*
+ * Pair (pos, j) of value v joins: the position's pair *n (first its first),
+ * written in kModeWrite, and counted.  False when it falls past the slice:
+ * the caller stops this position.
+ */
+template <bool SELF, int MODE>
+__device__ __forceinline__ bool
+take_pair(const JoinArgs &a, const PassArgs &pa, unsigned long long first,
+		  unsigned long long *n, uint32_t pos, uint32_t j, double v)
+{
+	if (MODE == kModeWrite && !write_pair<SELF>(a, pa, first + *n, pos, j, v))
+		return false;
+	(*n)++;
+	return true;
+}
+
+/*
+ * Position pos is done with n pairs: kModeCount keeps the count; in
+ * kModeWrite, a position that went through all its pairs (complete) and
+ * found another count than the count pass flags an error.
+ */
+template <int MODE>
+__device__ __forceinline__ void
+end_position(const PassArgs &pa, uint32_t pos, unsigned long long n, bool complete)
+{
+	if (MODE == kModeCount)
+		pa.per_point[pos] = n;
+	if (MODE == kModeWrite && complete && n != pa.per_point[pos])
+		atomicOr(pa.error_flag, 1);
+}
+
+/*
  * Grid probe, one thread per probe position.  kModeWork counts candidates,
  * kModeCount / kModeTotal count pairs, kModeWrite walks the positions of
  * the current slice (grid-stride) and writes its pairs.
@@ -422,79 +511,49 @@ template <int DIM, bool SELF, int MODE>
 __global__ void __launch_bounds__(kBlock)
 grid_probe_kernel(JoinArgs a, PassArgs pa)
 {
-	uint32_t	lo = pa.p0,
-				hi = pa.p1;
-
-	if (MODE == kModeWrite)
-	{
-		lo = pa.bounds[0];
-		hi = pa.bounds[1];
-	}
-
-	const uint64_t step = (MODE == kModeWrite) ? (uint64_t) gridDim.x * blockDim.x : 0;
-	uint64_t	start = (uint64_t) lo + (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	for (uint64_t p = start;; p += step)
-	{
-		const bool	active = p < hi;
-		const uint32_t pos = (uint32_t) p;
+	for_each_position<MODE>(pa, [&](uint32_t pos) -> unsigned long long {
 		unsigned long long n = 0;
 
-		if (MODE == kModeWrite && !active)
-			break;
-		if (active)
+		if (MODE == kModeWork)
 		{
-			if (MODE == kModeWork)
-			{
-				double		work = 0.0;
+			double		work = 0.0;
 
-				for_each_row<SELF>(a, pos, [&](uint32_t j0, uint32_t j1) {
-					work += kRowCost + (double) (j1 - j0) * (a.dim + 1);
-				});
-				pa.per_point[pos] = (unsigned long long) work + 1;
-			}
-			else
-			{
-				ProbePoint<DIM> q;
-				unsigned long long first = 0;
-				bool		stopped = false;
-
-				q.load(a.pcoords, a.np, pos);
-				if (MODE == kModeWrite)
-					first = pa.incl[pos] - pa.per_point[pos];
-				for_each_row<SELF>(a, pos, [&](uint32_t j0, uint32_t j1) {
-					for (uint32_t j = j0; j < j1 && !stopped; j++)
-					{
-						double		sum = squared_distance<DIM>(q, a.bcoords, a.nb,
-																j, a.dim, a.thr);
-
-						if (!(sum <= a.thr))
-							continue;
-
-						double		dist = __dsqrt_rn(sum);
-
-						if (!(dist <= a.eps))
-							continue;
-						if (MODE == kModeWrite &&
-							!write_pair<SELF>(a, pa, first + n, pos, j, dist))
-						{
-							stopped = true;
-							break;
-						}
-						n++;
-					}
-				});
-				if (MODE == kModeCount)
-					pa.per_point[pos] = n;
-				if (MODE == kModeWrite && !stopped && n != pa.per_point[pos])
-					atomicOr(pa.error_flag, 1);
-			}
+			for_each_row<SELF>(a, pos, [&](uint32_t j0, uint32_t j1) {
+				work += kRowCost + (double) (j1 - j0) * (a.dim + 1);
+			});
+			pa.per_point[pos] = (unsigned long long) work + 1;
+			return n;
 		}
-		if (MODE == kModeTotal)
-			warp_add_total(n, pa.total);
-		if (MODE != kModeWrite)
-			break;
-	}
+
+		ProbePoint<DIM> q;
+		unsigned long long first;
+		bool		stopped = false;
+
+		q.load(a.pcoords, a.np, pos);
+		first = first_pair<MODE>(pa, pos);
+		for_each_row<SELF>(a, pos, [&](uint32_t j0, uint32_t j1) {
+			for (uint32_t j = j0; j < j1 && !stopped; j++)
+			{
+				double		sum = squared_distance<DIM>(q, a.bcoords, a.nb,
+														j, a.dim, a.thr);
+
+				if (!(sum <= a.thr))
+					continue;
+
+				double		dist = __dsqrt_rn(sum);
+
+				if (!(dist <= a.eps))
+					continue;
+				if (!take_pair<SELF, MODE>(a, pa, first, &n, pos, j, dist))
+				{
+					stopped = true;
+					break;
+				}
+			}
+		});
+		end_position<MODE>(pa, pos, n, !stopped);
+		return n;
+	});
 }
 
 /*
@@ -536,55 +595,25 @@ template <bool SELF, int MODE>
 __global__ void __launch_bounds__(kBlock)
 verify_kernel(JoinArgs a, PassArgs pa)
 {
-	uint32_t	lo = pa.p0,
-				hi = pa.p1;
-
-	if (MODE == kModeWrite)
-	{
-		lo = pa.bounds[0];
-		hi = pa.bounds[1];
-	}
-
-	const uint64_t step = (MODE == kModeWrite) ? (uint64_t) gridDim.x * blockDim.x : 0;
-	uint64_t	start = (uint64_t) lo + (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	for (uint64_t p = start;; p += step)
-	{
-		const bool	active = p < hi;
-		const uint32_t pos = (uint32_t) p;
+	for_each_position<MODE>(pa, [&](uint32_t pos) -> unsigned long long {
 		unsigned long long n = 0;
+		unsigned long long first = first_pair<MODE>(pa, pos);
+		uint32_t	c0 = a.cand_start[pos - a.cand_p0],
+					c1 = a.cand_start[pos - a.cand_p0 + 1];
 
-		if (MODE == kModeWrite && !active)
-			break;
-		if (active)
+		for (uint32_t c = c0; c < c1; c++)
 		{
-			unsigned long long first = 0;
-			uint32_t	c0 = a.cand_start[pos - a.cand_p0],
-						c1 = a.cand_start[pos - a.cand_p0 + 1];
+			uint32_t	j = (uint32_t) a.cand[c];
+			double		v = canonical_value(a, pos, j);
 
-			if (MODE == kModeWrite)
-				first = pa.incl[pos] - pa.per_point[pos];
-			for (uint32_t c = c0; c < c1; c++)
-			{
-				uint32_t	j = (uint32_t) a.cand[c];
-				double		v = canonical_value(a, pos, j);
-
-				if (!(v <= a.eps))
-					continue;
-				if (MODE == kModeWrite && !write_pair<SELF>(a, pa, first + n, pos, j, v))
-					break;
-				n++;
-			}
-			if (MODE == kModeCount)
-				pa.per_point[pos] = n;
-			if (MODE == kModeWrite && first + n < pa.e && n != pa.per_point[pos])
-				atomicOr(pa.error_flag, 1);
+			if (!(v <= a.eps))
+				continue;
+			if (!take_pair<SELF, MODE>(a, pa, first, &n, pos, j, v))
+				break;
 		}
-		if (MODE == kModeTotal)
-			warp_add_total(n, pa.total);
-		if (MODE != kModeWrite)
-			break;
-	}
+		end_position<MODE>(pa, pos, n, first + n < pa.e);
+		return n;
+	});
 }
 
 /*
@@ -599,14 +628,10 @@ __global__ void __launch_bounds__(kBfThreads)
 brute_force_kernel(JoinArgs a, PassArgs pa)
 {
 	__shared__ __align__(16) double tile[kBfDimChunk][kBfTile];
-	uint32_t	lo = pa.p0,
-				hi = pa.p1;
+	uint32_t	lo,
+				hi;
 
-	if (MODE == kModeWrite)
-	{
-		lo = pa.bounds[0];
-		hi = pa.bounds[1];
-	}
+	pass_positions<MODE>(pa, &lo, &hi);
 
 	for (uint64_t base = (uint64_t) lo + (uint64_t) blockIdx.x * kBfThreads;
 		 base < hi; base += (uint64_t) gridDim.x * kBfThreads)
@@ -619,8 +644,8 @@ brute_force_kernel(JoinArgs a, PassArgs pa)
 		bool		stopped = false;
 		uint32_t	jstart = SELF ? (uint32_t) ((base + 1) / kBfTile * kBfTile) : 0;
 
-		if (MODE == kModeWrite && active)
-			first = pa.incl[pos] - pa.per_point[pos];
+		if (active)
+			first = first_pair<MODE>(pa, pos);
 
 		for (uint32_t j0 = jstart; j0 < a.nb; j0 += kBfTile)
 		{
@@ -694,23 +719,16 @@ brute_force_kernel(JoinArgs a, PassArgs pa)
 
 					if (!(dist <= a.eps))
 						continue;
-					if (MODE == kModeWrite &&
-						!write_pair<SELF>(a, pa, first + n, pos, j, dist))
-					{
+					if (!take_pair<SELF, MODE>(a, pa, first, &n, pos, j, dist))
 						stopped = true;
-						continue;
-					}
-					n++;
 				}
 			}
 			if (MODE == kModeWrite && __syncthreads_and(stopped || !active))
 				break;
 		}
 
-		if (MODE == kModeCount && active)
-			pa.per_point[pos] = n;
-		if (MODE == kModeWrite && active && !stopped && n != pa.per_point[pos])
-			atomicOr(pa.error_flag, 1);
+		if (active)
+			end_position<MODE>(pa, pos, n, !stopped);
 		if (MODE == kModeTotal)
 			warp_add_total(active ? n : 0, pa.total);
 	}

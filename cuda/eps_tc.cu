@@ -32,8 +32,6 @@ namespace sjgpu
 namespace
 {
 
-constexpr int kThreads = 256;
-
 /* Squared norm of row i in dimension order. */
 __global__ void
 norms_kernel(const double *coords, uint32_t n, int dim, double *out)
@@ -62,21 +60,29 @@ filter_coord(const double *coords, uint32_t n, const double *norms, int k,
 	return norms ? x / sqrt(norms[i]) : x;
 }
 
-/* Mean of column blockIdx.x (rows with a NaN unit vector are skipped). */
-__global__ void
-mean_kernel(const double *coords, uint32_t n, const double *norms, double *mean)
+/* fn(x) for the finite coordinates x of column blockIdx.x this thread takes. */
+template <typename Fn>
+__device__ __forceinline__ void
+for_each_column_coord(const double *coords, uint32_t n, const double *norms, Fn fn)
 {
-	using BlockReduce = cub::BlockReduce<double, kThreads>;
-	__shared__ typename BlockReduce::TempStorage tmp;
-	double		s = 0.0;
-
-	for (uint32_t i = threadIdx.x; i < n; i += kThreads)
+	for (uint32_t i = threadIdx.x; i < n; i += kTcThreads)
 	{
 		double		x = filter_coord(coords, n, norms, blockIdx.x, i);
 
 		if (isfinite(x))
-			s += x;
+			fn(x);
 	}
+}
+
+/* Mean of column blockIdx.x (rows with a NaN unit vector are skipped). */
+__global__ void
+mean_kernel(const double *coords, uint32_t n, const double *norms, double *mean)
+{
+	using BlockReduce = cub::BlockReduce<double, kTcThreads>;
+	__shared__ typename BlockReduce::TempStorage tmp;
+	double		s = 0.0;
+
+	for_each_column_coord(coords, n, norms, [&](double x) { s += x; });
 	s = BlockReduce(tmp).Sum(s);
 	if (threadIdx.x == 0)
 		mean[blockIdx.x] = n ? s / n : 0.0;
@@ -87,17 +93,12 @@ __global__ void
 maxabs_kernel(const double *coords, uint32_t n, const double *norms,
 			  const double *mean, double *out)
 {
-	using BlockReduce = cub::BlockReduce<double, kThreads>;
+	using BlockReduce = cub::BlockReduce<double, kTcThreads>;
 	__shared__ typename BlockReduce::TempStorage tmp;
 	double		m = 0.0;
 
-	for (uint32_t i = threadIdx.x; i < n; i += kThreads)
-	{
-		double		x = filter_coord(coords, n, norms, blockIdx.x, i);
-
-		if (isfinite(x))
-			m = fmax(m, fabs(x - mean[blockIdx.x]));
-	}
+	for_each_column_coord(coords, n, norms,
+						  [&](double x) { m = fmax(m, fabs(x - mean[blockIdx.x])); });
 	m = BlockReduce(tmp).Reduce(m, [](double a, double b) { return fmax(a, b); });
 	if (threadIdx.x == 0)
 		atomicMax((unsigned long long *) out, (unsigned long long) __double_as_longlong(m));
@@ -251,23 +252,55 @@ append_kept(bool keep, uint32_t row, uint32_t col, uint32_t p0,
 			unsigned long long *keys, unsigned long long cap,
 			unsigned long long *count, int lane)
 {
-	unsigned	mask = __ballot_sync(0xffffffffu, keep);
-	unsigned long long base = 0;
-	int			leader;
+	tc_warp_append<unsigned long long>(keep, ((unsigned long long) (row - p0) << 32) | col,
+									   keys, cap, count, lane);
+}
 
-	if (mask == 0)
-		return;
-	leader = __ffs(mask) - 1;
-	if (lane == leader)
-		base = atomicAdd(count, (unsigned long long) __popc(mask));
-	base = __shfl_sync(0xffffffffu, base, leader);
-	if (keep)
+/*
+ * The first probe row *pt and build row *jt of this block's tile of S
+ * (tile_of over the tiles of [p0, p1) x nbuild build rows); false where a
+ * self-join's tile holds no pair (every build row precedes every probe row).
+ */
+template <bool SELF, class S>
+__device__ __forceinline__ bool
+block_tile(uint32_t nbuild, uint32_t p0, uint32_t p1, uint32_t group, const uint32_t *list,
+		   uint32_t *pt, uint32_t *jt)
+{
+	uint32_t	ty,
+				tx;
+
+	tile_of((nbuild + S::BN - 1) / S::BN, (p1 - p0 + S::BM - 1) / S::BM, group, list, &ty,
+			&tx);
+	*pt = p0 + ty * S::BM;
+	*jt = tx * S::BN;
+	return !(SELF && *jt + S::BN - 1 <= *pt);
+}
+
+/*
+ * A cp.async pipeline's first PRE stages in flight, one commit group each:
+ * load(stage, k) stages K step k, for the steps there are of nk.
+ */
+template <int PRE, typename Load>
+__device__ __forceinline__ void
+pipeline_start(int nk, Load load)
+{
+#pragma unroll
+	for (int st = 0; st < PRE; st++)
 	{
-		unsigned long long at = base + __popc(mask & ((1u << lane) - 1));
-
-		if (at < cap)
-			keys[at] = ((unsigned long long) (row - p0) << 32) | col;
+		if (st < nk)
+			load(st, st);
+		asm volatile("cp.async.commit_group;\n"::);
 	}
+}
+
+/* K step kn (where kn < nk) into stage kn % ST, and its commit group. */
+template <int ST, typename Load>
+__device__ __forceinline__ void
+pipeline_refill(int kn, int nk, Load load)
+{
+	if (kn < nk)
+		load(kn % ST, kn);
+	asm volatile("cp.async.commit_group;\n"::);
 }
 
 /*
@@ -336,22 +369,17 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 	extern __shared__ __align__(16) unsigned char smem[];
 	__half		(*sa)[S::PAD] = reinterpret_cast<__half (*)[S::PAD]>(smem);
 	__half		(*sb)[S::PAD] = sa + S::ST * S::BM;
-	uint32_t	ty,
-				tx;
+	uint32_t	pt,
+				jt;
 
-	tile_of((build.n + S::BN - 1) / S::BN, (p1 - p0 + S::BM - 1) / S::BM, group, list, &ty,
-			&tx);
+	if (!block_tile<SELF, S>(build.n, p0, p1, group, list, &pt, &jt))
+		return;
 
-	const uint32_t pt = p0 + ty * S::BM;
-	const uint32_t jt = tx * S::BN;
 	const int	warp = threadIdx.x / 32,
 				lane = threadIdx.x % 32;
 	const int	wm = (warp / S::WARPS_N) * S::WM,
 				wn = (warp % S::WARPS_N) * S::WN;
 	float		acc[S::MI][S::NI][4];
-
-	if (SELF && jt + S::BN - 1 <= pt)
-		return;					/* every build row precedes every probe row */
 
 #pragma unroll
 	for (int mi = 0; mi < S::MI; mi++)
@@ -362,34 +390,21 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 				acc[mi][ni][e] = 0.0f;
 
 	const int	nk = (p.pdim + S::KS - 1) / S::KS;
+	auto		load = [&](int st, int k) {
+		load_tile<S, S::BM>(sa + st * S::BM, probe.rows, pt, p1, p.pdim, k * S::KS);
+		load_tile<S, S::BN>(sb + st * S::BN, build.rows, jt, build.n, p.pdim, k * S::KS);
+	};
 
-	/* the first ST - 1 stages in flight, one commit group each */
-#pragma unroll
-	for (int st = 0; st < S::ST - 1; st++)
-	{
-		if (st < nk)
-		{
-			load_tile<S, S::BM>(sa + st * S::BM, probe.rows, pt, p1, p.pdim, st * S::KS);
-			load_tile<S, S::BN>(sb + st * S::BN, build.rows, jt, build.n, p.pdim, st * S::KS);
-		}
-		asm volatile("cp.async.commit_group;\n"::);
-	}
+	/* the first ST - 1 stages in flight */
+	pipeline_start<S::ST - 1>(nk, load);
 	for (int kt = 0; kt < nk; kt++)
 	{
 		const int	s = kt % S::ST;
-		const int	kn = kt + S::ST - 1;
 
 		asm volatile("cp.async.wait_group %0;\n"::"n"(S::ST - 2));
 		__syncthreads();
 		/* refill the stage the previous step read (all are past it now) */
-		if (kn < nk)
-		{
-			load_tile<S, S::BM>(sa + (kn % S::ST) * S::BM, probe.rows, pt, p1, p.pdim,
-								kn * S::KS);
-			load_tile<S, S::BN>(sb + (kn % S::ST) * S::BN, build.rows, jt, build.n, p.pdim,
-								kn * S::KS);
-		}
-		asm volatile("cp.async.commit_group;\n"::);
+		pipeline_refill<S::ST>(kt + S::ST - 1, nk, load);
 
 		const __half (*ta)[S::PAD] = sa + s * S::BM + wm;
 		const __half (*tb)[S::PAD] = sb + s * S::BN + wn;
@@ -619,21 +634,16 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ __align__(16) unsigned char wsmem[];
 	__half	   *sh = reinterpret_cast<__half *>(((uintptr_t) wsmem + 1023) & ~(uintptr_t) 1023);
-	uint32_t	ty,
-				tx;
+	uint32_t	pt,
+				jt;
 
-	tile_of((build.n + S::BN - 1) / S::BN, (p1 - p0 + S::BM - 1) / S::BM, group, list, &ty,
-			&tx);
+	if (!block_tile<SELF, S>(build.n, p0, p1, group, list, &pt, &jt))
+		return;
 
-	const uint32_t pt = p0 + ty * S::BM;
-	const uint32_t jt = tx * S::BN;
 	const int	wg = threadIdx.x / 128,
 				warp = (threadIdx.x / 32) % 4,
 				lane = threadIdx.x % 32;
 	float		acc[S::BN / 8][4];
-
-	if (SELF && jt + S::BN - 1 <= pt)
-		return;					/* every build row precedes every probe row */
 
 #pragma unroll
 	for (int ni = 0; ni < S::BN / 8; ni++)
@@ -642,37 +652,23 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 			acc[ni][e] = 0.0f;
 
 	const int	nk = (p.pdim + S::KS - 1) / S::KS;
+	auto		load = [&](int st, int k) {
+		__half	   *d = sh + st * S::STAGE;
+
+		wg_load_tile<S, S::BM>(d, probe.rows, pt, p1, p.pdim, k * S::KS);
+		wg_load_tile<S, S::BN>(d + S::BM * S::KS, build.rows, jt, build.n, p.pdim, k * S::KS);
+	};
 
 	/* ST - 2 stages loading: one more is computing, one may still be read */
-#pragma unroll
-	for (int st = 0; st < S::ST - 2; st++)
-	{
-		if (st < nk)
-		{
-			wg_load_tile<S, S::BM>(sh + st * S::STAGE, probe.rows, pt, p1, p.pdim, st * S::KS);
-			wg_load_tile<S, S::BN>(sh + st * S::STAGE + S::BM * S::KS, build.rows, jt, build.n,
-								   p.pdim, st * S::KS);
-		}
-		asm volatile("cp.async.commit_group;\n"::);
-	}
+	pipeline_start<S::ST - 2>(nk, load);
 	for (int kt = 0; kt < nk; kt++)
 	{
-		const int	kn = kt + S::ST - 2;
-
 		asm volatile("cp.async.wait_group %0;\n"::"n"(S::ST - 3));
 		/* the tensor cores read what cp.async wrote: the async proxy */
 		asm volatile("fence.proxy.async.shared::cta;\n"::: "memory");
-		/* and every wgmma of step kt - 2 (stage kn) is complete */
+		/* and every wgmma of step kt - 2 (stage kt + ST - 2) is complete */
 		__syncthreads();
-		if (kn < nk)
-		{
-			__half	   *d = sh + (kn % S::ST) * S::STAGE;
-
-			wg_load_tile<S, S::BM>(d, probe.rows, pt, p1, p.pdim, kn * S::KS);
-			wg_load_tile<S, S::BN>(d + S::BM * S::KS, build.rows, jt, build.n, p.pdim,
-								   kn * S::KS);
-		}
-		asm volatile("cp.async.commit_group;\n"::);
+		pipeline_refill<S::ST>(kt + S::ST - 2, nk, load);
 
 		const __half *ta = sh + (kt % S::ST) * S::STAGE + (size_t) wg * 64 * S::KS;
 		const __half *tb = sh + (kt % S::ST) * S::STAGE + (size_t) S::BM * S::KS;
@@ -812,12 +808,6 @@ starts_kernel(const unsigned long long *keys, unsigned long long nkeys, uint32_t
 	start[i] = (uint32_t) lo;
 }
 
-inline unsigned int
-blocks(uint64_t n)
-{
-	return (unsigned int) std::max<uint64_t>(1, (n + kThreads - 1) / kThreads);
-}
-
 }								/* namespace */
 
 void
@@ -825,7 +815,7 @@ tc_norms(const double *coords, uint32_t n, int dim, double *out, cudaStream_t st
 {
 	if (n == 0)
 		return;
-	norms_kernel<<<blocks(n), kThreads, 0, st>>>(coords, n, dim, out);
+	norms_kernel<<<tc_blocks(n), kTcThreads, 0, st>>>(coords, n, dim, out);
 	SJGPU_CHECK_LAUNCH("norms_kernel");
 }
 
@@ -833,7 +823,7 @@ void
 tc_mean(const double *coords, uint32_t n, int dim, const double *norms, double *mean,
 		cudaStream_t st)
 {
-	mean_kernel<<<dim, kThreads, 0, st>>>(coords, n, norms, mean);
+	mean_kernel<<<dim, kTcThreads, 0, st>>>(coords, n, norms, mean);
 	SJGPU_CHECK_LAUNCH("mean_kernel");
 }
 
@@ -843,7 +833,7 @@ tc_maxabs(const double *coords, uint32_t n, int dim, const double *norms,
 {
 	if (n == 0)
 		return;
-	maxabs_kernel<<<dim, kThreads, 0, st>>>(coords, n, norms, mean, out);
+	maxabs_kernel<<<dim, kTcThreads, 0, st>>>(coords, n, norms, mean, out);
 	SJGPU_CHECK_LAUNCH("maxabs_kernel");
 }
 
@@ -892,8 +882,9 @@ tc_convert(const double *coords, uint32_t n, const double *norms, const double *
 	side->n = n;
 	if (n == 0)
 		return;
-	convert_kernel<<<blocks(n), kThreads, 0, st>>>(coords, n, norms, mean, p, p.r2, delta,
-												   shrink, side->rows, side->pn);
+	convert_kernel<<<tc_blocks(n), kTcThreads, 0, st>>>(coords, n, norms, mean, p, p.r2,
+														delta, shrink, side->rows,
+														side->pn);
 	SJGPU_CHECK_LAUNCH("convert_kernel");
 }
 
@@ -945,7 +936,8 @@ void
 tc_starts(const unsigned long long *keys, unsigned long long nkeys, uint32_t np,
 		  uint32_t *start, cudaStream_t st)
 {
-	starts_kernel<<<blocks((uint64_t) np + 1), kThreads, 0, st>>>(keys, nkeys, np, start);
+	starts_kernel<<<tc_blocks((uint64_t) np + 1), kTcThreads, 0, st>>>(keys, nkeys, np,
+																	   start);
 	SJGPU_CHECK_LAUNCH("starts_kernel");
 }
 

@@ -58,6 +58,7 @@
 
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "sjgpu_internal.cuh"
@@ -68,6 +69,45 @@ namespace sjgpu
 constexpr int kTcTile = 128;	/* rows of a filter tile, both sides */
 constexpr int kTcK = 32;		/* FP16 row padding and K step */
 constexpr uint32_t kTcGroup = 16;	/* probe tiles a run of the filter's walk */
+
+/* Threads a block of the row-at-a-thread kernels (eps_tc.cu, eps_tiles.cu). */
+constexpr int kTcThreads = 256;
+
+/* Blocks of kTcThreads for n threads (one at least). */
+inline unsigned int
+tc_blocks(uint64_t n)
+{
+	return (unsigned int) std::max<uint64_t>(1, (n + kTcThreads - 1) / kTcThreads);
+}
+
+/*
+ * Append v of every lane that keeps one to out[*count...] with one atomic
+ * a warp (all lanes call, lane their lane); values past cap are counted,
+ * not written.
+ */
+template <typename T>
+__device__ __forceinline__ void
+tc_warp_append(bool keep, T v, T *out, unsigned long long cap, unsigned long long *count,
+			   int lane)
+{
+	unsigned	mask = __ballot_sync(0xffffffffu, keep);
+	unsigned long long base = 0;
+	int			leader;
+
+	if (mask == 0)
+		return;
+	leader = __ffs(mask) - 1;
+	if (lane == leader)
+		base = atomicAdd(count, (unsigned long long) __popc(mask));
+	base = __shfl_sync(0xffffffffu, base, leader);
+	if (keep)
+	{
+		unsigned long long at = base + __popc(mask & ((1u << lane) - 1));
+
+		if (at < cap)
+			out[at] = v;
+	}
+}
 
 /* Padded FP16 row length for dim dimensions. */
 inline int

@@ -23,15 +23,6 @@ namespace sjgpu
 namespace
 {
 
-constexpr int kThreads = 256;
-
-/* Blocks of kThreads for n threads. */
-unsigned int
-blocks(uint64_t n)
-{
-	return (unsigned int) ((n + kThreads - 1) / kThreads);
-}
-
 /* Sign bits of coordinate k in the kTcProj projection directions. */
 __device__ __forceinline__ uint32_t
 proj_signs(int k)
@@ -353,24 +344,7 @@ tile_list_kernel(const double *pcentre, const double *pradius, uint32_t ptiles,
 			}
 		}
 
-		const unsigned mask = __ballot_sync(0xffffffffu, keep);
-
-		if (mask == 0)
-			continue;
-
-		const int	leader = __ffs(mask) - 1;
-		unsigned long long base = 0;
-
-		if (lane == leader)
-			base = atomicAdd(count, (unsigned long long) __popc(mask));
-		base = __shfl_sync(0xffffffffu, base, leader);
-		if (keep)
-		{
-			const unsigned long long at = base + __popc(mask & ((1u << lane) - 1));
-
-			if (at < cap)
-				list[at] = ty * btiles + tx;
-		}
+		tc_warp_append<uint32_t>(keep, ty * btiles + tx, list, cap, count, lane);
 	}
 }
 
@@ -395,10 +369,10 @@ tc_seeds(const double *coords, uint32_t n, int dim, const double *norms, const d
 
 	if (nseeds == 0)
 		return;
-	seeds_kernel<<<blocks(nseeds), kThreads, 0, st>>>(coords, n, dim, norms, mean, scale,
-													  nseeds, n / nseeds, seeds);
+	seeds_kernel<<<tc_blocks(nseeds), kTcThreads, 0, st>>>(coords, n, dim, norms, mean,
+														   scale, nseeds, n / nseeds, seeds);
 	SJGPU_CHECK_LAUNCH("seeds_kernel");
-	seed_knn_kernel<<<blocks(nseeds), kThreads, 0, st>>>(seeds, nseeds, scratch);
+	seed_knn_kernel<<<tc_blocks(nseeds), kTcThreads, 0, st>>>(seeds, nseeds, scratch);
 	SJGPU_CHECK_LAUNCH("seed_knn_kernel");
 	SJGPU_CHECK(cudaMemcpyAsync(nbr.data(), scratch, nbr.size() * sizeof(uint32_t),
 								cudaMemcpyDeviceToHost, st));
@@ -449,8 +423,8 @@ tc_assign(const double *coords, uint32_t n, int dim, const double *norms, const 
 {
 	if (n == 0)
 		return;
-	assign_kernel<<<blocks(n), kThreads, 0, st>>>(coords, n, dim, norms, mean, scale, seeds,
-												  rank, nseeds, keys, vals);
+	assign_kernel<<<tc_blocks(n), kTcThreads, 0, st>>>(coords, n, dim, norms, mean, scale,
+													   seeds, rank, nseeds, keys, vals);
 	SJGPU_CHECK_LAUNCH("assign_kernel");
 }
 

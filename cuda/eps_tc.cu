@@ -304,6 +304,42 @@ pipeline_refill(int kn, int nk, Load load)
 }
 
 /*
+ * The pairs of an n8 fragment that the bound cannot rule out, as bits
+ * bit0 .. bit0 + 3: acc its four dot products, rows row and row + 8 (with
+ * constants rp[0], rp[1]), columns col and col + 1 (b0, b1).
+ */
+template <bool SELF>
+__device__ __forceinline__ uint32_t
+fragment_kept(const float *acc, const TcBound *rp, TcBound b0, TcBound b1, uint32_t row,
+			  uint32_t col, int bit0)
+{
+	uint32_t	bits = 0;
+
+#pragma unroll
+	for (int e = 0; e < 4; e++)
+	{
+		const uint32_t r = row + (e >> 1) * 8;
+		const uint32_t c = col + (e & 1);
+
+		if (may_join(acc[e], rp[e >> 1], (e & 1) ? b1 : b0) && !(SELF && c <= r))
+			bits |= 1u << (bit0 + e);
+	}
+	return bits;
+}
+
+/* Append the kept pairs of an n8 fragment (fragment_kept's bits in kept). */
+__device__ __forceinline__ void
+append_fragment(uint32_t kept, int bit0, uint32_t row, uint32_t col, uint32_t p0,
+				unsigned long long *keys, unsigned long long cap, unsigned long long *count,
+				int lane)
+{
+#pragma unroll
+	for (int e = 0; e < 4; e++)
+		append_kept((kept >> (bit0 + e)) & 1, row + (e >> 1) * 8, col + (e & 1), p0, keys, cap,
+					count, lane);
+}
+
+/*
  * A shape of the filter kernel: a block computes a BM x BN tile of dot
  * products (BM probe rows, BN build rows) with warps of WM x WN, K in
  * steps of KS through ST shared-memory stages; MINB blocks a
@@ -472,16 +508,9 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 		kept[mi] = 0;
 #pragma unroll
 		for (int ni = 0; ni < S::NI; ni++)
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-			{
-				const uint32_t row = pt + wm + mi * 16 + lane / 4 + (e >> 1) * 8;
-				const uint32_t col = jt + wn + ni * 8 + (lane % 4) * 2 + (e & 1);
-
-				if (may_join(acc[mi][ni][e], rp[mi][e >> 1], rb[ni][e & 1]) &&
-					!(SELF && col <= row))
-					kept[mi] |= 1u << (ni * 4 + e);
-			}
+			kept[mi] |= fragment_kept<SELF>(acc[mi][ni], rp[mi], rb[ni][0], rb[ni][1],
+											pt + wm + mi * 16 + lane / 4,
+											jt + wn + ni * 8 + (lane % 4) * 2, ni * 4);
 		any |= kept[mi] != 0;
 	}
 	/* most tiles keep nothing: one vote, then the appends */
@@ -491,12 +520,8 @@ filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p1,
 	for (int mi = 0; mi < S::MI; mi++)
 #pragma unroll
 		for (int ni = 0; ni < S::NI; ni++)
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-				append_kept((kept[mi] >> (ni * 4 + e)) & 1,
-							pt + wm + mi * 16 + lane / 4 + (e >> 1) * 8,
-							jt + wn + ni * 8 + (lane % 4) * 2 + (e & 1), p0, keys, cap, count,
-							lane);
+			append_fragment(kept[mi], ni * 4, pt + wm + mi * 16 + lane / 4,
+							jt + wn + ni * 8 + (lane % 4) * 2, p0, keys, cap, count, lane);
 }
 
 /*
@@ -725,16 +750,7 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 			const TcBound b0 = c0 < build.n ? build.pn[c0] : tc_bound_none(),
 						b1 = c0 + 1 < build.n ? build.pn[c0 + 1] : tc_bound_none();
 
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-			{
-				const uint32_t row = rbase + (e >> 1) * 8;
-				const uint32_t col = c0 + (e & 1);
-
-				if (may_join(acc[ni][e], rp[e >> 1], (e & 1) ? b1 : b0) &&
-					!(SELF && col <= row))
-					kept[w] |= 1u << (nn * 4 + e);
-			}
+			kept[w] |= fragment_kept<SELF>(acc[ni], rp, b0, b1, rbase, c0, nn * 4);
 		}
 		any |= kept[w] != 0;
 	}
@@ -742,10 +758,8 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 		return;
 #pragma unroll
 	for (int ni = 0; ni < S::BN / 8; ni++)
-#pragma unroll
-		for (int e = 0; e < 4; e++)
-			append_kept((kept[ni / 8] >> ((ni % 8) * 4 + e)) & 1, rbase + (e >> 1) * 8,
-						jt + ni * 8 + (lane % 4) * 2 + (e & 1), p0, keys, cap, count, lane);
+		append_fragment(kept[ni / 8], (ni % 8) * 4, rbase, jt + ni * 8 + (lane % 4) * 2, p0,
+						keys, cap, count, lane);
 #endif
 }
 

@@ -375,6 +375,14 @@ read_back(const T *src, cudaStream_t s)
 	return v;
 }
 
+/* Free device arrays that the later steps no longer read. */
+template <class... Buffers>
+static void
+release(Buffers &... bufs)
+{
+	(bufs.reset(), ...);
+}
+
 /* Input sizes, and whether the direct token map is used (the host's rule). */
 struct PrepShape
 {
@@ -568,10 +576,7 @@ prep_renumber(PrepDevice &p)
 												  (int64_t) p.nall, p.d_goff.get(),
 												  p.d_goff.get() + 1, s);
 	});
-	p.d_tok.reset();
-	p.d_map.reset();
-	p.d_rank.reset();
-	p.d_uniq.reset();
+	release(p.d_tok, p.d_map, p.d_rank, p.d_uniq);
 }
 
 /* Step 4: keys and the stable sort of (key, input position). */
@@ -645,8 +650,7 @@ prep_distinct(PrepDevice &p)
 												 p.d_off.get(), (int) nd + 1, s);
 		});
 	}
-	p.d_skeys.reset();
-	p.d_svals.reset();
+	release(p.d_skeys, p.d_svals);
 }
 
 /* The distinct sets' tokens, copied from their representatives. */

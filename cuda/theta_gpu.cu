@@ -532,6 +532,34 @@ warp_flush(const unsigned *sl, const unsigned *sr, int fill, const Out &o, int l
 	__syncwarp();
 }
 
+/*
+ * Stage total more pairs of the warp in its buffers (wl, wr) after the
+ * *fill there, flushing them first where they would overflow: write(base)
+ * has each lane put its pairs from index base on.  All lanes call.
+ */
+template <typename Write>
+__device__ __forceinline__ void
+stage_pairs(unsigned *wl, unsigned *wr, int *fill, int total, const Out &o, int lane,
+			Write write)
+{
+	if (*fill + total > kStage)
+	{
+		warp_flush(wl, wr, *fill, o, lane);
+		*fill = 0;
+	}
+	write(*fill);
+	*fill += total;
+	__syncwarp();
+}
+
+/* Put the pair of outer row og and inner row ir at off, left row in wl. */
+__device__ __forceinline__ void
+stage_pair(unsigned *wl, unsigned *wr, int off, unsigned og, unsigned ir, bool outer_left)
+{
+	wl[off] = outer_left ? og : ir;
+	wr[off] = outer_left ? ir : og;
+}
+
 /* Sum a per-thread count over the block into *dst (one atomicAdd). */
 __device__ __forceinline__ void
 block_count(unsigned long long cnt, unsigned long long *dst)
@@ -857,6 +885,17 @@ struct EvalArgs
 	unsigned long long *count;
 };
 
+/* An evaluation kernel's end: the block's count, or the warp's last pairs. */
+__device__ __forceinline__ void
+finish_eval(const EvalArgs &a, unsigned long long cnt, const unsigned *wl, const unsigned *wr,
+			int fill, int lane)
+{
+	if (a.count_only)
+		block_count(cnt, a.count);
+	else
+		warp_flush(wl, wr, fill, a.out, lane);
+}
+
 /* Candidates [p0, p1) of a chunk: one thread a candidate. */
 __global__ void __launch_bounds__(kThreads)
 cand_kernel(EvalArgs a, const unsigned long long *cum, unsigned R,
@@ -919,29 +958,15 @@ cand_kernel(EvalArgs a, const unsigned long long *cum, unsigned R,
 		else
 		{
 			unsigned	mask = __ballot_sync(0xffffffffu, hit);
-			int			total = __popc(mask);
 
-			if (fill + total > kStage)
-			{
-				warp_flush(wl, wr, fill, a.out, lane);
-				fill = 0;
-			}
-			if (hit)
-			{
-				int			off = fill + __popc(mask & ((1u << lane) - 1));
-				unsigned	og = a.orow0 + orow;
-
-				wl[off] = a.outer_left ? og : irow;
-				wr[off] = a.outer_left ? irow : og;
-			}
-			fill += total;
-			__syncwarp();
+			stage_pairs(wl, wr, &fill, __popc(mask), a.out, lane, [&](int base) {
+				if (hit)
+					stage_pair(wl, wr, base + __popc(mask & ((1u << lane) - 1)),
+							   a.orow0 + orow, irow, a.outer_left);
+			});
 		}
 	}
-	if (a.count_only)
-		block_count(cnt, a.count);
-	else
-		warp_flush(wl, wr, fill, a.out, lane);
+	finish_eval(a, cnt, wl, wr, fill, lane);
 }
 
 /* Nested-loop rectangle geometry. */
@@ -1047,9 +1072,7 @@ nl_kernel(EvalArgs a, NlArgs g)
 			else
 			{
 				int			c = __popc(bits),
-							incl = c,
-							total,
-							off;
+							incl = c;
 				unsigned	og = a.orow0 + orow;
 
 				for (int d = 1; d < 32; d <<= 1)
@@ -1059,32 +1082,22 @@ nl_kernel(EvalArgs a, NlArgs g)
 					if (lane >= d)
 						incl += t;
 				}
-				total = __shfl_sync(0xffffffffu, incl, 31);
-				if (fill + total > kStage)
-				{
-					warp_flush(wl, wr, fill, a.out, lane);
-					fill = 0;
-				}
-				off = fill + incl - c;
-				while (bits)
-				{
-					int			q = __ffs(bits) - 1;
-					unsigned	ir = t0 + j + q;
+				stage_pairs(wl, wr, &fill, __shfl_sync(0xffffffffu, incl, 31), a.out, lane,
+							[&](int base) {
+					int			off = base + incl - c;
 
-					bits &= bits - 1;
-					wl[off] = a.outer_left ? og : ir;
-					wr[off] = a.outer_left ? ir : og;
-					off++;
-				}
-				fill += total;
-				__syncwarp();
+					while (bits)
+					{
+						int			q = __ffs(bits) - 1;
+
+						bits &= bits - 1;
+						stage_pair(wl, wr, off++, og, t0 + j + q, a.outer_left);
+					}
+				});
 			}
 		}
 	}
-	if (a.count_only)
-		block_count(cnt, a.count);
-	else
-		warp_flush(wl, wr, fill, a.out, lane);
+	finish_eval(a, cnt, wl, wr, fill, lane);
 }
 
 /* ------------------------------------------------------------------------

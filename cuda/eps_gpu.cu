@@ -776,10 +776,15 @@ minmax_kernel(const double *coords, uint32_t n, double *partial)
 	}
 }
 
-/* Build keys: row-major cell id of each build point, and its index. */
+/*
+ * Cell keys of n points, and their indices: of a build point its row-major
+ * cell id; of a probe point (PROBE) its cell order over the clamped range
+ * [-1, nc] of every dim.
+ */
+template <bool PROBE>
 __global__ void
-build_keys_kernel(const double *coords, uint32_t n, GridParams g,
-				  unsigned long long *keys, uint32_t *vals)
+cell_keys_kernel(const double *coords, uint32_t n, GridParams g,
+				 unsigned long long *keys, uint32_t *vals)
 {
 	uint64_t	i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -789,27 +794,15 @@ build_keys_kernel(const double *coords, uint32_t n, GridParams g,
 	unsigned long long id = 0;
 
 	for (int d = 0; d < g.k; d++)
-		id += (unsigned long long) build_cell(coords[(size_t) g.dims[d] * n + i],
-											  g.lo[d], g.w[d], g.nc[d]) * g.stride[d];
-	keys[i] = id;
-	vals[i] = (uint32_t) i;
-}
+	{
+		double		x = coords[(size_t) g.dims[d] * n + i];
 
-/* Probe keys: cell order over the clamped range [-1, nc] of every dim. */
-__global__ void
-probe_keys_kernel(const double *coords, uint32_t n, GridParams g,
-				  unsigned long long *keys, uint32_t *vals)
-{
-	uint64_t	i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i >= n)
-		return;
-
-	unsigned long long id = 0;
-
-	for (int d = 0; d < g.k; d++)
-		id += (unsigned long long) (probe_cell(coords[(size_t) g.dims[d] * n + i],
-											   g.lo[d], g.w[d], g.nc[d]) + 1) * g.pstride[d];
+		if (PROBE)
+			id += (unsigned long long) (probe_cell(x, g.lo[d], g.w[d], g.nc[d]) + 1) *
+				g.pstride[d];
+		else
+			id += (unsigned long long) build_cell(x, g.lo[d], g.w[d], g.nc[d]) * g.stride[d];
+	}
 	keys[i] = id;
 	vals[i] = (uint32_t) i;
 }
@@ -1604,9 +1597,9 @@ load_build(SjGpuEpsJoin *j, uint32_t bc)
 
 		for (int i = 0; i < g.k; i++)
 			ncell_total *= (unsigned long long) g.nc[i];
-		build_keys_kernel<<<blocks_for(nb), kBlock, 0, st>>>(j->bcoords.get(), nb, g,
-															  j->a.get(), j->v0.get());
-		SJGPU_CHECK_LAUNCH("build_keys_kernel");
+		cell_keys_kernel<false><<<blocks_for(nb), kBlock, 0, st>>>(j->bcoords.get(), nb, g,
+																	j->a.get(), j->v0.get());
+		SJGPU_CHECK_LAUNCH("cell_keys_kernel (build)");
 		sort_keys(j, nb, key_bits(ncell_total), &keys, &perm);
 		runs = perm == j->v0.get() ? j->v1.get() : j->v0.get();
 
@@ -1671,9 +1664,9 @@ load_probe(SjGpuEpsJoin *j, uint32_t pc)
 
 		for (int i = 0; i < g.k; i++)
 			nkeys *= (unsigned long long) g.nc[i] + 2;
-		probe_keys_kernel<<<blocks_for(np), kBlock, 0, st>>>(j->pcoords.get(), np, g,
-															  j->a.get(), j->v0.get());
-		SJGPU_CHECK_LAUNCH("probe_keys_kernel");
+		cell_keys_kernel<true><<<blocks_for(np), kBlock, 0, st>>>(j->pcoords.get(), np, g,
+																   j->a.get(), j->v0.get());
+		SJGPU_CHECK_LAUNCH("cell_keys_kernel (probe)");
 		sort_keys(j, np, key_bits(nkeys), &keys, &perm);
 		orig_kernel<<<blocks_for(np), kBlock, 0, st>>>(perm, np, first, j->porig.get());
 		SJGPU_CHECK_LAUNCH("orig_kernel");

@@ -1703,16 +1703,27 @@ launch_window(SjGpuThetaJoin *j)
 	j->fly_w = w;
 }
 
+/*
+ * Wait for the window or rectangle in flight: its pairs written (counter)
+ * and its count; false where it met a data error.
+ */
+bool
+land_work(SjGpuThetaJoin *j, unsigned long long *counter, unsigned long long *cnt)
+{
+	*counter = *cnt = 0;
+	j->inflight = kFlyNone;
+	read_stats(j, counter, cnt, nullptr);
+	return !j->error;
+}
+
 /* Wait for the window in flight and take its pairs or count. */
 void
 finish_window(SjGpuThetaJoin *j, uint64_t *count)
 {
-	unsigned long long counter = 0,
-				cnt = 0;
+	unsigned long long counter,
+				cnt;
 
-	j->inflight = kFlyNone;
-	read_stats(j, &counter, &cnt, nullptr);
-	if (j->error)
+	if (!land_work(j, &counter, &cnt))
 		return;
 	if (counter > j->out_cap)
 		throw Error(SJ_ERR_INTERNAL, "theta_join: candidate window overflowed its buffer");
@@ -1812,12 +1823,10 @@ finish_rectangle(SjGpuThetaJoin *j, uint64_t *count)
 {
 	unsigned	m = j->in_n;
 	unsigned long long ncells = j->fly_cells;
-	unsigned long long counter = 0,
-				cnt = 0;
+	unsigned long long counter,
+				cnt;
 
-	j->inflight = kFlyNone;
-	read_stats(j, &counter, &cnt, nullptr);
-	if (j->error)
+	if (!land_work(j, &counter, &cnt))
 		return;
 	if (!j->count_only && counter > j->out_cap)
 	{

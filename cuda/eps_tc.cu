@@ -624,6 +624,18 @@ wg_fence_acc(float &r)
 	asm volatile("" : "+f"(r)::"memory");
 }
 
+/* wg_fence_acc on every accumulator of a warp's part of a 64 x BN tile. */
+template <int BN>
+__device__ __forceinline__ void
+wg_fence_tile(float (*acc)[4])
+{
+#pragma unroll
+	for (int ni = 0; ni < BN / 8; ni++)
+#pragma unroll
+		for (int e = 0; e < 4; e++)
+			wg_fence_acc(acc[ni][e]);
+}
+
 #endif
 
 /*
@@ -698,11 +710,7 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 		const __half *ta = sh + (kt % S::ST) * S::STAGE + (size_t) wg * 64 * S::KS;
 		const __half *tb = sh + (kt % S::ST) * S::STAGE + (size_t) S::BM * S::KS;
 
-#pragma unroll
-		for (int ni = 0; ni < S::BN / 8; ni++)
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-				wg_fence_acc(acc[ni][e]);
+		wg_fence_tile<S::BN>(acc);
 		asm volatile("wgmma.fence.sync.aligned;\n"::: "memory");
 #pragma unroll
 		for (int kk = 0; kk < S::KS; kk += 16)
@@ -715,18 +723,10 @@ wg_filter_kernel(TcSide probe, TcSide build, TcParams p, uint32_t p0, uint32_t p
 		}
 		asm volatile("wgmma.commit_group.sync.aligned;\n"::: "memory");
 		asm volatile("wgmma.wait_group.sync.aligned 1;\n"::: "memory");
-#pragma unroll
-		for (int ni = 0; ni < S::BN / 8; ni++)
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-				wg_fence_acc(acc[ni][e]);
+		wg_fence_tile<S::BN>(acc);
 	}
 	asm volatile("wgmma.wait_group.sync.aligned 0;\n"::: "memory");
-#pragma unroll
-	for (int ni = 0; ni < S::BN / 8; ni++)
-#pragma unroll
-		for (int e = 0; e < 4; e++)
-			wg_fence_acc(acc[ni][e]);
+	wg_fence_tile<S::BN>(acc);
 	asm volatile("cp.async.wait_group 0;\n"::);
 
 	/* epilogue: as filter_kernel's; a warp holds 16 probe rows */

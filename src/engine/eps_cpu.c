@@ -88,55 +88,48 @@ eps_attach(SjEpsJoin *j, const EpsIndexHeader *h, const SjVectors *right,
 	return SJ_OK;
 }
 
-/* Lay out the flattened grid of j's right side; its size, 0 if none. */
+/*
+ * The flattened grid of j's right side (see EpsIndexHeader), written into
+ * dst where given; its size, 0 if it has none.
+ */
 static size_t
-eps_index_layout(const SjEpsJoin *j, EpsIndexHeader *h)
+eps_index(const SjEpsJoin *j, void *dst)
 {
-	uint64_t	off;
+	EpsIndexHeader h;
+	SjFlatPart	parts[4];
 
-	memset(h, 0, sizeof(*h));
+	memset(&h, 0, sizeof(h));
 	if (j == NULL || j->self || j->build_shared || j->build.perm == NULL ||
 		j->metric != SJ_METRIC_L2)
 		return 0;
-	h->magic = EPS_INDEX_MAGIC;
-	h->spec = j->spec;
-	h->eps = j->eps;
-	h->dim = j->dim;
-	h->n = j->build.n;
-	h->ncell = j->build.ncell;
-	off = sizeof(EpsIndexHeader);
-	h->off_perm = sj_flat_place(&off, (uint64_t) h->n * sizeof(uint32_t));
-	h->off_pts = sj_flat_place(&off, (uint64_t) h->n * j->dim * sizeof(double));
-	h->off_cellid = sj_flat_place(&off, (uint64_t) h->ncell * sizeof(uint64_t));
-	h->off_cellstart = sj_flat_place(&off, ((uint64_t) h->ncell + 1) * sizeof(uint32_t));
-	h->size = sj_flat_place(&off, 0);
-	return (size_t) h->size;
+	h.magic = EPS_INDEX_MAGIC;
+	h.spec = j->spec;
+	h.eps = j->eps;
+	h.dim = j->dim;
+	h.n = j->build.n;
+	h.ncell = j->build.ncell;
+	parts[0] = (SjFlatPart) {&h.off_perm, j->build.perm, (uint64_t) h.n * sizeof(uint32_t), 1};
+	parts[1] = (SjFlatPart) {&h.off_pts, j->build.pts,
+		(uint64_t) h.n * j->dim * sizeof(double), 1};
+	parts[2] = (SjFlatPart) {&h.off_cellid, j->build.cellid,
+		(uint64_t) h.ncell * sizeof(uint64_t), 1};
+	parts[3] = (SjFlatPart) {&h.off_cellstart, j->build.cellstart,
+		((uint64_t) h.ncell + 1) * sizeof(uint32_t), 1};
+	return (size_t) sj_flat_index(dst, &h, sizeof(h), &h.size, parts, 4);
 }
 
 /* Bytes of the flattened grid of the right side (see EpsIndexHeader). */
 size_t
 sj_eps_cpu_index_size(const SjEpsJoin *j)
 {
-	EpsIndexHeader h;
-
-	return eps_index_layout(j, &h);
+	return eps_index(j, NULL);
 }
 
 /* Write the flattened grid of the right side into dst. */
 void
 sj_eps_cpu_index_write(const SjEpsJoin *j, void *dst)
 {
-	EpsIndexHeader h;
-	char	   *base = (char *) dst;
-
-	if (eps_index_layout(j, &h) == 0)
-		return;
-	memcpy(base, &h, sizeof(h));
-	memcpy(base + h.off_perm, j->build.perm, (size_t) h.n * sizeof(uint32_t));
-	memcpy(base + h.off_pts, j->build.pts, (size_t) h.n * j->dim * sizeof(double));
-	memcpy(base + h.off_cellid, j->build.cellid, (size_t) h.ncell * sizeof(uint64_t));
-	memcpy(base + h.off_cellstart, j->build.cellstart,
-		   ((size_t) h.ncell + 1) * sizeof(uint32_t));
+	eps_index(j, dst);
 }
 
 /*

@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C"
@@ -179,6 +180,43 @@ sj_flat_place(uint64_t *off, uint64_t bytes)
 
 	*off = at + bytes;
 	return at;
+}
+
+/*
+ * One array of a flattened index: its offset's field in the header, its
+ * source and its size; an absent one (present 0) keeps offset 0.
+ */
+typedef struct SjFlatPart
+{
+	uint64_t   *off;
+	const void *src;
+	uint64_t	bytes;
+	int			present;
+} SjFlatPart;
+
+/*
+ * Lay out the present parts, in order, after a header of hsize bytes and
+ * set the header's *size; with dst, write the header and the parts there.
+ * The index's size.
+ */
+static inline uint64_t
+sj_flat_index(void *dst, const void *header, size_t hsize, uint64_t *size,
+			  SjFlatPart *parts, int nparts)
+{
+	uint64_t	off = hsize;
+	int			i;
+
+	for (i = 0; i < nparts; i++)
+		if (parts[i].present)
+			*parts[i].off = sj_flat_place(&off, parts[i].bytes);
+	*size = sj_flat_place(&off, 0);
+	if (dst == NULL)
+		return *size;
+	memcpy(dst, header, hsize);
+	for (i = 0; i < nparts; i++)
+		if (parts[i].present)
+			memcpy((char *) dst + *parts[i].off, parts[i].src, (size_t) parts[i].bytes);
+	return *size;
 }
 
 /* Parallel stable LSD radix sort of keys with values (src/engine/sjthreads.c). */

@@ -1404,61 +1404,48 @@ th_attach(SjThetaJoin *j, const ThIndexHeader *h, char *errmsg)
 	return SJ_OK;
 }
 
-/* Lay out the flattened index of j's right side; its size, 0 if none. */
+/*
+ * The flattened index of j's right side (see ThIndexHeader), written into
+ * dst where given; its size, 0 if it has none.
+ */
 static size_t
-th_index_layout(const SjThetaJoin *j, ThIndexHeader *h)
+th_index(const SjThetaJoin *j, void *dst)
 {
-	uint64_t	off;
+	ThIndexHeader h;
+	SjFlatPart	parts[4];
 
-	memset(h, 0, sizeof(*h));
+	memset(&h, 0, sizeof(h));
 	if (j == NULL || j->perm == NULL || j->index_shared || !j->outer_left ||
 		j->plan.strategy == SJ_THETA_NESTED_LOOP)
 		return 0;
-	h->magic = TH_INDEX_MAGIC;
-	h->plan = j->plan;
-	h->nright = j->right.n;
-	h->nperm = j->nperm;
-	h->nkeys = j->nkeys;
-	h->ngroups = j->ngroups;
-	h->dir_bits = j->dir_bits;
-	h->collision = j->collision;
-	off = sizeof(ThIndexHeader);
-	h->off_perm = sj_flat_place(&off, (uint64_t) j->nperm * sizeof(uint32_t));
-	if (j->keys)
-		h->off_keys = sj_flat_place(&off, (uint64_t) j->nkeys * sizeof(uint64_t));
-	if (j->groups)
-		h->off_groups = sj_flat_place(&off, ((uint64_t) j->ngroups + 1) * sizeof(ThGroup));
-	if (j->dir)
-		h->off_dir = sj_flat_place(&off, ((UINT64_C(1) << j->dir_bits) + 1) * sizeof(uint32_t));
-	h->size = sj_flat_place(&off, 0);
-	return (size_t) h->size;
+	h.magic = TH_INDEX_MAGIC;
+	h.plan = j->plan;
+	h.nright = j->right.n;
+	h.nperm = j->nperm;
+	h.nkeys = j->nkeys;
+	h.ngroups = j->ngroups;
+	h.dir_bits = j->dir_bits;
+	h.collision = j->collision;
+	parts[0] = (SjFlatPart) {&h.off_perm, j->perm, (uint64_t) j->nperm * sizeof(uint32_t), 1};
+	parts[1] = (SjFlatPart) {&h.off_keys, j->keys, (uint64_t) j->nkeys * sizeof(uint64_t),
+		j->keys != NULL};
+	parts[2] = (SjFlatPart) {&h.off_groups, j->groups,
+		((uint64_t) j->ngroups + 1) * sizeof(ThGroup), j->groups != NULL};
+	parts[3] = (SjFlatPart) {&h.off_dir, j->dir,
+		((UINT64_C(1) << j->dir_bits) + 1) * sizeof(uint32_t), j->dir != NULL};
+	return (size_t) sj_flat_index(dst, &h, sizeof(h), &h.size, parts, 4);
 }
 
 size_t
 sj_theta_cpu_index_size(const SjThetaJoin *j)
 {
-	ThIndexHeader h;
-
-	return th_index_layout(j, &h);
+	return th_index(j, NULL);
 }
 
 void
 sj_theta_cpu_index_write(const SjThetaJoin *j, void *dst)
 {
-	ThIndexHeader h;
-	char	   *base = (char *) dst;
-
-	if (th_index_layout(j, &h) == 0)
-		return;
-	memcpy(base, &h, sizeof(h));
-	memcpy(base + h.off_perm, j->perm, (size_t) j->nperm * sizeof(uint32_t));
-	if (h.off_keys)
-		memcpy(base + h.off_keys, j->keys, (size_t) j->nkeys * sizeof(uint64_t));
-	if (h.off_groups)
-		memcpy(base + h.off_groups, j->groups, ((size_t) j->ngroups + 1) * sizeof(ThGroup));
-	if (h.off_dir)
-		memcpy(base + h.off_dir, j->dir,
-			   ((size_t) (UINT64_C(1) << j->dir_bits) + 1) * sizeof(uint32_t));
+	th_index(j, dst);
 }
 
 SjStatus

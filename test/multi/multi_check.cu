@@ -57,6 +57,21 @@ memory_limit(size_t options_limit)
 	return options_limit ? options_limit : ((size_t) 1 << 30);
 }
 
+/* Stubs: the operators' joins with shared units are not linked here. */
+SjStatus
+eps_begin_shared(const SjVectors *, const SjVectors *, double, const SjJoinOptions *,
+				 UnitClaim, SjGpuEpsJoin **, char *)
+{
+	return SJ_ERR_NO_DEVICE;
+}
+
+SjStatus
+jaccard_begin_shared(const SjSets *, const SjSets *, double, const SjJoinOptions *,
+					 UnitClaim, SjGpuJaccardJoin **, char *)
+{
+	return SJ_ERR_NO_DEVICE;
+}
+
 }								/* namespace sjgpu */
 
 using namespace sjgpu;

@@ -195,6 +195,218 @@ public:
 	}
 };
 
+/* A fake whole-join replica of a join spread with shared units. */
+struct SharedFake
+{
+	UnitClaim	claim;
+	uint32_t	nl = 0;
+	uint32_t	nr = 0;
+	bool		self = false;
+	bool		count_only = false;
+	size_t		batch = 1;
+	uint32_t	task = 0;		/* tasks: bands of 50 left rows */
+	std::vector<uint32_t> cuts; /* the task's units: left rows */
+	std::vector<std::pair<uint32_t, uint32_t>> pend;	/* the unit's pairs */
+	size_t		pos = 0;
+	std::vector<uint32_t> l;
+	std::vector<uint32_t> r;
+	std::vector<double> v;
+};
+
+static std::atomic<int> shared_live{0};
+static std::atomic<int> shared_skew{-1};	/* this worker plans differently */
+
+/* The fake operator spread with shared units: each unit a band of left rows. */
+class SharedFakeOps : public PieceOps
+{
+public:
+	uint32_t	nl = 0;
+	uint32_t	nr = 0;
+	bool		self = false;
+	size_t		batch = 1;
+
+	SjStatus	begin(const Piece &p, const SjJoinOptions *o, void **h, char *) override
+	{
+		SharedFake *j = new SharedFake();
+
+		shared_live++;
+		*h = j;
+		j->claim = p.claim;
+		j->nl = nl;
+		j->nr = nr;
+		j->self = self;
+		j->batch = batch;
+		j->count_only = o->count_only != 0;
+		return SJ_OK;
+	}
+
+	/* The units of task t: its rows cut into 8 a worker (skewed: one fewer). */
+	static void plan(SharedFake *j)
+	{
+		uint32_t	a = j->task * 50,
+					b = std::min(j->nl, a + 50);
+		uint32_t	k = 8 * j->claim.units->workers() - (shared_skew == j->claim.worker);
+
+		j->cuts.assign(1, a);
+		for (uint32_t i = 1; i < k; i++)
+		{
+			uint32_t	c = a + (uint32_t) ((uint64_t) (b - a) * i / k);
+
+			if (c > j->cuts.back() && c < b)
+				j->cuts.push_back(c);
+		}
+		j->cuts.push_back(b);
+	}
+
+	SjStatus	next(void *h, SjPairBatch *b, int *done, char *err) override
+	{
+		SharedFake *j = static_cast<SharedFake *>(h);
+
+		memset(b, 0, sizeof(*b));
+		*done = 0;
+		try
+		{
+			while (j->pos == j->pend.size())
+			{
+				long long	u;
+
+				if (j->task * 50 >= j->nl)
+				{
+					*done = 1;
+					return SJ_OK;
+				}
+				if (j->cuts.empty())
+					plan(j);
+				u = j->claim.units->claim(j->claim.worker, j->task,
+										  (uint32_t) j->cuts.size() - 1,
+										  plan_digest(j->cuts.data(), j->cuts.size()));
+				if (u < 0)
+				{
+					j->task++;
+					j->cuts.clear();
+					continue;
+				}
+				j->pend.clear();
+				j->pos = 0;
+				for (uint32_t x = j->cuts[u]; x < j->cuts[u + 1]; x++)
+					for (uint32_t y = j->self ? x + 1 : 0; y < (j->self ? j->nl : j->nr); y++)
+						if (joins(x, y))
+							j->pend.push_back({x, y});
+			}
+		}
+		catch (const Error &e)
+		{
+			set_errmsg(err, e.what());
+			return e.status();
+		}
+		std::this_thread::sleep_for(std::chrono::microseconds(rand() % 200));
+
+		size_t		n = std::min(j->batch, j->pend.size() - j->pos);
+
+		j->l.clear();
+		j->r.clear();
+		j->v.assign(n, 1.0);
+		for (size_t i = 0; i < n; i++)
+		{
+			j->l.push_back(j->pend[j->pos + i].first);
+			j->r.push_back(j->pend[j->pos + i].second);
+		}
+		j->pos += n;
+		b->count = n;
+		if (!j->count_only)
+		{
+			b->left = j->l.data();
+			b->right = j->r.data();
+			b->value = j->v.data();
+		}
+		return SJ_OK;
+	}
+	void		timings(void *, SjTimings *t) override
+	{
+		memset(t, 0, sizeof(*t));
+		strcpy(t->strategy, "fake shared");
+	}
+	void		end(void *h) override
+	{
+		shared_live--;
+		delete static_cast<SharedFake *>(h);
+	}
+};
+
+/* One join spread with shared units; stop_after as for run(). */
+static bool
+run_shared(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
+		   bool count_only, int stop_after = -1, SjStatus expect = SJ_OK)
+{
+	std::set<std::pair<uint32_t, uint32_t>> exp,
+				got;
+	uint64_t	count = 0;
+	SjJoinOptions o;
+	std::unique_ptr<SharedFakeOps> ops(new SharedFakeOps());
+	MultiJoin  *m;
+	int			done = 0,
+				calls = 0;
+	char		err[SJ_ERRMSG_LEN] = "";
+	SjStatus	st = SJ_OK;
+	SjTimings	t;
+
+	for (uint32_t a = 0; a < nl; a++)
+		for (uint32_t b = self ? a + 1 : 0; b < (self ? nl : nr); b++)
+			if (joins(a, b))
+				exp.insert({a, b});
+	memset(&o, 0, sizeof(o));
+	o.gpu_ndevices = (int) devs.size();
+	o.gpu_devices = devs.data();
+	o.count_only = count_only;
+	ops->nl = nl;
+	ops->nr = nr;
+	ops->self = self;
+	ops->batch = batch;
+	m = multi_begin_shared(std::move(ops), &o);
+	while (!done)
+	{
+		SjPairBatch b;
+
+		st = multi_next(m, &b, &done, err);
+		if (st != SJ_OK)
+			break;
+		count += b.count;
+		for (size_t i = 0; !count_only && i < b.count; i++)
+			if (!got.insert({b.left[i], b.right[i]}).second)
+			{
+				printf("shared: pair (%u, %u) twice\n", b.left[i], b.right[i]);
+				multi_end(m);
+				return false;
+			}
+		if (stop_after >= 0 && ++calls > stop_after)
+			break;
+	}
+	multi_timings(m, &t);
+	multi_end(m);
+	if (shared_live != 0)
+	{
+		printf("shared: %d replicas not ended\n", shared_live.load());
+		return false;
+	}
+	if (st != expect)
+	{
+		printf("shared: status %d, expected %d: %s\n", (int) st, (int) expect, err);
+		return false;
+	}
+	if (st != SJ_OK || stop_after >= 0)
+		return true;
+	if (count != exp.size() || (!count_only && got != exp))
+	{
+		printf("shared: %u x %u self %d on %zu: %llu pairs, expected %zu\n", nl, nr, self,
+			   devs.size(), (unsigned long long) count, exp.size());
+		return false;
+	}
+	if (devs.size() == 3 && nl == 333 && nr == 333 && self && !count_only)
+		printf("shared devices: %s; strategy %s; %llu batches\n", t.devices, t.strategy,
+			   (unsigned long long) t.batches);
+	return true;
+}
+
 /* One join; stop_after >= 0 ends it early after that many batches. */
 static bool
 run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
@@ -294,6 +506,19 @@ main()
 	ok &= run(300, 300, false, {0, 0, 1}, 10, false, -1, SJ_ERR_DEVICE_NOMEM);
 	fail_next_at = -1;
 	ok &= run(30, 30, false, {0, 7}, 10, false, -1, SJ_ERR_NO_DEVICE);
-	printf("multi-device driver: %d joins and 5 failure cases: %s\n", n, ok ? "ok" : "FAILED");
+	for (uint32_t a : sizes)
+		for (uint32_t b : sizes)
+			for (int self = 0; self < 2; self++)
+				for (int k = 1; k <= 4; k++)
+					for (int co = 0; co < 2; co++, n++)
+						ok &= run_shared(a, b, self, std::vector<int>(k, k % 2),
+										 1 + (a * b) % 50, co);
+	ok &= run_shared(300, 300, true, {0, 1}, 10, false, 5);
+	ok &= run_shared(300, 300, false, {0, 1, 2}, 10, false, 0);
+	shared_skew = 1;
+	ok &= run_shared(300, 300, true, {0, 0}, 10, false, -1, SJ_ERR_INTERNAL);
+	shared_skew = -1;
+	printf("multi-device driver: %d joins and 8 failure or early-end cases: %s\n", n,
+		   ok ? "ok" : "FAILED");
 	return ok ? 0 : 1;
 }

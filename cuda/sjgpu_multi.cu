@@ -74,6 +74,7 @@ public:
 	Worker	   *held = nullptr; /* whose batch the caller holds */
 
 	bool		count_only = false;
+	bool		strategy_did_work = false;	/* strategy from a device with units */
 	uint64_t	batches = 0;
 	double		start_ms = 0.0;
 	double		total_work = 0.0;
@@ -231,8 +232,13 @@ worker_run(Worker *w)
 			w->pieces++;
 			w->work += pc.work;
 			w->busy_ms += now_ms() - t0 - waited;
-			if (m->strategy[0] == '\0')
+			/* shared units: the strategy of a device that did some of them */
+			if (m->strategy[0] == '\0' ||
+				(m->units && !m->strategy_did_work && m->units->taken(w->index) > 0))
+			{
 				snprintf(m->strategy, sizeof(m->strategy), "%s", t.strategy);
+				m->strategy_did_work = m->units && m->units->taken(w->index) > 0;
+			}
 		}
 	}
 }

@@ -2173,8 +2173,8 @@ begin_segment(SjGpuEpsJoin *j)
 /*
  * advance_segment of a spread join: the rest of the claimed unit (where
  * the filter cut it), else the next unit of the current task claimed from
- * the devices' shared counter, else the next task whose units are not all
- * taken (prepared here like the other devices: chunks, filter, segments).
+ * the devices' shared counter, else the next task (prepared here like on
+ * the other devices: chunks, filter, segments).
  */
 bool
 advance_shared(SjGpuEpsJoin *j)
@@ -2209,11 +2209,13 @@ advance_shared(SjGpuEpsJoin *j)
 			j->exhausted = true;
 			return false;
 		}
-		if (units->exhausted(j->task))
-		{
-			j->task++;
-			continue;
-		}
+
+		/*
+		 * Every device prepares every task, in order, even one whose units
+		 * the others took: the tensor filter re-orders a loaded chunk's rows
+		 * in place, so that a unit's positions name the same rows on every
+		 * device only where every device saw the same tasks.
+		 */
 		start_task(j);
 		j->plan_cuts.swap(j->cuts);
 		j->cuts.clear();

@@ -2596,12 +2596,9 @@ eps_begin_shared(const SjVectors *left, const SjVectors *right, double eps,
 	SjGpuEpsJoin *j = nullptr;
 	SjStatus	st;
 
-	if (join)
-		*join = nullptr;
+	/* the arguments were checked by sjgpu_eps_begin, join included */
+	*join = nullptr;
 	st = sjgpu::guard(errmsg, [&] {
-		if (!join)
-			throw Error(SJ_ERR_INVALID, "eps_join: join handle pointer is NULL");
-		check_args(left, right, eps, options);
 		double		start_ms = sjgpu::use_device(options->gpu_device);
 
 		j = new SjGpuEpsJoin();
@@ -2652,8 +2649,7 @@ eps_begin_shared(const SjVectors *left, const SjVectors *right, double eps,
 	if (st != SJ_OK)
 	{
 		sjgpu_eps_end(j);
-		if (join)
-			*join = nullptr;
+		*join = nullptr;
 	}
 	return st;
 }

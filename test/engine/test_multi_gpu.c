@@ -510,14 +510,66 @@ m_run_jaccard(const SjSets *L, const SjSets *R, double t, const SjJoinOptions *o
 	return 1;
 }
 
-/* Jaccard: the one-device join against every device list. */
+/*
+ * Jaccard: the one-device join against every device list, on nl and nr
+ * sets over a universe of u tokens around k bases (m_sets); strat gets
+ * the strategy of the last run.
+ */
+static int
+m_jaccard_case(uint32_t nl, uint32_t nr, uint32_t u, uint32_t k, int self, double t,
+			   int count_only, size_t max_batch, char *strat, char *why)
+{
+	SjSets		L,
+				R;
+	uint64_t   *lo,
+			   *ro;
+	uint32_t   *lt,
+			   *rt;
+	SjJoinOptions o;
+	MPairs		one,
+				many;
+	int			lists[4][3],
+				sizes[4],
+				nlists = m_lists(lists, sizes),
+				ok;
+
+	m_sets(nl, u, k, &L, &lo, &lt);
+	m_sets(nr, u, k, &R, &ro, &rt);
+	memset(&o, 0, sizeof(o));
+	o.cpu_threads = 2;
+	o.count_only = count_only;
+	o.max_batch_pairs = max_batch;
+	ok = m_run_jaccard(&L, self ? NULL : &R, t, &o, &one, NULL, why);
+	for (int i = 0; i < nlists && ok; i++)
+	{
+		SjTimings	tm;
+
+		o.gpu_ndevices = sizes[i];
+		o.gpu_devices = lists[i];
+		ok = m_run_jaccard(&L, self ? NULL : &R, t, &o, &many, &tm, why) &&
+			m_same(&one, &many, why);
+		if (ok && strstr(tm.devices, "units") == NULL)
+		{
+			snprintf(why, 512, "not spread with shared units: \"%s\"", tm.devices);
+			ok = 0;
+		}
+		snprintf(strat, 128, "%s", tm.strategy);
+		free(many.p);
+	}
+	free(one.p);
+	free(lo);
+	free(lt);
+	free(ro);
+	free(rt);
+	return ok;
+}
+
+/* Jaccard spread: self and two tables, thresholds, pairs and counts. */
 SJ_TEST(multi_gpu_jaccard)
 {
 	static const double thresholds[] = {0.3, 0.6, 0.9};
-	char		why[512] = "";
-	int			lists[4][3],
-				sizes[4],
-				nlists;
+	char		why[512] = "",
+				strat[128] = "";
 
 	if (!sj_test_gpu_usable())
 	{
@@ -525,53 +577,14 @@ SJ_TEST(multi_gpu_jaccard)
 		return;
 	}
 	m_rng = sj_test_seed() ^ 0x6a6163ULL;
-	nlists = m_lists(lists, sizes);
 	m_spread(1);
 	for (int self = 0; self < 2; self++)
 		for (int ti = 0; ti < 3; ti++)
 			for (int count_only = 0; count_only < 2; count_only++)
-			{
-				SjSets		L,
-							R;
-				uint64_t   *lo,
-						   *ro;
-				uint32_t   *lt,
-						   *rt;
-				SjJoinOptions o;
-				MPairs		one,
-							many;
-				int			ok;
-
-				m_sets(3000, 5000, 60, &L, &lo, &lt);
-				m_sets(1200, 5000, 60, &R, &ro, &rt);
-				memset(&o, 0, sizeof(o));
-				o.cpu_threads = 2;
-				o.count_only = count_only;
-				o.max_batch_pairs = 5000;
-				ok = m_run_jaccard(&L, self ? NULL : &R, thresholds[ti], &o, &one, NULL, why);
-				for (int k = 0; k < nlists && ok; k++)
-				{
-					SjTimings	tm;
-
-					o.gpu_ndevices = sizes[k];
-					o.gpu_devices = lists[k];
-					ok = m_run_jaccard(&L, self ? NULL : &R, thresholds[ti], &o, &many, &tm, why) &&
-						m_same(&one, &many, why);
-					if (ok && strstr(tm.devices, "gpu") == NULL)
-					{
-						snprintf(why, 512, "no devices in the timings");
-						ok = 0;
-					}
-					free(many.p);
-				}
-				free(one.p);
-				free(lo);
-				free(lt);
-				free(ro);
-				free(rt);
-				SJ_CHECK(ok, "self %d threshold %g count %d: %s", self, thresholds[ti],
-						 count_only, why);
-			}
+				SJ_CHECK(m_jaccard_case(3000, 1200, 5000, 60, self, thresholds[ti], count_only,
+										5000, strat, why),
+						 "self %d threshold %g count %d [%s]: %s", self, thresholds[ti],
+						 count_only, strat, why);
 	m_spread(0);
 }
 
@@ -713,10 +726,8 @@ SJ_TEST(multi_gpu_spread_early_end)
 SJ_TEST(multi_gpu_jaccard_strategies)
 {
 	static const double thresholds[] = {0.1, 0.2};
-	char		why[512] = "";
-	int			lists[4][3],
-				sizes[4],
-				nlists;
+	char		why[512] = "",
+				strat[128] = "";
 
 	if (!sj_test_gpu_usable() || !sjgpu_jaccard_set_test_strategy)
 	{
@@ -724,53 +735,15 @@ SJ_TEST(multi_gpu_jaccard_strategies)
 		return;
 	}
 	m_rng = sj_test_seed() ^ 0x6a7374ULL;
-	nlists = m_lists(lists, sizes);
 	m_spread(1);
 	for (int strategy = 0; strategy <= 4; strategy++)
 		for (int self = 0; self < 2; self++)
 			for (int ti = 0; ti < 2; ti++)
 			{
-				SjSets		L,
-							R;
-				uint64_t   *lo,
-						   *ro;
-				uint32_t   *lt,
-						   *rt;
-				SjJoinOptions o;
-				MPairs		one,
-							many;
-				int			ok;
-				char		strat[128] = "";
-
 				sjgpu_jaccard_set_test_strategy(strategy, 0);
-				m_sets(4000, 3000, 40, &L, &lo, &lt);
-				m_sets(2000, 3000, 40, &R, &ro, &rt);
-				memset(&o, 0, sizeof(o));
-				o.cpu_threads = 2;
-				o.max_batch_pairs = 3000;
-				ok = m_run_jaccard(&L, self ? NULL : &R, thresholds[ti], &o, &one, NULL, why);
-				for (int k = 0; k < nlists && ok; k++)
-				{
-					SjTimings	tm;
-
-					o.gpu_ndevices = sizes[k];
-					o.gpu_devices = lists[k];
-					ok = m_run_jaccard(&L, self ? NULL : &R, thresholds[ti], &o, &many, &tm, why) &&
-						m_same(&one, &many, why);
-					if (ok && strstr(tm.devices, "units") == NULL)
-					{
-						snprintf(why, 512, "not spread with shared units: \"%s\"", tm.devices);
-						ok = 0;
-					}
-					snprintf(strat, sizeof(strat), "%s", tm.strategy);
-					free(many.p);
-				}
-				free(one.p);
-				free(lo);
-				free(lt);
-				free(ro);
-				free(rt);
-				SJ_CHECK(ok, "strategy %d self %d threshold %g [%s]: %s", strategy, self,
+				SJ_CHECK(m_jaccard_case(4000, 2000, 3000, 40, self, thresholds[ti], 0, 3000,
+										strat, why),
+						 "strategy %d self %d threshold %g [%s]: %s", strategy, self,
 						 thresholds[ti], strat, why);
 			}
 	sjgpu_jaccard_set_test_strategy(0, 0);

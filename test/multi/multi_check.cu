@@ -103,8 +103,8 @@ static std::atomic<int> fail_next_at{-1};
 static std::atomic<int> begins{0};
 static std::atomic<int> nexts{0};
 
-/* A fake one-device join of one piece. */
-struct FakeJoin
+/* The pairs of a fake join and its next batch. */
+struct FakeBatches
 {
 	std::vector<std::pair<uint32_t, uint32_t>> all;
 	size_t		pos = 0;
@@ -113,6 +113,35 @@ struct FakeJoin
 	std::vector<uint32_t> l;
 	std::vector<uint32_t> r;
 	std::vector<double> v;
+
+	/* The next batch of all, after a short random sleep. */
+	void		emit(SjPairBatch *b)
+	{
+		size_t		n = std::min(batch, all.size() - pos);
+
+		std::this_thread::sleep_for(std::chrono::microseconds(rand() % 200));
+		l.clear();
+		r.clear();
+		v.assign(n, 1.0);
+		for (size_t i = 0; i < n; i++)
+		{
+			l.push_back(all[pos + i].first);
+			r.push_back(all[pos + i].second);
+		}
+		pos += n;
+		b->count = n;
+		if (!count_only)
+		{
+			b->left = l.data();
+			b->right = r.data();
+			b->value = v.data();
+		}
+	}
+};
+
+/* A fake one-device join of one piece. */
+struct FakeJoin : FakeBatches
+{
 };
 
 static bool
@@ -155,7 +184,6 @@ public:
 	SjStatus	next(void *h, SjPairBatch *b, int *done, char *err) override
 	{
 		FakeJoin   *j = static_cast<FakeJoin *>(h);
-		size_t		n = std::min(j->batch, j->all.size() - j->pos);
 
 		memset(b, 0, sizeof(*b));
 		*done = 0;
@@ -164,23 +192,7 @@ public:
 			set_errmsg(err, "next failed");
 			return SJ_ERR_DEVICE_NOMEM;
 		}
-		std::this_thread::sleep_for(std::chrono::microseconds(rand() % 200));
-		j->l.clear();
-		j->r.clear();
-		j->v.assign(n, 1.0);
-		for (size_t i = 0; i < n; i++)
-		{
-			j->l.push_back(j->all[j->pos + i].first);
-			j->r.push_back(j->all[j->pos + i].second);
-		}
-		j->pos += n;
-		b->count = n;
-		if (!j->count_only)
-		{
-			b->left = j->l.data();
-			b->right = j->r.data();
-			b->value = j->v.data();
-		}
+		j->emit(b);
 		*done = j->pos == j->all.size();
 		return SJ_OK;
 	}
@@ -196,21 +208,14 @@ public:
 };
 
 /* A fake whole-join replica of a join spread with shared units. */
-struct SharedFake
+struct SharedFake : FakeBatches	/* all: the current unit's pairs */
 {
 	UnitClaim	claim;
 	uint32_t	nl = 0;
 	uint32_t	nr = 0;
 	bool		self = false;
-	bool		count_only = false;
-	size_t		batch = 1;
 	uint32_t	task = 0;		/* tasks: bands of 50 left rows */
 	std::vector<uint32_t> cuts; /* the task's units: left rows */
-	std::vector<std::pair<uint32_t, uint32_t>> pend;	/* the unit's pairs */
-	size_t		pos = 0;
-	std::vector<uint32_t> l;
-	std::vector<uint32_t> r;
-	std::vector<double> v;
 };
 
 static std::atomic<int> shared_live{0};
@@ -266,7 +271,7 @@ public:
 		*done = 0;
 		try
 		{
-			while (j->pos == j->pend.size())
+			while (j->pos == j->all.size())
 			{
 				long long	u;
 
@@ -286,12 +291,12 @@ public:
 					j->cuts.clear();
 					continue;
 				}
-				j->pend.clear();
+				j->all.clear();
 				j->pos = 0;
 				for (uint32_t x = j->cuts[u]; x < j->cuts[u + 1]; x++)
 					for (uint32_t y = j->self ? x + 1 : 0; y < (j->self ? j->nl : j->nr); y++)
 						if (joins(x, y))
-							j->pend.push_back({x, y});
+							j->all.push_back({x, y});
 			}
 		}
 		catch (const Error &e)
@@ -299,26 +304,7 @@ public:
 			set_errmsg(err, e.what());
 			return e.status();
 		}
-		std::this_thread::sleep_for(std::chrono::microseconds(rand() % 200));
-
-		size_t		n = std::min(j->batch, j->pend.size() - j->pos);
-
-		j->l.clear();
-		j->r.clear();
-		j->v.assign(n, 1.0);
-		for (size_t i = 0; i < n; i++)
-		{
-			j->l.push_back(j->pend[j->pos + i].first);
-			j->r.push_back(j->pend[j->pos + i].second);
-		}
-		j->pos += n;
-		b->count = n;
-		if (!j->count_only)
-		{
-			b->left = j->l.data();
-			b->right = j->r.data();
-			b->value = j->v.data();
-		}
+		j->emit(b);
 		return SJ_OK;
 	}
 	void		timings(void *, SjTimings *t) override
@@ -333,90 +319,20 @@ public:
 	}
 };
 
-/* One join spread with shared units; stop_after as for run(). */
-static bool
-run_shared(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
-		   bool count_only, int stop_after = -1, SjStatus expect = SJ_OK)
-{
-	std::set<std::pair<uint32_t, uint32_t>> exp,
-				got;
-	uint64_t	count = 0;
-	SjJoinOptions o;
-	std::unique_ptr<SharedFakeOps> ops(new SharedFakeOps());
-	MultiJoin  *m;
-	int			done = 0,
-				calls = 0;
-	char		err[SJ_ERRMSG_LEN] = "";
-	SjStatus	st = SJ_OK;
-	SjTimings	t;
-
-	for (uint32_t a = 0; a < nl; a++)
-		for (uint32_t b = self ? a + 1 : 0; b < (self ? nl : nr); b++)
-			if (joins(a, b))
-				exp.insert({a, b});
-	memset(&o, 0, sizeof(o));
-	o.gpu_ndevices = (int) devs.size();
-	o.gpu_devices = devs.data();
-	o.count_only = count_only;
-	ops->nl = nl;
-	ops->nr = nr;
-	ops->self = self;
-	ops->batch = batch;
-	m = multi_begin_shared(std::move(ops), &o);
-	while (!done)
-	{
-		SjPairBatch b;
-
-		st = multi_next(m, &b, &done, err);
-		if (st != SJ_OK)
-			break;
-		count += b.count;
-		for (size_t i = 0; !count_only && i < b.count; i++)
-			if (!got.insert({b.left[i], b.right[i]}).second)
-			{
-				printf("shared: pair (%u, %u) twice\n", b.left[i], b.right[i]);
-				multi_end(m);
-				return false;
-			}
-		if (stop_after >= 0 && ++calls > stop_after)
-			break;
-	}
-	multi_timings(m, &t);
-	multi_end(m);
-	if (shared_live != 0)
-	{
-		printf("shared: %d replicas not ended\n", shared_live.load());
-		return false;
-	}
-	if (st != expect)
-	{
-		printf("shared: status %d, expected %d: %s\n", (int) st, (int) expect, err);
-		return false;
-	}
-	if (st != SJ_OK || stop_after >= 0)
-		return true;
-	if (count != exp.size() || (!count_only && got != exp))
-	{
-		printf("shared: %u x %u self %d on %zu: %llu pairs, expected %zu\n", nl, nr, self,
-			   devs.size(), (unsigned long long) count, exp.size());
-		return false;
-	}
-	if (devs.size() == 3 && nl == 333 && nr == 333 && self && !count_only)
-		printf("shared devices: %s; strategy %s; %llu batches\n", t.devices, t.strategy,
-			   (unsigned long long) t.batches);
-	return true;
-}
-
-/* One join; stop_after >= 0 ends it early after that many batches. */
+/*
+ * One join (shared: spread with shared units, else in pieces); stop_after
+ * >= 0 ends it early after that many batches.
+ */
 static bool
 run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
-	bool count_only, int stop_after = -1, SjStatus expect = SJ_OK)
+	bool count_only, int stop_after = -1, SjStatus expect = SJ_OK, bool shared = false)
 {
 	std::set<std::pair<uint32_t, uint32_t>> exp,
 				got;
 	uint64_t	count = 0;
 	SjJoinOptions o;
 	std::unique_ptr<FakeOps> ops(new FakeOps());
+	std::unique_ptr<SharedFakeOps> sops(new SharedFakeOps());
 	MultiJoin  *m;
 	int			done = 0,
 				calls = 0;
@@ -433,9 +349,16 @@ run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
 	o.gpu_devices = devs.data();
 	o.count_only = count_only;
 	ops->batch = batch;
+	sops->nl = nl;
+	sops->nr = nr;
+	sops->self = self;
+	sops->batch = batch;
 	try
 	{
-		m = multi_begin(std::move(ops), split_pieces(nl, nr, self, (int) devs.size()), &o);
+		if (shared)
+			m = multi_begin_shared(std::move(sops), &o);
+		else
+			m = multi_begin(std::move(ops), split_pieces(nl, nr, self, (int) devs.size()), &o);
 	}
 	catch (const Error &e)
 	{
@@ -463,6 +386,11 @@ run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
 	}
 	multi_timings(m, &t);
 	multi_end(m);
+	if (shared_live != 0)
+	{
+		printf("%d replicas not ended\n", shared_live.load());
+		return false;
+	}
 	if (st != expect)
 	{
 		printf("status %d, expected %d: %s\n", (int) st, (int) expect, err);
@@ -477,8 +405,8 @@ run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
 		return false;
 	}
 	if (devs.size() == 3 && nl == 333 && nr == 333 && self && !count_only)
-		printf("devices: %s; strategy %s; %llu batches\n", t.devices, t.strategy,
-			   (unsigned long long) t.batches);
+		printf("%sdevices: %s; strategy %s; %llu batches\n", shared ? "shared: " : "",
+			   t.devices, t.strategy, (unsigned long long) t.batches);
 	return true;
 }
 
@@ -511,12 +439,12 @@ main()
 			for (int self = 0; self < 2; self++)
 				for (int k = 1; k <= 4; k++)
 					for (int co = 0; co < 2; co++, n++)
-						ok &= run_shared(a, b, self, std::vector<int>(k, k % 2),
-										 1 + (a * b) % 50, co);
-	ok &= run_shared(300, 300, true, {0, 1}, 10, false, 5);
-	ok &= run_shared(300, 300, false, {0, 1, 2}, 10, false, 0);
+						ok &= run(a, b, self, std::vector<int>(k, k % 2), 1 + (a * b) % 50, co,
+								  -1, SJ_OK, true);
+	ok &= run(300, 300, true, {0, 1}, 10, false, 5, SJ_OK, true);
+	ok &= run(300, 300, false, {0, 1, 2}, 10, false, 0, SJ_OK, true);
 	shared_skew = 1;
-	ok &= run_shared(300, 300, true, {0, 0}, 10, false, -1, SJ_ERR_INTERNAL);
+	ok &= run(300, 300, true, {0, 0}, 10, false, -1, SJ_ERR_INTERNAL, true);
 	shared_skew = -1;
 	printf("multi-device driver: %d joins and 8 failure or early-end cases: %s\n", n,
 		   ok ? "ok" : "FAILED");

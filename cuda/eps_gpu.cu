@@ -112,6 +112,20 @@ constexpr int kTcMinDim = 16;
 constexpr double kTcSegmentPairs = 4.0e9;
 constexpr double kTcSpeedup = 16.0;
 
+/*
+ * A join spreads over the devices named (shared units, sjgpu_multi.cuh)
+ * when the tensor filter is likely and it tests at least this many pairs
+ * (a self-join of 150 K rows); fewer, or the grid's low dimensions (bound
+ * by reading the inputs), take the first device.  Spread, a device's
+ * segments are at least kUnitsPerDevice times the devices, so that the
+ * hand-out balances the unequal segments of a self-join's triangle.
+ */
+constexpr double kSpreadMinPairs = 1.0e10;
+constexpr uint32_t kUnitsPerDevice = 8;
+
+/* Test hook: every join spreads where several devices are named. */
+bool		spread_always = false;
+
 /* Test hooks: strategy (0 automatic, 1 grid wherever possible, 2 brute
  * force) and a segment size (work units; 0 = the defaults above). */
 int			forced_strategy = 0;
@@ -973,6 +987,7 @@ struct SjGpuEpsJoin
 	int			device = 0;
 	sjgpu::MultiJoin *multi = nullptr;	/* set: the join runs on several
 										 * devices, and nothing below is used */
+	sjgpu::UnitClaim claim;		/* units set: a device of a spread join */
 
 	/* plan */
 	Budget		budget;
@@ -1058,6 +1073,9 @@ struct SjGpuEpsJoin
 	uint32_t	max_cell = 0;
 	uint32_t	np = 0;
 	std::vector<uint32_t> cuts; /* segment boundaries in probe positions */
+	std::vector<uint32_t> plan_cuts;	/* spread: the task's units */
+	uint64_t	plan_digest = 0;
+	bool		task_started = false;	/* spread: plan_cuts are the task's */
 	size_t		seg = 0;		/* current segment: [cuts[seg], cuts[seg+1]) */
 	bool		seg_counted = false;
 	uint64_t	seg_total = 0;	/* pairs of the current segment */
@@ -1830,6 +1848,21 @@ read_u64(SjGpuEpsJoin *j, const unsigned long long *dev)
 }
 
 /*
+ * Positions a segment spans at most where the join is spread: at least
+ * kUnitsPerDevice segments a device (the whole task where not spread).
+ */
+uint64_t
+spread_step(const SjGpuEpsJoin *j, uint32_t np)
+{
+	uint64_t	units;
+
+	if (!j->claim.units)
+		return std::max<uint64_t>(1, np);
+	units = (uint64_t) kUnitsPerDevice * std::max(1, j->claim.units->workers());
+	return std::max<uint64_t>(1, div_up<uint64_t>(np, units));
+}
+
+/*
  * Cut the probe positions of the current task into segments of bounded
  * work: brute force uniformly, the grid from a candidate-count pass unless
  * a cheap upper bound already fits in one segment.
@@ -1847,6 +1880,7 @@ plan_segments(SjGpuEpsJoin *j, bool self)
 		double		per = std::max(1.0, (double) j->nb * (self ? 0.5 : 1.0));
 		uint64_t	step = (uint64_t) std::max(1.0, std::floor(kTcSegmentPairs / per));
 
+		step = std::min(step, spread_step(j, np));
 		step = div_up<uint64_t>(step, sjgpu::kTcTile) * sjgpu::kTcTile;
 		for (uint64_t p = step; p < np; p += step)
 			j->cuts.push_back((uint32_t) p);
@@ -1856,6 +1890,7 @@ plan_segments(SjGpuEpsJoin *j, bool self)
 		double		per = (double) j->nb * dimw;
 		uint64_t	step = (uint64_t) std::max(1.0, std::floor(segment_work(false) / per));
 
+		step = std::min(step, spread_step(j, np));
 		for (uint64_t p = step; p < np; p += step)
 			j->cuts.push_back((uint32_t) p);
 	}
@@ -1865,7 +1900,14 @@ plan_segments(SjGpuEpsJoin *j, bool self)
 		double		bound = (double) np * (rows * kRowCost +
 										   rows * 3.0 * (double) j->max_cell * dimw);
 
-		if (bound > segment_work(true))
+		if (bound <= segment_work(true) && j->claim.units)
+		{
+			uint64_t	step = spread_step(j, np);
+
+			for (uint64_t p = step; p < np; p += step)
+				j->cuts.push_back((uint32_t) p);
+		}
+		else if (bound > segment_work(true))
 		{
 			JoinArgs	a = join_args(j, self);
 			PassArgs	pa = pass_args(j, 0, np);
@@ -1882,6 +1924,8 @@ plan_segments(SjGpuEpsJoin *j, bool self)
 			total = read_u64(j, j->b.get() + np - 1);
 			j->timings.probe_ms += j->timer.elapsed_ms();
 			nseg = (uint32_t) std::min<double>(np, std::ceil((double) total / segment_work(true)));
+			if (j->claim.units)
+				nseg = std::max<uint32_t>(nseg, np / spread_step(j, np));
 			if (nseg > 1)
 			{
 				std::vector<uint32_t> cut(nseg - 1);
@@ -2121,11 +2165,74 @@ start_task(SjGpuEpsJoin *j)
 	plan_segments(j, t.self);
 }
 
-/* Is the current segment the join's last one? */
+/* Is the current segment the join's last one?  (Spread: not known.) */
 bool
 last_segment(const SjGpuEpsJoin *j)
 {
-	return j->task + 1 >= j->tasks.size() && j->seg + 2 >= j->cuts.size();
+	return !j->claim.units && j->task + 1 >= j->tasks.size() && j->seg + 2 >= j->cuts.size();
+}
+
+/* Reset the pair counters for a new segment. */
+void
+begin_segment(SjGpuEpsJoin *j)
+{
+	j->seg_counted = false;
+	j->seg_total = 0;
+	j->seg_pos = 0;
+}
+
+/*
+ * advance_segment of a spread join: the rest of the claimed unit (where
+ * the filter cut it), else the next unit of the current task claimed from
+ * the devices' shared counter, else the next task (prepared here like on
+ * the other devices: chunks, filter, segments).
+ */
+bool
+advance_shared(SjGpuEpsJoin *j)
+{
+	sjgpu::SharedUnits *units = j->claim.units;
+
+	if (!j->cuts.empty() && j->task_started && j->seg + 2 < j->cuts.size())
+	{
+		j->seg++;
+		begin_segment(j);
+		return true;
+	}
+	for (;;)
+	{
+		if (j->task_started)
+		{
+			long long	u = units->claim(j->claim.worker, j->task,
+										 (uint32_t) (j->plan_cuts.size() - 1), j->plan_digest);
+
+			if (u >= 0)
+			{
+				j->cuts.assign(j->plan_cuts.begin() + u, j->plan_cuts.begin() + u + 2);
+				j->seg = 0;
+				begin_segment(j);
+				return true;
+			}
+			j->task++;
+			j->task_started = false;
+		}
+		if (j->task >= j->tasks.size())
+		{
+			j->exhausted = true;
+			return false;
+		}
+
+		/*
+		 * Every device prepares every task, in order, even one whose units
+		 * the others took: the tensor filter re-orders a loaded chunk's rows
+		 * in place, so that a unit's positions name the same rows on every
+		 * device only where every device saw the same tasks.
+		 */
+		start_task(j);
+		j->plan_cuts.swap(j->cuts);
+		j->cuts.clear();
+		j->plan_digest = sjgpu::plan_digest(j->plan_cuts.data(), j->plan_cuts.size());
+		j->task_started = true;
+	}
 }
 
 /*
@@ -2137,6 +2244,8 @@ advance_segment(SjGpuEpsJoin *j)
 {
 	if (j->exhausted)
 		return false;
+	if (j->claim.units)
+		return advance_shared(j);
 	if (j->cuts.empty())
 	{
 		if (j->tasks.empty())
@@ -2470,30 +2579,41 @@ sjgpu_eps_set_test_segment_work(double units)
 	forced_segment_work = units;
 }
 
-extern "C" SjStatus
-sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
-				const SjJoinOptions *options, SjGpuEpsJoin **join, char *errmsg)
+/* Test hook (not in sjgpu.h): spread every join over the devices named. */
+extern "C" void
+sjgpu_eps_set_test_spread(int always)
+{
+	spread_always = always != 0;
+}
+
+extern "C" int
+sjgpu_eps_spreads(uint32_t nleft, uint32_t nright, int dim, int self, int metric)
+{
+	double		pairs = self ? (double) nleft * nleft / 2.0 : (double) nleft * nright;
+
+	if (spread_always)
+		return 1;
+	return (metric == SJ_METRIC_COSINE || dim >= kTcMinDim) && pairs >= kSpreadMinPairs;
+}
+
+namespace sjgpu
+{
+
+SjStatus
+eps_begin_shared(const SjVectors *left, const SjVectors *right, double eps,
+				 const SjJoinOptions *options, UnitClaim claim, SjGpuEpsJoin **join,
+				 char *errmsg)
 {
 	SjGpuEpsJoin *j = nullptr;
 	SjStatus	st;
 
-	if (join)
-		*join = nullptr;
+	/* the arguments were checked by sjgpu_eps_begin, join included */
+	*join = nullptr;
 	st = sjgpu::guard(errmsg, [&] {
-		if (!join)
-			throw Error(SJ_ERR_INVALID, "eps_join: join handle pointer is NULL");
-		check_args(left, right, eps, options);
-		if (sjgpu::multi_wanted(options, left->n, right ? right->n : 0, right == nullptr))
-		{
-			/* several devices: pieces of this join, each a one-device join */
-			j = new SjGpuEpsJoin();
-			j->multi = sjgpu::multi_eps_begin(left, right, eps, options);
-			*join = j;
-			return;
-		}
 		double		start_ms = sjgpu::use_device(options->gpu_device);
 
 		j = new SjGpuEpsJoin();
+		j->claim = claim;
 		j->left = *left;
 		j->self = right == nullptr;
 		j->right = right ? *right : *left;
@@ -2540,10 +2660,48 @@ sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 	if (st != SJ_OK)
 	{
 		sjgpu_eps_end(j);
-		if (join)
-			*join = nullptr;
+		*join = nullptr;
 	}
 	return st;
+}
+
+}								/* namespace sjgpu */
+
+extern "C" SjStatus
+sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
+				const SjJoinOptions *options, SjGpuEpsJoin **join, char *errmsg)
+{
+	SjGpuEpsJoin *j = nullptr;
+	bool		spread = false;
+	SjStatus	st;
+
+	if (join)
+		*join = nullptr;
+	st = sjgpu::guard(errmsg, [&] {
+		if (!join)
+			throw Error(SJ_ERR_INVALID, "eps_join: join handle pointer is NULL");
+		check_args(left, right, eps, options);
+		spread = sjgpu::multi_wanted(options, left->n, right ? right->n : 0, right == nullptr) &&
+			sjgpu_eps_spreads(left->n, right ? right->n : 0, left->dim, right == nullptr,
+							  options->metric);
+		if (spread)
+		{
+			/* several devices: each prepares the whole join, they share its segments */
+			j = new SjGpuEpsJoin();
+			j->multi = sjgpu::multi_eps_begin(left, right, eps, options);
+			*join = j;
+		}
+	});
+	if (st != SJ_OK)
+	{
+		sjgpu_eps_end(j);
+		if (join)
+			*join = nullptr;
+		return st;
+	}
+	if (spread)
+		return SJ_OK;
+	return sjgpu::eps_begin_shared(left, right, eps, options, sjgpu::UnitClaim(), join, errmsg);
 }
 
 extern "C" SjStatus

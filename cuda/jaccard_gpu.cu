@@ -159,11 +159,12 @@ double		phase_ms[kPhases];
  * cost model runs, then plan the memory.
  */
 JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
-							 const SjJoinOptions *options)
+							 const SjJoinOptions *options, sjgpu::UnitClaim claim)
 	: host_(host),
 	  threshold_(threshold),
 	  threads_(options->cpu_threads > 0 ? options->cpu_threads : 1),
-	  count_only_(options->count_only != 0)
+	  count_only_(options->count_only != 0),
+	  claim_(claim)
 {
 	double		t0 = sj_now_ms();
 
@@ -298,6 +299,12 @@ JaccardDevice::launch_next()
 		if (part_ >= parts_.size())
 			return false;
 		p = &parts_[part_];
+		if (!part_ready_ && claim_.units && claim_.units->exhausted(part_))
+		{
+			/* the other devices took every unit of this partition */
+			part_++;
+			continue;
+		}
 		if (!part_ready_)
 		{
 			double		t1 = sj_now_ms();
@@ -307,11 +314,29 @@ JaccardDevice::launch_next()
 			t1 = sj_now_ms();
 			estimate_work();
 			phase_ms[kPhaseEstimate] += sj_now_ms() - t1;
-			next_u_ = p->v0 + 1;
+			next_u_ = std::min(p->v0 + 1, nsets_);
+			unit_end_ = nsets_;
 			part_ready_ = true;
+			if (claim_.units)
+			{
+				plan_units();
+				unit_end_ = next_u_;	/* nothing claimed yet */
+			}
 		}
-		if (next_u_ < nsets_)
+		if (next_u_ < unit_end_)
 			break;
+		if (claim_.units)
+		{
+			long long	k = claim_.units->claim(claim_.worker, part_,
+												(uint32_t) (ucuts_.size() - 1), udigest_);
+
+			if (k >= 0)
+			{
+				next_u_ = ucuts_[k];
+				unit_end_ = ucuts_[k + 1];
+				continue;
+			}
+		}
 		part_++;
 		part_ready_ = false;
 	}
@@ -329,11 +354,40 @@ JaccardDevice::launch_next()
 										  work_prefix_.end(), goal) -
 						 work_prefix_.begin()) - 1;
 		u1 = std::max(u1, u0 + 1);
-		u1 = std::min(u1, nsets_);
+		u1 = std::min(u1, unit_end_);
 		next_u_ = u1;
 		launch(Work {u0, u1, p.v0, p.v1});
 	}
 	return true;
+}
+
+/*
+ * A spread join's units of the current partition: its probes [next_u_,
+ * nsets_) cut into kUnitsPerDevice blocks a device of equal estimated work
+ * (work_prefix_), the same on every device.
+ */
+void
+JaccardDevice::plan_units()
+{
+	uint32_t	a = next_u_,
+				b = nsets_;
+	uint64_t	k = (uint64_t) kUnitsPerDevice * std::max(1, claim_.units->workers());
+	uint64_t	w0 = work_prefix_[a],
+				span = work_prefix_[b] - w0;
+
+	ucuts_.assign(1, a);
+	for (uint64_t i = 1; i < k && b > a; i++)
+	{
+		uint64_t	goal = w0 + (uint64_t) ((double) span * i / k);
+		uint32_t	c = (uint32_t) (std::upper_bound(work_prefix_.begin() + a + 1,
+													 work_prefix_.begin() + b + 1, goal) -
+									work_prefix_.begin()) - 1;
+
+		if (c > ucuts_.back() && c < b)
+			ucuts_.push_back(c);
+	}
+	ucuts_.push_back(b);
+	udigest_ = sjgpu::plan_digest(ucuts_.data(), ucuts_.size());
 }
 
 /*
@@ -358,6 +412,15 @@ JaccardDevice::fetch(const uint32_t **u, const uint32_t **v, const double **sim,
 	}
 	if (strategy_ == Strategy::Coproc)
 	{
+		/* spread: the CPU filter is one unit, done by the device claiming it */
+		if (coproc_mine_ < 0)
+			coproc_mine_ = !claim_.units ||
+				claim_.units->claim(claim_.worker, 0, 1, (uint64_t) Strategy::Coproc) >= 0;
+		if (!coproc_mine_)
+		{
+			*exhausted = 1;
+			return;
+		}
 		fetch_coproc(n, count, exhausted);
 		return;
 	}
@@ -644,10 +707,37 @@ sjgpu_jaccard_test_phases(double *ms)
 	ms[kPhases] = sjgpu::alloc_ms;
 }
 
-extern "C" SjStatus
-sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
-					const SjJoinOptions *options, SjGpuJaccardJoin **join,
-					char *errmsg)
+/* Test hook: every join spreads where several devices are named. */
+static bool spread_always = false;
+
+/* Test hook (not in sjgpu.h): spread every join over the devices named. */
+extern "C" void
+sjgpu_jaccard_set_test_spread(int always)
+{
+	spread_always = always != 0;
+}
+
+extern "C" int
+sjgpu_jaccard_spreads(const SjSets *left, const SjSets *right)
+{
+	double		tokens = 0.0;
+
+	if (spread_always)
+		return 1;
+	if (left && left->offsets)
+		tokens += (double) left->offsets[left->n];
+	if (right && right->offsets)
+		tokens += (double) right->offsets[right->n];
+	return tokens >= kSpreadMinTokens;
+}
+
+namespace sjgpu
+{
+
+SjStatus
+jaccard_begin_shared(const SjSets *left, const SjSets *right, double threshold,
+					 const SjJoinOptions *options, UnitClaim claim, SjGpuJaccardJoin **join,
+					 char *errmsg)
 {
 	if (join)
 		*join = nullptr;
@@ -658,13 +748,6 @@ sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
 
 		if (join == nullptr || options == nullptr)
 			throw Error(SJ_ERR_INVALID, "jaccard_join: bad arguments");
-		if (left && sjgpu::multi_wanted(options, left->n, right ? right->n : 0, right == nullptr))
-		{
-			/* several devices: pieces of this join, each a one-device join */
-			j->multi = sjgpu::multi_jaccard_begin(left, right, threshold, options);
-			*join = j.release();
-			return;
-		}
 		double		start_ms = sjgpu::use_device(options->gpu_device);
 		double		t0 = sj_now_ms();
 
@@ -675,11 +758,44 @@ sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
 		phase_ms[kPhasePrepare] = sj_now_ms() - t0;
 		if (st != SJ_OK)
 			throw Error(st, "%s", msg);
-		j->dev.reset(new JaccardDevice(j->host, threshold, options));
+		j->dev.reset(new JaccardDevice(j->host, threshold, options, claim));
 		sj_jaccard_set_source(j->host, jaccard_source, j->dev.get(),
 							  j->dev->strategy_name());
 		*join = j.release();
 	});
+}
+
+}								/* namespace sjgpu */
+
+extern "C" SjStatus
+sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
+					const SjJoinOptions *options, SjGpuJaccardJoin **join,
+					char *errmsg)
+{
+	bool		spread = false;
+	SjStatus	st;
+
+	if (join)
+		*join = nullptr;
+	st = sjgpu::guard(errmsg, [&] {
+		if (join == nullptr || options == nullptr)
+			throw Error(SJ_ERR_INVALID, "jaccard_join: bad arguments");
+		spread = left && sjgpu::multi_wanted(options, left->n, right ? right->n : 0,
+											  right == nullptr) &&
+			sjgpu_jaccard_spreads(left, right);
+		if (spread)
+		{
+			/* several devices: each prepares the whole join, they share its probes */
+			std::unique_ptr<SjGpuJaccardJoin> j(new SjGpuJaccardJoin);
+
+			j->multi = sjgpu::multi_jaccard_begin(left, right, threshold, options);
+			*join = j.release();
+		}
+	});
+	if (st != SJ_OK || spread)
+		return st;
+	return sjgpu::jaccard_begin_shared(left, right, threshold, options, sjgpu::UnitClaim(),
+									   join, errmsg);
 }
 
 extern "C" SjStatus

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sjgpu_internal.cuh"
+#include "sjgpu_multi.cuh"
 #include "sjjaccard.h"
 #include "sjjrules.h"
 
@@ -35,6 +36,15 @@ constexpr int kWindow = 8192;		/* brute force: counters per window */
 constexpr double kChunkMs = 50.0;	/* target kernel time of one chunk */
 constexpr size_t kMaxRecords = (size_t) 1 << 24;	/* output buffer, at most */
 constexpr size_t kMinRecords = 256;
+
+/*
+ * Spread over several devices (shared units, sjgpu_multi.cuh): each index
+ * partition's probes are cut into this many blocks of equal estimated work
+ * a device, which the devices claim.  A join spreads from this many tokens
+ * in its inputs on (1 M sets of 25 tokens ran 544 ms on one H200).
+ */
+constexpr uint32_t kUnitsPerDevice = 8;
+constexpr double kSpreadMinTokens = 1.0e7;
 
 constexpr int kMaxSigWords = 32;		/* bitmap: at most 2048-bit signatures */
 
@@ -173,7 +183,7 @@ class JaccardDevice
 {
 public:
 	JaccardDevice(SjJaccardJoin *host, double threshold,
-				  const SjJoinOptions *options);
+				  const SjJoinOptions *options, sjgpu::UnitClaim claim);
 	~JaccardDevice();
 
 	const char *strategy_name() const;
@@ -194,6 +204,7 @@ private:
 	void		build_index(uint32_t v0, uint32_t v1);
 	void		estimate_work();
 	bool		launch_next();
+	void		plan_units();
 	ProbeArgs	probe_args(const Work &w) const;
 	void		launch(const Work &w);
 	uint32_t	entries_of(uint32_t v) const;
@@ -282,6 +293,13 @@ private:
 	/* probe progress */
 	std::vector<uint64_t> work_prefix_;	/* estimated work of probes [0, u) */
 	uint32_t	next_u_ = 0;
+	uint32_t	unit_end_ = 0;	/* probes of the current unit end here */
+
+	/* spread: this device's claim, the partition's units of probes */
+	sjgpu::UnitClaim claim_;
+	std::vector<uint32_t> ucuts_;
+	uint64_t	udigest_ = 0;
+	int			coproc_mine_ = -1;	/* co-processing, one unit: 1 this device's */
 	std::vector<Work> stack_;	/* split work after an overflow */
 	bool		inflight_ = false;
 	Work		cur_ = {0, 0, 0, 0};

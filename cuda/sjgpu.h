@@ -83,6 +83,14 @@ extern void sjgpu_eps_timings(const SjGpuEpsJoin *join, SjTimings *timings);
 extern void sjgpu_eps_end(SjGpuEpsJoin *join);
 
 /*
+ * Is an eps join large enough to spread over several devices (every device
+ * prepares the whole join and they share its segments)?  1: yes; 0: it
+ * runs on the first device of a list.
+ */
+extern int	sjgpu_eps_spreads(uint32_t nleft, uint32_t nright, int dim, int self,
+							  int metric);
+
+/*
  * jaccard_join on the device: contract of sj_jaccard_cpu_* (sjengine.h);
  * several devices as for sjgpu_eps_begin.
  */
@@ -97,6 +105,9 @@ extern SjStatus sjgpu_jaccard_next(SjGpuJaccardJoin *join, SjPairBatch *batch,
 extern void sjgpu_jaccard_timings(const SjGpuJaccardJoin *join,
 								  SjTimings *timings);
 extern void sjgpu_jaccard_end(SjGpuJaccardJoin *join);
+
+/* sjgpu_eps_spreads for a Jaccard join (right NULL: a self-join). */
+extern int	sjgpu_jaccard_spreads(const SjSets *left, const SjSets *right);
 
 /* theta_join on the device: contract of sj_theta_cpu_* (sjtheta.h). */
 typedef struct SjGpuThetaJoin SjGpuThetaJoin;

@@ -1,14 +1,16 @@
 /*
  * sjgpu_multi.cu
- *		One join on several devices (see sjgpu_multi.cuh): pieces, workers
- *		(one host thread per entry of the device list), the hand-over of pair
- *		batches to the caller's thread, and the per-device statistics.
+ *		One join on several devices (see sjgpu_multi.cuh): pieces or shared
+ *		units, workers (one host thread per entry of the device list), the
+ *		hand-over of pair batches to the caller's thread, and the per-device
+ *		statistics.
  */
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -31,6 +33,7 @@ constexpr int kWaitMs = 100;
 struct Worker
 {
 	class MultiJoin *m = nullptr;
+	int			index = 0;		/* in the device list */
 	int			ordinal = 0;
 	SjJoinOptions options;
 	pthread_t	thread;
@@ -58,6 +61,7 @@ public:
 	std::vector<Piece> pieces;
 	std::atomic<size_t> next_piece{0};
 	std::vector<std::unique_ptr<Worker>> workers;
+	std::unique_ptr<SharedUnits> units;	/* set: worker k runs pieces[k] */
 
 	mutable std::mutex mu;
 	std::condition_variable cv_main;	/* a batch is ready, a worker ended */
@@ -70,6 +74,7 @@ public:
 	Worker	   *held = nullptr; /* whose batch the caller holds */
 
 	bool		count_only = false;
+	bool		strategy_did_work = false;	/* strategy from a device with units */
 	uint64_t	batches = 0;
 	double		start_ms = 0.0;
 	double		total_work = 0.0;
@@ -154,7 +159,15 @@ worker_run(Worker *w)
 			if (m->stop)
 				return;
 		}
-		p = m->next_piece.fetch_add(1);
+		if (m->units)
+		{
+			/* shared units: this worker's whole-join replica, once */
+			if (w->pieces > 0)
+				return;
+			p = (size_t) w->index;
+		}
+		else
+			p = m->next_piece.fetch_add(1);
 		if (p >= m->pieces.size())
 			return;
 
@@ -219,8 +232,13 @@ worker_run(Worker *w)
 			w->pieces++;
 			w->work += pc.work;
 			w->busy_ms += now_ms() - t0 - waited;
-			if (m->strategy[0] == '\0')
+			/* shared units: the strategy of a device that did some of them */
+			if (m->strategy[0] == '\0' ||
+				(m->units && !m->strategy_did_work && m->units->taken(w->index) > 0))
+			{
 				snprintf(m->strategy, sizeof(m->strategy), "%s", t.strategy);
+				m->strategy_did_work = m->units && m->units->taken(w->index) > 0;
+			}
 		}
 	}
 }
@@ -304,20 +322,20 @@ split_pieces(uint32_t nleft, uint32_t nright, bool self, int nworkers)
 	return out;
 }
 
-MultiJoin *
-multi_begin(std::unique_ptr<PieceOps> ops, std::vector<Piece> pieces,
-			const SjJoinOptions *options)
+/*
+ * Make the workers of m and start their threads: each device's memory
+ * limit shared by the entries that name it (common: every entry gets the
+ * smallest of them).  Throws.
+ */
+static MultiJoin *
+start_workers(std::unique_ptr<MultiJoin> m, const SjJoinOptions *options, bool common)
 {
-	std::unique_ptr<MultiJoin> m(new MultiJoin());
 	int			n = options->gpu_ndevices;
 	int			started = 0;
+	size_t		smallest = SIZE_MAX;
 	sigset_t	all,
 				old;
 
-	if (n < 1 || !options->gpu_devices)
-		throw Error(SJ_ERR_INVALID, "multi-device join without a device list");
-	m->ops = std::move(ops);
-	m->pieces = std::move(pieces);
 	m->count_only = options->count_only != 0;
 	for (const Piece &p : m->pieces)
 		m->total_work += p.work;
@@ -335,6 +353,7 @@ multi_begin(std::unique_ptr<PieceOps> ops, std::vector<Piece> pieces,
 		m->start_ms = std::max(m->start_ms, use_device(ord));
 		limit = memory_limit(options->gpu_memory_limit) / same;
 		w->m = m.get();
+		w->index = i;
 		w->ordinal = ord;
 		w->options = *options;
 		w->options.gpu_device = ord;
@@ -343,8 +362,12 @@ multi_begin(std::unique_ptr<PieceOps> ops, std::vector<Piece> pieces,
 		w->options.gpu_memory_limit = limit;
 		memset(&w->batch, 0, sizeof(w->batch));
 		memset(&w->t, 0, sizeof(w->t));
+		smallest = std::min(smallest, limit);
 		m->workers.push_back(std::move(w));
 	}
+	if (common)
+		for (auto &w : m->workers)
+			w->options.gpu_memory_limit = smallest;
 
 	/* the threads block every signal: PostgreSQL's handlers stay on ours */
 	sigfillset(&all);
@@ -367,6 +390,34 @@ multi_begin(std::unique_ptr<PieceOps> ops, std::vector<Piece> pieces,
 		throw Error(SJ_ERR_INTERNAL, "could not start a thread for any GPU");
 	}
 	return m.release();
+}
+
+MultiJoin *
+multi_begin(std::unique_ptr<PieceOps> ops, std::vector<Piece> pieces,
+			const SjJoinOptions *options)
+{
+	std::unique_ptr<MultiJoin> m(new MultiJoin());
+
+	if (options->gpu_ndevices < 1 || !options->gpu_devices)
+		throw Error(SJ_ERR_INVALID, "multi-device join without a device list");
+	m->ops = std::move(ops);
+	m->pieces = std::move(pieces);
+	return start_workers(std::move(m), options, false);
+}
+
+MultiJoin *
+multi_begin_shared(std::unique_ptr<PieceOps> ops, const SjJoinOptions *options)
+{
+	std::unique_ptr<MultiJoin> m(new MultiJoin());
+	int			n = options->gpu_ndevices;
+
+	if (n < 1 || !options->gpu_devices)
+		throw Error(SJ_ERR_INVALID, "multi-device join without a device list");
+	m->ops = std::move(ops);
+	m->units.reset(new SharedUnits(n));
+	for (int i = 0; i < n; i++)
+		m->pieces.push_back(Piece{0, 0, 0, 0, false, 0.0, UnitClaim{m->units.get(), i}});
+	return start_workers(std::move(m), options, true);
 }
 
 SjStatus
@@ -414,10 +465,15 @@ multi_timings(const MultiJoin *m, SjTimings *t)
 	t->start_ms = m->start_ms;
 	t->batches = m->batches;
 	snprintf(t->strategy, sizeof(t->strategy), "%s", m->strategy);
+	uint64_t	units = m->units ? m->units->taken_all() : 0;
+
 	for (const auto &w : m->workers)
 	{
 		double		share = m->total_work > 0 ? 100.0 * w->work / m->total_work : 0.0;
 		int			wrote;
+
+		if (m->units)
+			share = units > 0 ? 100.0 * m->units->taken(w->index) / units : 0.0;
 
 		t->build_ms += w->t.build_ms;
 		t->probe_ms += w->t.probe_ms;
@@ -429,9 +485,15 @@ multi_timings(const MultiJoin *m, SjTimings *t)
 		t->device_bytes += w->peak;
 		if (len >= sizeof(t->devices))
 			continue;
-		wrote = snprintf(t->devices + len, sizeof(t->devices) - len,
-						 "%sgpu%d %.0f%% %.1f ms", len ? ", " : "", w->ordinal,
-						 share, w->busy_ms);
+		if (m->units)
+			wrote = snprintf(t->devices + len, sizeof(t->devices) - len,
+							 "%sgpu%d %.0f%% (%llu units) %.1f ms", len ? ", " : "",
+							 w->ordinal, share,
+							 (unsigned long long) m->units->taken(w->index), w->busy_ms);
+		else
+			wrote = snprintf(t->devices + len, sizeof(t->devices) - len,
+							 "%sgpu%d %.0f%% %.1f ms", len ? ", " : "", w->ordinal,
+							 share, w->busy_ms);
 		len += wrote > 0 ? (size_t) wrote : 0;
 	}
 }
@@ -440,115 +502,125 @@ multi_timings(const MultiJoin *m, SjTimings *t)
  * The operators' pieces: each a one-device join through the C boundary
  * ------------------------------------------------------------------------ */
 
-/* Rows [first, first + n) of v, copied into buf unless they are all of v. */
-static SjVectors
-slice_vectors(const SjVectors &v, uint32_t first, uint32_t n, std::vector<double> *buf)
+long long
+SharedUnits::claim(int worker, size_t task, uint32_t n, uint64_t digest)
 {
-	SjVectors	out = v;
+	std::lock_guard<std::mutex> lk(mu_);
+	Task	   *t;
 
-	if (first == 0 && n == v.n)
-		return out;
-	buf->resize((size_t) n * v.dim);
-	for (int k = 0; k < v.dim; k++)
-		memcpy(buf->data() + (size_t) k * n, v.coords + (size_t) k * v.n + first,
-			   (size_t) n * sizeof(double));
-	out.n = n;
-	out.coords = buf->data();
-	return out;
+	if (tasks_.size() <= task)
+		tasks_.resize(task + 1);
+	t = &tasks_[task];
+	if (t->n < 0)
+	{
+		t->n = n;
+		t->digest = digest;
+	}
+	else if (t->n != (long long) n || t->digest != digest)
+		throw Error(SJ_ERR_INTERNAL,
+					"the devices of a spread join planned task %zu differently (%u units, not %lld)",
+					task, n, t->n);
+	if (t->next >= n)
+		return -1;
+	if (worker >= 0 && (size_t) worker < taken_.size())
+		taken_[worker]++;
+	return t->next++;
 }
 
-/* Sets [first, first + n) of s: offsets rebased into buf, tokens shared. */
-static SjSets
-slice_sets(const SjSets &s, uint32_t first, uint32_t n, std::vector<uint64_t> *buf)
+bool
+SharedUnits::exhausted(size_t task)
 {
-	SjSets		out = s;
+	std::lock_guard<std::mutex> lk(mu_);
 
-	if (first == 0 && n == s.n)
-		return out;
-	buf->resize((size_t) n + 1);
-	for (uint32_t i = 0; i <= n; i++)
-		(*buf)[i] = s.offsets[first + i] - s.offsets[first];
-	out.n = n;
-	out.offsets = buf->data();
-	out.tokens = s.tokens + s.offsets[first];
-	return out;
+	return task < tasks_.size() && tasks_[task].n >= 0 &&
+		tasks_[task].next >= (uint64_t) tasks_[task].n;
+}
+
+uint64_t
+SharedUnits::taken(int worker) const
+{
+	std::lock_guard<std::mutex> lk(mu_);
+
+	return worker >= 0 && (size_t) worker < taken_.size() ? taken_[worker] : 0;
+}
+
+uint64_t
+SharedUnits::taken_all() const
+{
+	std::lock_guard<std::mutex> lk(mu_);
+	uint64_t	sum = 0;
+
+	for (uint64_t k : taken_)
+		sum += k;
+	return sum;
+}
+
+uint64_t
+plan_digest(const uint32_t *cuts, size_t n)
+{
+	uint64_t	h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++)
+		for (int b = 0; b < 4; b++)
+		{
+			h ^= (cuts[i] >> (8 * b)) & 0xff;
+			h *= 0x100000001b3ULL;
+		}
+	return h;
 }
 
 /*
- * A piece of an eps or jaccard join is a one-device join (Begin, Next,
- * Timings, End) of the piece's rows of each side, cut by Slice (both from
- * the one input for a self-join), with the join's one parameter (eps or
- * threshold).
+ * The replica of an eps or jaccard join spread with shared units: the
+ * whole join (Begin with the piece's claim), its batches, timings and end,
+ * with the join's one parameter (eps or threshold).
  */
-template <typename Input, typename Elem, typename Join,
-		  Input (*Slice) (const Input &, uint32_t, uint32_t, std::vector<Elem> *),
+template <typename Input, typename Join,
 		  SjStatus (*Begin) (const Input *, const Input *, double, const SjJoinOptions *,
-							 Join **, char *),
+							 UnitClaim, Join **, char *),
 		  SjStatus (*Next) (Join *, SjPairBatch *, int *, char *),
 		  void (*Timings) (const Join *, SjTimings *),
 		  void (*End) (Join *)>
-class SlicePieceOps : public PieceOps
+class ReplicaOps : public PieceOps
 {
-	/* one piece: its rows (where copied) and its one-device join */
-	struct SlicePiece
-	{
-		std::vector<Elem> l;
-		std::vector<Elem> r;
-		Join	   *j = nullptr;
-	};
-
 public:
-	SlicePieceOps(const Input &left, const Input *right, double param)
-		: left_(left), right_(right ? *right : left), param_(param) {}
+	ReplicaOps(const Input &left, const Input *right, double param)
+		: left_(left), right_(right ? *right : left), self_(right == nullptr),
+		  param_(param) {}
 
 	SjStatus	begin(const Piece &p, const SjJoinOptions *options, void **h,
 					  char *errmsg) override
 	{
-		SlicePiece *e;
-		Input		l,
-					r;
+		Join	   *j = nullptr;
+		SjStatus	st = Begin(&left_, self_ ? nullptr : &right_, param_, options, p.claim,
+							   &j, errmsg);
 
-		try
-		{
-			e = new SlicePiece();
-			*h = e;
-			l = Slice(left_, p.left_first, p.left_n, &e->l);
-			if (!p.self)
-				r = Slice(right_, p.right_first, p.right_n, &e->r);
-		}
-		catch (const std::bad_alloc &)
-		{
-			set_errmsg(errmsg, "out of host memory in the GPU engine");
-			return SJ_ERR_NOMEM;
-		}
-		return Begin(&l, p.self ? nullptr : &r, param_, options, &e->j, errmsg);
+		*h = j;
+		return st;
 	}
 	SjStatus	next(void *h, SjPairBatch *batch, int *done, char *errmsg) override
 	{
-		return Next(static_cast<SlicePiece *>(h)->j, batch, done, errmsg);
+		return Next(static_cast<Join *>(h), batch, done, errmsg);
 	}
 	void		timings(void *h, SjTimings *t) override
 	{
-		Timings(static_cast<SlicePiece *>(h)->j, t);
+		Timings(static_cast<Join *>(h), t);
 	}
 	void		end(void *h) override
 	{
-		SlicePiece *e = static_cast<SlicePiece *>(h);
-
-		End(e->j);
-		delete e;
+		End(static_cast<Join *>(h));
 	}
 
 private:
 	Input		left_;
 	Input		right_;			/* == left_ for a self-join */
+	bool		self_;
 	double		param_;
 };
 
-typedef SlicePieceOps<SjVectors, double, SjGpuEpsJoin, slice_vectors, sjgpu_eps_begin,
-					  sjgpu_eps_next, sjgpu_eps_timings, sjgpu_eps_end> EpsPieceOps;
-typedef SlicePieceOps<SjSets, uint64_t, SjGpuJaccardJoin, slice_sets, sjgpu_jaccard_begin,
-					  sjgpu_jaccard_next, sjgpu_jaccard_timings, sjgpu_jaccard_end> JaccardPieceOps;
+typedef ReplicaOps<SjVectors, SjGpuEpsJoin, eps_begin_shared, sjgpu_eps_next,
+				   sjgpu_eps_timings, sjgpu_eps_end> EpsReplicaOps;
+typedef ReplicaOps<SjSets, SjGpuJaccardJoin, jaccard_begin_shared, sjgpu_jaccard_next,
+				   sjgpu_jaccard_timings, sjgpu_jaccard_end> JaccardReplicaOps;
 
 /* One piece of a multi-device theta join. */
 struct ThetaPiece
@@ -660,20 +732,17 @@ MultiJoin *
 multi_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 				const SjJoinOptions *options)
 {
-	return multi_begin(std::unique_ptr<PieceOps>(new EpsPieceOps(*left, right, eps)),
-					   split_pieces(left->n, right ? right->n : 0, right == nullptr,
-									options->gpu_ndevices),
-					   options);
+	return multi_begin_shared(std::unique_ptr<PieceOps>(new EpsReplicaOps(*left, right, eps)),
+							  options);
 }
 
 MultiJoin *
 multi_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
 					const SjJoinOptions *options)
 {
-	return multi_begin(std::unique_ptr<PieceOps>(new JaccardPieceOps(*left, right, threshold)),
-					   split_pieces(left->n, right ? right->n : 0, right == nullptr,
-									options->gpu_ndevices),
-					   options);
+	return multi_begin_shared(std::unique_ptr<PieceOps>(new JaccardReplicaOps(*left, right,
+																			   threshold)),
+							  options);
 }
 
 MultiJoin *

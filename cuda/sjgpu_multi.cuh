@@ -12,6 +12,16 @@
  * slower or busier simply takes fewer pieces.  One device is the same path
  * with n = 1: the one-device join is the unit, never a second copy of it.
  *
+ * The eps and Jaccard joins spread otherwise ("shared units"): every
+ * device prepares the whole join once (its own upload, index, clustering,
+ * tile bounds) and the devices then share that one join's work units (eps's
+ * filter segments, Jaccard's blocks of probe sets) through SharedUnits, a
+ * host-side counter: each unit is done by exactly one device, a faster
+ * device takes more, and a self-join keeps its symmetry.  Every device's
+ * plan of a task's units must be the same: it depends only on the inputs
+ * and on one memory limit common to the devices (the smallest), and the
+ * first device to plan a task records its digest for the others to match.
+ *
  * Invariants: a worker holds at most one batch the caller has not consumed
  * (its one-device join keeps the next batch running meanwhile); the batch
  * multi_next returned stays valid until the next multi_next or multi_end.
@@ -24,12 +34,66 @@
 #define SJGPU_MULTI_CUH
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "sjgpu_internal.cuh"
 
 namespace sjgpu
 {
+
+/*
+ * The work units of one join spread with shared units.  A task (a pair of
+ * chunks, a partition of an index) is cut into n units by each device
+ * alike; claim() hands each unit to exactly one device.
+ */
+class SharedUnits
+{
+public:
+	explicit	SharedUnits(int nworkers) : taken_(nworkers, 0) {}
+
+	/*
+	 * The next unit of task for worker, whose plan of the task has n units
+	 * with the given digest; -1 when every unit of the task is taken.
+	 * Throws when the plan differs from the first device's.
+	 */
+	long long	claim(int worker, size_t task, uint32_t n, uint64_t digest);
+
+	/* Was task planned, and is every unit of it taken? */
+	bool		exhausted(size_t task);
+
+	/* The devices sharing the join. */
+	int			workers() const
+	{
+		return (int) taken_.size();
+	}
+
+	/* Units worker took, and all taken. */
+	uint64_t	taken(int worker) const;
+	uint64_t	taken_all() const;
+
+private:
+	struct Task
+	{
+		long long	n = -1;
+		uint64_t	digest = 0;
+		uint32_t	next = 0;
+	};
+
+	mutable std::mutex mu_;
+	std::vector<Task> tasks_;
+	std::vector<uint64_t> taken_;
+};
+
+/* A device's share of a join spread with shared units. */
+struct UnitClaim
+{
+	SharedUnits *units = nullptr;	/* NULL: the join is all this device's */
+	int			worker = 0;
+};
+
+/* FNV-1a digest of a plan's cuts. */
+uint64_t	plan_digest(const uint32_t *cuts, size_t n);
 
 /*
  * One piece of a join: left rows [left_first, left_first + left_n) against
@@ -45,6 +109,7 @@ struct Piece
 	uint32_t	right_n;
 	bool		self;
 	double		work;
+	UnitClaim	claim;			/* shared units: worker's whole-join replica */
 };
 
 /* How an operator runs one piece as a one-device join. */
@@ -77,6 +142,14 @@ std::vector<Piece> split_pieces(uint32_t nleft, uint32_t nright, bool self,
 								int nworkers);
 
 /*
+ * Start a join spread with shared units: worker k runs the whole join on
+ * its device once (ops->begin with a Piece whose claim names worker k and
+ * the join's SharedUnits), every device with the smallest of the devices'
+ * memory limits.  Throws.
+ */
+MultiJoin  *multi_begin_shared(std::unique_ptr<PieceOps> ops, const SjJoinOptions *options);
+
+/*
  * Start the workers, one per entry of options->gpu_devices, each with the
  * device memory limit options->gpu_memory_limit (or 80% of its free
  * memory), shared by the entries that name the same device.  Throws.
@@ -105,9 +178,23 @@ bool		multi_wanted(const SjJoinOptions *options, uint32_t nleft,
 						 uint32_t nright, bool self);
 
 /*
- * The operators: multi_begin with pieces that are one-device joins of the
- * operator (sjgpu_eps_begin, sjgpu_jaccard_begin with gpu_ndevices = 0).
- * right == NULL: a self-join.  The inputs must outlive the join.
+ * The operators' one-device joins that take their units from a claim
+ * (claim.units NULL: the whole join), defined in eps_gpu.cu and
+ * jaccard_gpu.cu; sjgpu_eps_begin and sjgpu_jaccard_begin with one device.
+ */
+SjStatus	eps_begin_shared(const SjVectors *left, const SjVectors *right, double eps,
+							 const SjJoinOptions *options, UnitClaim claim,
+							 SjGpuEpsJoin **join, char *errmsg);
+SjStatus	jaccard_begin_shared(const SjSets *left, const SjSets *right, double threshold,
+								 const SjJoinOptions *options, UnitClaim claim,
+								 SjGpuJaccardJoin **join, char *errmsg);
+
+/*
+ * The operators: eps and Jaccard spread with shared units (every device
+ * the whole join, through eps_begin_shared and jaccard_begin_shared),
+ * theta with pieces that are one-device joins (sjgpu_theta_begin with
+ * gpu_ndevices = 0).  right == NULL: a self-join.  The inputs must outlive
+ * the join.
  */
 MultiJoin  *multi_eps_begin(const SjVectors *left, const SjVectors *right,
 							double eps, const SjJoinOptions *options);

@@ -79,6 +79,12 @@ sjgpu_eps_end(SjGpuEpsJoin *join)
 {
 }
 
+int
+sjgpu_eps_spreads(uint32_t nleft, uint32_t nright, int dim, int self, int metric)
+{
+	return 0;
+}
+
 SjStatus
 sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
 					const SjJoinOptions *options, SjGpuJaccardJoin **join,
@@ -103,6 +109,12 @@ sjgpu_jaccard_timings(const SjGpuJaccardJoin *join, SjTimings *timings)
 void
 sjgpu_jaccard_end(SjGpuJaccardJoin *join)
 {
+}
+
+int
+sjgpu_jaccard_spreads(const SjSets *left, const SjSets *right)
+{
+	return 0;
 }
 
 SjStatus

@@ -417,9 +417,22 @@ SjEpsStrategyName(bool gpu, int planned)
 	return "grid or tiled brute force, chosen when run";
 }
 
+/*
+ * SjOperatorMethods.spread: the GPU engine's estimate (sjgpu_eps_spreads:
+ * the tensor filter over many pairs).
+ */
+static bool
+SjEpsSpread(void *arg)
+{
+	SjEpsJob   *job = (SjEpsJob *) arg;
+
+	return sjgpu_eps_spreads(job->left.vectors.n, job->self ? 0 : job->right.vectors.n,
+							 job->left.vectors.dim, job->self, job->metric) != 0;
+}
+
 /* The eps join's methods (sjrun.h). */
 const SjOperatorMethods sj_eps_methods = {
-	"eps_join", SjEpsBegin, SjEpsEmit, SjEpsPreferCpu, SjEpsStrategyName, false
+	"eps_join", SjEpsBegin, SjEpsEmit, SjEpsPreferCpu, SjEpsStrategyName, SjEpsSpread
 };
 
 /*

@@ -665,9 +665,19 @@ SjJaccardStrategyName(bool gpu, int planned)
 		"prefix filter";
 }
 
+/* SjOperatorMethods.spread: the GPU engine's estimate (sjgpu_jaccard_spreads). */
+static bool
+SjJaccardSpread(void *arg)
+{
+	SjJaccardJob *job = (SjJaccardJob *) arg;
+
+	return sjgpu_jaccard_spreads(&job->left, job->self ? NULL : &job->right) != 0;
+}
+
 /* The Jaccard join's methods (sjrun.h). */
 const SjOperatorMethods sj_jaccard_methods = {
-	"jaccard_join", SjJaccardBegin, SjJaccardEmit, NULL, SjJaccardStrategyName, false
+	"jaccard_join", SjJaccardBegin, SjJaccardEmit, NULL, SjJaccardStrategyName,
+	SjJaccardSpread
 };
 
 

@@ -747,7 +747,7 @@ SjPointEmit(void *arg, const SjPairBatch *batch)
  * decision on each pair of the superset it returns (sjrun.h).
  */
 const SjOperatorMethods sj_point_methods = {
-	"eps_join", SjEpsBegin, SjPointEmit, SjEpsPreferCpu, SjEpsStrategyName, false
+	"eps_join", SjEpsBegin, SjPointEmit, SjEpsPreferCpu, SjEpsStrategyName, NULL
 };
 
 /* PostGIS's geography distance between two (lon, lat) points of an SRID. */

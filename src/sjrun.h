@@ -112,11 +112,11 @@ typedef struct SjOperatorMethods
 	/* EXPLAIN's strategy before the run: on the GPU?, the planned one */
 	const char *(*strategy_name) (bool gpu, int planned);
 	/*
-	 * May one join spread over the devices of simjoin.devices?  Where not
-	 * (measured slower: every piece uploads and indexes its inputs again),
-	 * a join takes the least loaded device of the list.
+	 * May this job's join spread over the devices of simjoin.devices?  NULL
+	 * or false (too small to gain: every device prepares it again), the
+	 * join takes the least loaded device of the list.
 	 */
-	bool		spread;
+	bool		(*spread) (void *job);
 } SjOperatorMethods;
 
 /*

@@ -253,9 +253,19 @@ SjThetaStrategyName(bool gpu, int planned)
 	return names[Max(0, Min(3, planned))];
 }
 
+/*
+ * SjOperatorMethods.spread: a theta join may spread; the GPU engine keeps
+ * all but a large nested loop on the first device (cuda/theta_gpu.cu).
+ */
+static bool
+SjThetaSpread(void *arg)
+{
+	return true;
+}
+
 /* The theta join's methods (sjrun.h). */
 const SjOperatorMethods sj_theta_methods = {
-	"theta_join", SjThetaBegin, SjThetaEmit, NULL, SjThetaStrategyName, true
+	"theta_join", SjThetaBegin, SjThetaEmit, NULL, SjThetaStrategyName, SjThetaSpread
 };
 
 /* Allocate a side's buffers for the columns the condition reads. */

@@ -52,6 +52,12 @@ extern double sj_test_unit(uint64_t *state);
 extern void sj_test_pairs_add(SjTestPairs *ps, uint32_t l, uint32_t r, double d);
 extern int	sj_test_pair_cmp(const void *a, const void *b);
 
+/*
+ * The engine benchmarks' device list from SJ_BENCH_DEVICES ("0,1"), at
+ * most max entries into list; 0 when unset (the one-device join).
+ */
+extern int	sj_test_bench_devices(int *list, int max);
+
 /* A distance of left row i and right row j, for a brute-force oracle. */
 typedef double (*SjTestDistFn) (const SjVectors *L, uint32_t i,
 								const SjVectors *R, uint32_t j);

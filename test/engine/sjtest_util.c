@@ -26,6 +26,26 @@ sj_test_unit(uint64_t *state)
 	return (sj_test_splitmix(state) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/* SJ_BENCH_DEVICES as a device list (sjtest.h). */
+int
+sj_test_bench_devices(int *list, int max)
+{
+	const char *p = getenv("SJ_BENCH_DEVICES");
+	int			n = 0;
+
+	while (p && *p && n < max)
+	{
+		char	   *end;
+		long		v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		list[n++] = (int) v;
+		p = *end ? end + 1 : end;
+	}
+	return n;
+}
+
 /* Append a pair (aborts when out of memory: a test harness). */
 void
 sj_test_pairs_add(SjTestPairs *ps, uint32_t l, uint32_t r, double d)

@@ -12,6 +12,9 @@
 
 #include "tjaccard.h"
 
+#pragma weak sjgpu_jaccard_set_test_spread
+extern void sjgpu_jaccard_set_test_spread(int always);
+
 /* ----------------------------------------------------------------------
  * Timing mode
  * ---------------------------------------------------------------------- */
@@ -84,6 +87,8 @@ SJ_TEST(jaccard_bench)
 	int			cpu_only = getenv("SJ_JACCARD_BENCH_CPU_ONLY") != NULL;
 	uint32_t	nsets = nenv ? (uint32_t) atol(nenv) : 1000000;
 	uint32_t	universe = uenv && atol(uenv) > 1 ? (uint32_t) atol(uenv) : 50000;
+	int			devices[8],
+				ndevices = sj_test_bench_devices(devices, 8);
 	size_t		a,
 				i;
 
@@ -139,6 +144,16 @@ SJ_TEST(jaccard_bench)
 
 				if (e == 1 && (cpu_only || !sj_test_gpu_usable()))
 					continue;
+				if (e == 1 && ndevices > 1)
+				{
+					/* SJ_BENCH_DEVICES=0,1: the GPU join spread over that list */
+					o.gpu_ndevices = ndevices;
+					o.gpu_devices = devices;
+					if (sjgpu_jaccard_set_test_spread)
+						sjgpu_jaccard_set_test_spread(1);
+				}
+				else if (e == 1 && ndevices == 1)
+					o.gpu_device = devices[0];
 				memset(&tm, 0, sizeof(tm));
 				/* warm-up, then up to three timed runs within a budget */
 				ms[0] = tj_time(eng, &L, ts[i], &o, &counted, &tm);
@@ -162,10 +177,13 @@ SJ_TEST(jaccard_bench)
 				pairs = counted;
 				if (pairs_run)
 					full = tj_time(eng, &L, ts[i], &o, &pairs, &tm);
-				printf("     %-6s %4u  %.1f  %10llu  %10.1f (%d)  %8.1f  %8.1f  %s%s\n",
+				printf("     %-6s %4u  %.1f  %10llu  %10.1f (%d)  %8.1f  %8.1f  %s%s%s%s\n",
 					   e ? "gpu" : "cpu", avgs[a], ts[i], (unsigned long long) pairs,
 					   ms[runs / 2], runs, tm.build_ms, full, tm.strategy,
-					   counted == pairs ? "" : "  COUNT MISMATCH");
+					   counted == pairs ? "" : "  COUNT MISMATCH",
+					   tm.devices[0] ? "; devices: " : "", tm.devices);
+				if (sjgpu_jaccard_set_test_spread)
+					sjgpu_jaccard_set_test_spread(0);
 				fflush(stdout);
 			}
 		}

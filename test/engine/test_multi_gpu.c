@@ -7,7 +7,9 @@
  * two or more devices are visible, {0,1} and {1,0,1} too (else a "skipped"
  * note says so).  The one-device join (gpu_ndevices = 0) is the oracle:
  * the same pairs, distances bit for bit, the same counts.  Every test skips
- * where no GPU is usable.
+ * where no GPU is usable.  eps and Jaccard joins spread with shared units
+ * (every device prepares the whole join, the devices claim its segments or
+ * blocks of probes); the test hooks make every join spread, however small.
  */
 #include <math.h>
 #include <stdint.h>
@@ -19,7 +21,29 @@
 #include "sjtest.h"
 
 #pragma weak sjgpu_eps_set_test_strategy
+#pragma weak sjgpu_eps_set_test_pruning
+#pragma weak sjgpu_eps_set_test_spread
+#pragma weak sjgpu_jaccard_set_test_spread
+#pragma weak sjgpu_jaccard_set_test_strategy
 extern void sjgpu_eps_set_test_strategy(int strategy);
+extern void sjgpu_eps_set_test_pruning(int on);
+extern void sjgpu_eps_set_test_spread(int always);
+extern void sjgpu_jaccard_set_test_spread(int always);
+extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
+
+/* The strategy and devices lines of the last spread join of m_case. */
+static char m_strategy[128];
+static char m_devices[256];
+
+/* Every eps and Jaccard join spreads over the devices named (test hooks). */
+static void
+m_spread(int on)
+{
+	if (sjgpu_eps_set_test_spread)
+		sjgpu_eps_set_test_spread(on);
+	if (sjgpu_jaccard_set_test_spread)
+		sjgpu_jaccard_set_test_spread(on);
+}
 
 typedef struct MPair
 {
@@ -233,6 +257,7 @@ m_case(uint32_t nl, uint32_t nr, int dim, int self, int metric, int strategy,
 	o.gpu_memory_limit = mem;
 	if (sjgpu_eps_set_test_strategy)
 		sjgpu_eps_set_test_strategy(strategy);
+	m_spread(1);
 	ok = m_run(&L, self ? NULL : &R, eps, &o, &one, NULL, why);
 	for (int k = 0; k < nlists && ok; k++)
 	{
@@ -246,6 +271,11 @@ m_case(uint32_t nl, uint32_t nr, int dim, int self, int metric, int strategy,
 			snprintf(why, 512, "no devices in the timings: \"%s\"", tm.devices);
 			ok = 0;
 		}
+		if (ok)
+		{
+			snprintf(m_strategy, sizeof(m_strategy), "%s", tm.strategy);
+			snprintf(m_devices, sizeof(m_devices), "%s", tm.devices);
+		}
 		if (!ok)
 			snprintf(why + strlen(why), 512 - strlen(why) - 1, " [list of %d starting %d]",
 					 sizes[k], lists[k][0]);
@@ -255,6 +285,7 @@ m_case(uint32_t nl, uint32_t nr, int dim, int self, int metric, int strategy,
 	}
 	if (sjgpu_eps_set_test_strategy)
 		sjgpu_eps_set_test_strategy(0);
+	m_spread(0);
 	free(one.p);
 	free(lc);
 	free(rc);
@@ -368,6 +399,7 @@ SJ_TEST(multi_gpu_eps_early_end)
 	o.max_batch_pairs = 1000;
 	o.gpu_ndevices = 2;
 	o.gpu_devices = list;
+	m_spread(1);
 	SJ_CHECK(sjgpu_device_info(0, &before, err) == SJ_OK, "%s", err);
 	for (int round = 0; round < 3; round++)
 	{
@@ -386,6 +418,7 @@ SJ_TEST(multi_gpu_eps_early_end)
 	j = NULL;
 	SJ_CHECK(sjgpu_eps_begin(&L, NULL, 0.05, &o, &j, err) == SJ_ERR_NO_DEVICE && j == NULL,
 			 "ordinal %d accepted", found);
+	m_spread(0);
 	free(c);
 }
 
@@ -477,14 +510,66 @@ m_run_jaccard(const SjSets *L, const SjSets *R, double t, const SjJoinOptions *o
 	return 1;
 }
 
-/* Jaccard: the one-device join against every device list. */
+/*
+ * Jaccard: the one-device join against every device list, on nl and nr
+ * sets over a universe of u tokens around k bases (m_sets); strat gets
+ * the strategy of the last run.
+ */
+static int
+m_jaccard_case(uint32_t nl, uint32_t nr, uint32_t u, uint32_t k, int self, double t,
+			   int count_only, size_t max_batch, char *strat, char *why)
+{
+	SjSets		L,
+				R;
+	uint64_t   *lo,
+			   *ro;
+	uint32_t   *lt,
+			   *rt;
+	SjJoinOptions o;
+	MPairs		one,
+				many;
+	int			lists[4][3],
+				sizes[4],
+				nlists = m_lists(lists, sizes),
+				ok;
+
+	m_sets(nl, u, k, &L, &lo, &lt);
+	m_sets(nr, u, k, &R, &ro, &rt);
+	memset(&o, 0, sizeof(o));
+	o.cpu_threads = 2;
+	o.count_only = count_only;
+	o.max_batch_pairs = max_batch;
+	ok = m_run_jaccard(&L, self ? NULL : &R, t, &o, &one, NULL, why);
+	for (int i = 0; i < nlists && ok; i++)
+	{
+		SjTimings	tm;
+
+		o.gpu_ndevices = sizes[i];
+		o.gpu_devices = lists[i];
+		ok = m_run_jaccard(&L, self ? NULL : &R, t, &o, &many, &tm, why) &&
+			m_same(&one, &many, why);
+		if (ok && strstr(tm.devices, "units") == NULL)
+		{
+			snprintf(why, 512, "not spread with shared units: \"%s\"", tm.devices);
+			ok = 0;
+		}
+		snprintf(strat, 128, "%s", tm.strategy);
+		free(many.p);
+	}
+	free(one.p);
+	free(lo);
+	free(lt);
+	free(ro);
+	free(rt);
+	return ok;
+}
+
+/* Jaccard spread: self and two tables, thresholds, pairs and counts. */
 SJ_TEST(multi_gpu_jaccard)
 {
 	static const double thresholds[] = {0.3, 0.6, 0.9};
-	char		why[512] = "";
-	int			lists[4][3],
-				sizes[4],
-				nlists;
+	char		why[512] = "",
+				strat[128] = "";
 
 	if (!sj_test_gpu_usable())
 	{
@@ -492,50 +577,210 @@ SJ_TEST(multi_gpu_jaccard)
 		return;
 	}
 	m_rng = sj_test_seed() ^ 0x6a6163ULL;
-	nlists = m_lists(lists, sizes);
+	m_spread(1);
 	for (int self = 0; self < 2; self++)
 		for (int ti = 0; ti < 3; ti++)
 			for (int count_only = 0; count_only < 2; count_only++)
+				SJ_CHECK(m_jaccard_case(3000, 1200, 5000, 60, self, thresholds[ti], count_only,
+										5000, strat, why),
+						 "self %d threshold %g count %d [%s]: %s", self, thresholds[ti],
+						 count_only, strat, why);
+	m_spread(0);
+}
+
+/*
+ * The tensor filter spread (the issue's hd suite in small): 384 and 1536
+ * dimensions, cosine and L2, clustered rows (tile pruning on), self-join
+ * and two tables, results of many batches; every list against one device.
+ */
+SJ_TEST(multi_gpu_eps_tensor)
+{
+	static const int dims[] = {384, 1536};
+	char		why[512] = "";
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x7463ULL;
+	for (int d = 0; d < 2; d++)
+		for (int metric = 0; metric < 2; metric++)
+			for (int self = 0; self < 2; self++)
 			{
-				SjSets		L,
-							R;
-				uint64_t   *lo,
-						   *ro;
-				uint32_t   *lt,
-						   *rt;
-				SjJoinOptions o;
-				MPairs		one,
-							many;
-				int			ok;
+				uint32_t	nl = dims[d] == 384 ? 6000 : 3000;
 
-				m_sets(3000, 5000, 60, &L, &lo, &lt);
-				m_sets(1200, 5000, 60, &R, &ro, &rt);
-				memset(&o, 0, sizeof(o));
-				o.cpu_threads = 2;
-				o.count_only = count_only;
-				o.max_batch_pairs = 5000;
-				ok = m_run_jaccard(&L, self ? NULL : &R, thresholds[ti], &o, &one, NULL, why);
-				for (int k = 0; k < nlists && ok; k++)
-				{
-					SjTimings	tm;
-
-					o.gpu_ndevices = sizes[k];
-					o.gpu_devices = lists[k];
-					ok = m_run_jaccard(&L, self ? NULL : &R, thresholds[ti], &o, &many, &tm, why) &&
-						m_same(&one, &many, why);
-					if (ok && strstr(tm.devices, "gpu") == NULL)
-					{
-						snprintf(why, 512, "no devices in the timings");
-						ok = 0;
-					}
-					free(many.p);
-				}
-				free(one.p);
-				free(lo);
-				free(lt);
-				free(ro);
-				free(rt);
-				SJ_CHECK(ok, "self %d threshold %g count %d: %s", self, thresholds[ti],
-						 count_only, why);
+				m_strategy[0] = '\0';
+				SJ_CHECK(m_case(nl, nl / 2, dims[d], self, metric, 0, 0, 5000, 0, why),
+						 "dim %d metric %d self %d: %s", dims[d], metric, self, why);
+				SJ_CHECK(strstr(m_strategy, "tensor") != NULL,
+						 "dim %d metric %d self %d: not the tensor filter: \"%s\"",
+						 dims[d], metric, self, m_strategy);
+				if (d == 0 && metric == 1 && self == 1)
+					printf("     spread: %s [%s]\n", m_devices, m_strategy);
+				SJ_CHECK(m_case(nl, nl / 2, dims[d], self, metric, 0, 1, 0, 0, why),
+						 "dim %d metric %d self %d count: %s", dims[d], metric, self, why);
 			}
+	/* chunks: a memory limit that splits the 384-D join, the same on every device */
+	SJ_CHECK(m_case(6000, 3000, 384, 1, SJ_METRIC_COSINE, 0, 0, 5000, 48 << 20, why),
+			 "384-D chunks: %s", why);
+	SJ_CHECK(m_case(6000, 3000, 384, 0, SJ_METRIC_L2, 0, 0, 5000, 48 << 20, why),
+			 "384-D chunks two tables: %s", why);
+	/* no pruning: every tile pair, shared alike */
+	if (sjgpu_eps_set_test_pruning)
+	{
+		sjgpu_eps_set_test_pruning(0);
+		SJ_CHECK(m_case(4000, 2000, 384, 1, SJ_METRIC_COSINE, 0, 0, 5000, 0, why),
+				 "384-D unpruned: %s", why);
+		sjgpu_eps_set_test_pruning(1);
+	}
+}
+
+/* Free memory of device 0 after ending early, mid-join: within 64 MiB of before. */
+static int
+m_released(const SjGpuDeviceInfo *before, char *why)
+{
+	SjGpuDeviceInfo after;
+	char		err[SJ_ERRMSG_LEN];
+
+	if (sjgpu_device_info(0, &after, err) != SJ_OK)
+	{
+		snprintf(why, 512, "%s", err);
+		return 0;
+	}
+	if (after.free_memory + (64 << 20) < before->free_memory)
+	{
+		snprintf(why, 512, "device memory not released: %llu free before, %llu after",
+				 (unsigned long long) before->free_memory,
+				 (unsigned long long) after.free_memory);
+		return 0;
+	}
+	return 1;
+}
+
+/* The tensor filter and Jaccard spread, ended early: every device frees. */
+SJ_TEST(multi_gpu_spread_early_end)
+{
+	int			lists[4][3],
+				sizes[4],
+				nlists;
+	uint32_t	n = 8000;
+	double	   *c;
+	SjVectors	L;
+	SjSets		S;
+	uint64_t   *so;
+	uint32_t   *st;
+	SjJoinOptions o;
+	char		err[SJ_ERRMSG_LEN] = "",
+				why[512] = "";
+	SjGpuDeviceInfo before;
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x6565ULL;
+	nlists = m_lists(lists, sizes);
+	c = m_data(n, 384, 20, 0.02);
+	L.n = n;
+	L.dim = 384;
+	L.coords = c;
+	m_sets(6000, 5000, 60, &S, &so, &st);
+	m_spread(1);
+	SJ_CHECK(sjgpu_device_info(0, &before, err) == SJ_OK, "%s", err);
+	for (int k = 0; k < nlists; k++)
+		for (int stop = 0; stop < 3; stop++)
+		{
+			SjGpuEpsJoin *j = NULL;
+			SjGpuJaccardJoin *jj = NULL;
+			SjPairBatch b;
+			int			done = 0;
+
+			memset(&o, 0, sizeof(o));
+			o.metric = SJ_METRIC_COSINE;
+			o.max_batch_pairs = 1000;
+			o.cpu_threads = 2;
+			o.gpu_ndevices = sizes[k];
+			o.gpu_devices = lists[k];
+			/* stop 0: right after begin; 1: after a batch; 2: after a few */
+			SJ_CHECK(sjgpu_eps_begin(&L, NULL, 0.001, &o, &j, err) == SJ_OK, "begin: %s", err);
+			for (int i = 0; i < stop * 2 - 1 && !done; i++)
+				SJ_CHECK(sjgpu_eps_next(j, &b, &done, err) == SJ_OK, "next: %s", err);
+			sjgpu_eps_end(j);
+			done = 0;
+			SJ_CHECK(sjgpu_jaccard_begin(&S, NULL, 0.2, &o, &jj, err) == SJ_OK, "jaccard begin: %s",
+					 err);
+			for (int i = 0; i < stop * 2 - 1 && !done; i++)
+				SJ_CHECK(sjgpu_jaccard_next(jj, &b, &done, err) == SJ_OK, "jaccard next: %s", err);
+			sjgpu_jaccard_end(jj);
+		}
+	SJ_CHECK(m_released(&before, why), "%s", why);
+	m_spread(0);
+	free(c);
+	free(so);
+	free(st);
+}
+
+/* Jaccard spread at low thresholds under every strategy, self and two tables. */
+SJ_TEST(multi_gpu_jaccard_strategies)
+{
+	static const double thresholds[] = {0.1, 0.2};
+	char		why[512] = "",
+				strat[128] = "";
+
+	if (!sj_test_gpu_usable() || !sjgpu_jaccard_set_test_strategy)
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x6a7374ULL;
+	m_spread(1);
+	for (int strategy = 0; strategy <= 4; strategy++)
+		for (int self = 0; self < 2; self++)
+			for (int ti = 0; ti < 2; ti++)
+			{
+				sjgpu_jaccard_set_test_strategy(strategy, 0);
+				SJ_CHECK(m_jaccard_case(4000, 2000, 3000, 40, self, thresholds[ti], 0, 3000,
+										strat, why),
+						 "strategy %d self %d threshold %g [%s]: %s", strategy, self,
+						 thresholds[ti], strat, why);
+			}
+	sjgpu_jaccard_set_test_strategy(0, 0);
+	m_spread(0);
+}
+
+/* Without the hook, small joins stay on one device; a device list is no error. */
+SJ_TEST(multi_gpu_spread_small)
+{
+	int			list[2] = {0, 0};
+	double	   *c;
+	SjVectors	L;
+	SjJoinOptions o;
+	MPairs		got;
+	SjTimings	tm;
+	char		why[512] = "";
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x736dULL;
+	c = m_data(2000, 384, 10, 0.02);
+	L.n = 2000;
+	L.dim = 384;
+	L.coords = c;
+	memset(&o, 0, sizeof(o));
+	o.metric = SJ_METRIC_COSINE;
+	o.gpu_ndevices = 2;
+	o.gpu_devices = list;
+	SJ_CHECK(sjgpu_eps_spreads(2000, 0, 384, 1, SJ_METRIC_COSINE) == 0, "a small join spreads");
+	SJ_CHECK(sjgpu_eps_spreads(200000, 0, 384, 1, SJ_METRIC_COSINE) == 1,
+			 "the 200 K x 384-D self-join does not spread");
+	SJ_CHECK(sjgpu_eps_spreads(1000000, 0, 2, 1, SJ_METRIC_L2) == 0, "a 2-D join spreads");
+	SJ_CHECK(m_run(&L, NULL, 0.001, &o, &got, &tm, why), "%s", why);
+	SJ_CHECK(strstr(tm.devices, "units") == NULL, "spread: %s", tm.devices);
+	free(got.p);
+	free(c);
 }

@@ -57,6 +57,21 @@ memory_limit(size_t options_limit)
 	return options_limit ? options_limit : ((size_t) 1 << 30);
 }
 
+/* Stubs: the operators' joins with shared units are not linked here. */
+SjStatus
+eps_begin_shared(const SjVectors *, const SjVectors *, double, const SjJoinOptions *,
+				 UnitClaim, SjGpuEpsJoin **, char *)
+{
+	return SJ_ERR_NO_DEVICE;
+}
+
+SjStatus
+jaccard_begin_shared(const SjSets *, const SjSets *, double, const SjJoinOptions *,
+					 UnitClaim, SjGpuJaccardJoin **, char *)
+{
+	return SJ_ERR_NO_DEVICE;
+}
+
 }								/* namespace sjgpu */
 
 using namespace sjgpu;
@@ -88,8 +103,8 @@ static std::atomic<int> fail_next_at{-1};
 static std::atomic<int> begins{0};
 static std::atomic<int> nexts{0};
 
-/* A fake one-device join of one piece. */
-struct FakeJoin
+/* The pairs of a fake join and its next batch. */
+struct FakeBatches
 {
 	std::vector<std::pair<uint32_t, uint32_t>> all;
 	size_t		pos = 0;
@@ -98,6 +113,35 @@ struct FakeJoin
 	std::vector<uint32_t> l;
 	std::vector<uint32_t> r;
 	std::vector<double> v;
+
+	/* The next batch of all, after a short random sleep. */
+	void		emit(SjPairBatch *b)
+	{
+		size_t		n = std::min(batch, all.size() - pos);
+
+		std::this_thread::sleep_for(std::chrono::microseconds(rand() % 200));
+		l.clear();
+		r.clear();
+		v.assign(n, 1.0);
+		for (size_t i = 0; i < n; i++)
+		{
+			l.push_back(all[pos + i].first);
+			r.push_back(all[pos + i].second);
+		}
+		pos += n;
+		b->count = n;
+		if (!count_only)
+		{
+			b->left = l.data();
+			b->right = r.data();
+			b->value = v.data();
+		}
+	}
+};
+
+/* A fake one-device join of one piece. */
+struct FakeJoin : FakeBatches
+{
 };
 
 static bool
@@ -140,7 +184,6 @@ public:
 	SjStatus	next(void *h, SjPairBatch *b, int *done, char *err) override
 	{
 		FakeJoin   *j = static_cast<FakeJoin *>(h);
-		size_t		n = std::min(j->batch, j->all.size() - j->pos);
 
 		memset(b, 0, sizeof(*b));
 		*done = 0;
@@ -149,23 +192,7 @@ public:
 			set_errmsg(err, "next failed");
 			return SJ_ERR_DEVICE_NOMEM;
 		}
-		std::this_thread::sleep_for(std::chrono::microseconds(rand() % 200));
-		j->l.clear();
-		j->r.clear();
-		j->v.assign(n, 1.0);
-		for (size_t i = 0; i < n; i++)
-		{
-			j->l.push_back(j->all[j->pos + i].first);
-			j->r.push_back(j->all[j->pos + i].second);
-		}
-		j->pos += n;
-		b->count = n;
-		if (!j->count_only)
-		{
-			b->left = j->l.data();
-			b->right = j->r.data();
-			b->value = j->v.data();
-		}
+		j->emit(b);
 		*done = j->pos == j->all.size();
 		return SJ_OK;
 	}
@@ -180,16 +207,132 @@ public:
 	}
 };
 
-/* One join; stop_after >= 0 ends it early after that many batches. */
+/* A fake whole-join replica of a join spread with shared units. */
+struct SharedFake : FakeBatches	/* all: the current unit's pairs */
+{
+	UnitClaim	claim;
+	uint32_t	nl = 0;
+	uint32_t	nr = 0;
+	bool		self = false;
+	uint32_t	task = 0;		/* tasks: bands of 50 left rows */
+	std::vector<uint32_t> cuts; /* the task's units: left rows */
+};
+
+static std::atomic<int> shared_live{0};
+static std::atomic<int> shared_skew{-1};	/* this worker plans differently */
+
+/* The fake operator spread with shared units: each unit a band of left rows. */
+class SharedFakeOps : public PieceOps
+{
+public:
+	uint32_t	nl = 0;
+	uint32_t	nr = 0;
+	bool		self = false;
+	size_t		batch = 1;
+
+	SjStatus	begin(const Piece &p, const SjJoinOptions *o, void **h, char *) override
+	{
+		SharedFake *j = new SharedFake();
+
+		shared_live++;
+		*h = j;
+		j->claim = p.claim;
+		j->nl = nl;
+		j->nr = nr;
+		j->self = self;
+		j->batch = batch;
+		j->count_only = o->count_only != 0;
+		return SJ_OK;
+	}
+
+	/* The units of task t: its rows cut into 8 a worker (skewed: one fewer). */
+	static void plan(SharedFake *j)
+	{
+		uint32_t	a = j->task * 50,
+					b = std::min(j->nl, a + 50);
+		uint32_t	k = 8 * j->claim.units->workers() - (shared_skew == j->claim.worker);
+
+		j->cuts.assign(1, a);
+		for (uint32_t i = 1; i < k; i++)
+		{
+			uint32_t	c = a + (uint32_t) ((uint64_t) (b - a) * i / k);
+
+			if (c > j->cuts.back() && c < b)
+				j->cuts.push_back(c);
+		}
+		j->cuts.push_back(b);
+	}
+
+	SjStatus	next(void *h, SjPairBatch *b, int *done, char *err) override
+	{
+		SharedFake *j = static_cast<SharedFake *>(h);
+
+		memset(b, 0, sizeof(*b));
+		*done = 0;
+		try
+		{
+			while (j->pos == j->all.size())
+			{
+				long long	u;
+
+				if (j->task * 50 >= j->nl)
+				{
+					*done = 1;
+					return SJ_OK;
+				}
+				if (j->cuts.empty())
+					plan(j);
+				u = j->claim.units->claim(j->claim.worker, j->task,
+										  (uint32_t) j->cuts.size() - 1,
+										  plan_digest(j->cuts.data(), j->cuts.size()));
+				if (u < 0)
+				{
+					j->task++;
+					j->cuts.clear();
+					continue;
+				}
+				j->all.clear();
+				j->pos = 0;
+				for (uint32_t x = j->cuts[u]; x < j->cuts[u + 1]; x++)
+					for (uint32_t y = j->self ? x + 1 : 0; y < (j->self ? j->nl : j->nr); y++)
+						if (joins(x, y))
+							j->all.push_back({x, y});
+			}
+		}
+		catch (const Error &e)
+		{
+			set_errmsg(err, e.what());
+			return e.status();
+		}
+		j->emit(b);
+		return SJ_OK;
+	}
+	void		timings(void *, SjTimings *t) override
+	{
+		memset(t, 0, sizeof(*t));
+		strcpy(t->strategy, "fake shared");
+	}
+	void		end(void *h) override
+	{
+		shared_live--;
+		delete static_cast<SharedFake *>(h);
+	}
+};
+
+/*
+ * One join (shared: spread with shared units, else in pieces); stop_after
+ * >= 0 ends it early after that many batches.
+ */
 static bool
 run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
-	bool count_only, int stop_after = -1, SjStatus expect = SJ_OK)
+	bool count_only, int stop_after = -1, SjStatus expect = SJ_OK, bool shared = false)
 {
 	std::set<std::pair<uint32_t, uint32_t>> exp,
 				got;
 	uint64_t	count = 0;
 	SjJoinOptions o;
 	std::unique_ptr<FakeOps> ops(new FakeOps());
+	std::unique_ptr<SharedFakeOps> sops(new SharedFakeOps());
 	MultiJoin  *m;
 	int			done = 0,
 				calls = 0;
@@ -206,9 +349,16 @@ run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
 	o.gpu_devices = devs.data();
 	o.count_only = count_only;
 	ops->batch = batch;
+	sops->nl = nl;
+	sops->nr = nr;
+	sops->self = self;
+	sops->batch = batch;
 	try
 	{
-		m = multi_begin(std::move(ops), split_pieces(nl, nr, self, (int) devs.size()), &o);
+		if (shared)
+			m = multi_begin_shared(std::move(sops), &o);
+		else
+			m = multi_begin(std::move(ops), split_pieces(nl, nr, self, (int) devs.size()), &o);
 	}
 	catch (const Error &e)
 	{
@@ -236,6 +386,11 @@ run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
 	}
 	multi_timings(m, &t);
 	multi_end(m);
+	if (shared_live != 0)
+	{
+		printf("%d replicas not ended\n", shared_live.load());
+		return false;
+	}
 	if (st != expect)
 	{
 		printf("status %d, expected %d: %s\n", (int) st, (int) expect, err);
@@ -250,8 +405,8 @@ run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
 		return false;
 	}
 	if (devs.size() == 3 && nl == 333 && nr == 333 && self && !count_only)
-		printf("devices: %s; strategy %s; %llu batches\n", t.devices, t.strategy,
-			   (unsigned long long) t.batches);
+		printf("%sdevices: %s; strategy %s; %llu batches\n", shared ? "shared: " : "",
+			   t.devices, t.strategy, (unsigned long long) t.batches);
 	return true;
 }
 
@@ -279,6 +434,19 @@ main()
 	ok &= run(300, 300, false, {0, 0, 1}, 10, false, -1, SJ_ERR_DEVICE_NOMEM);
 	fail_next_at = -1;
 	ok &= run(30, 30, false, {0, 7}, 10, false, -1, SJ_ERR_NO_DEVICE);
-	printf("multi-device driver: %d joins and 5 failure cases: %s\n", n, ok ? "ok" : "FAILED");
+	for (uint32_t a : sizes)
+		for (uint32_t b : sizes)
+			for (int self = 0; self < 2; self++)
+				for (int k = 1; k <= 4; k++)
+					for (int co = 0; co < 2; co++, n++)
+						ok &= run(a, b, self, std::vector<int>(k, k % 2), 1 + (a * b) % 50, co,
+								  -1, SJ_OK, true);
+	ok &= run(300, 300, true, {0, 1}, 10, false, 5, SJ_OK, true);
+	ok &= run(300, 300, false, {0, 1, 2}, 10, false, 0, SJ_OK, true);
+	shared_skew = 1;
+	ok &= run(300, 300, true, {0, 0}, 10, false, -1, SJ_ERR_INTERNAL, true);
+	shared_skew = -1;
+	printf("multi-device driver: %d joins and 8 failure or early-end cases: %s\n", n,
+		   ok ? "ok" : "FAILED");
 	return ok ? 0 : 1;
 }

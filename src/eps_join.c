@@ -185,23 +185,18 @@ typedef struct SjEpsMerge
 	size_t		n;
 	int64	   *keys;
 	double	   *coords;
-	SjMergeTasks tasks;
 } SjEpsMerge;
 
 #define SJ_MERGE_BLOCK	65536	/* rows a merge task copies */
 
-/* Merge task: one block of one piece, keys copied and rows transposed. */
+/* SjMergeFn: rows of one piece, keys copied and rows transposed. */
 static void
-SjEpsMergeTask(void *arg, uint64_t task, int worker)
+SjEpsMergeRows(void *arg, int p, size_t first, size_t last)
 {
 	SjEpsMerge *m = (SjEpsMerge *) arg;
-	size_t		first,
-				last,
-				i;
-	int			p = SjMergeTaskPiece(&m->tasks, task, &first);
+	size_t		i;
 	int			k;
 
-	last = Min(first + SJ_MERGE_BLOCK, m->pieces[p].n);
 	if (m->keys != m->pieces[p].keys)
 		memcpy(m->keys + m->pieces[p].offset + first, m->pieces[p].keys + first,
 			   (last - first) * sizeof(int64));
@@ -261,10 +256,9 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	m.coords = SjAllocLarge(m.n * m.dim * sizeof(double));
 	m.keys = nparts > 0 ?
 		palloc_extended(Max(m.n, 1) * sizeof(int64), MCXT_ALLOC_HUGE) : scan->keys;
-	SjMergeTasksInit(&m.tasks, m.npieces, m.pieces, sizeof(SjEpsPiece),
-						 SJ_MERGE_BLOCK);
 	/* the leader's rows go to the columns too, in parallel blocks */
-	SjParallelCopy(m.tasks.first[m.npieces], SjEpsMergeTask, &m);
+	SjMergePieces(m.npieces, m.pieces, sizeof(SjEpsPiece), SJ_MERGE_BLOCK,
+				  SjEpsMergeRows, &m);
 	pfree(scan->rows);
 	scan->rows = NULL;
 	if (m.keys != scan->keys)
@@ -278,7 +272,6 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	out->keys = m.keys;
 	out->skipped = scan->skipped;
 	pfree(m.pieces);
-	pfree(m.tasks.first);
 }
 
 /* A parallel worker's side, for the columns of spec. */

@@ -342,23 +342,17 @@ typedef struct SjSetMerge
 	int64	   *keys;
 	uint64	   *offsets;
 	uint32	   *tokens;
-	SjMergeTasks tasks;
 } SjSetMerge;
 
 #define SJ_SET_MERGE_BLOCK	16384	/* sets a merge task copies */
 
-/* Merge task: one block of one piece, its tokens renumbered and sorted. */
+/* SjMergeFn: sets of one piece, their tokens renumbered and sorted. */
 static void
-SjSetMergeTask(void *arg, uint64_t task, int worker)
+SjSetMergeRows(void *arg, int p, size_t first, size_t last)
 {
 	SjSetMerge *m = (SjSetMerge *) arg;
-	size_t		first,
-				last,
-				i;
-	int			p = SjMergeTaskPiece(&m->tasks, task, &first);
 	const SjSetPiece *pc = &m->pieces[p];
-
-	last = Min(first + SJ_SET_MERGE_BLOCK, pc->n);
+	size_t		i;
 
 	memcpy(m->keys + pc->offset + first, pc->keys + first, (last - first) * sizeof(int64));
 	for (i = first; i < last; i++)
@@ -469,10 +463,8 @@ SjSetSideFinish(SjSetScan *scan, const SjParts *parts, SjSets *out, int64 **keys
 		m.offsets = palloc_extended((n + 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
 		m.tokens = palloc_extended(Max(ntok, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
 		m.offsets[0] = 0;
-		SjMergeTasksInit(&m.tasks, nparts + 1, m.pieces, sizeof(SjSetPiece),
-							 SJ_SET_MERGE_BLOCK);
-		SjParallelCopy(m.tasks.first[nparts + 1], SjSetMergeTask, &m);
-		pfree(m.tasks.first);
+		SjMergePieces(nparts + 1, m.pieces, sizeof(SjSetPiece), SJ_SET_MERGE_BLOCK,
+					  SjSetMergeRows, &m);
 		for (p = 1; p <= nparts; p++)
 			pfree((void *) m.pieces[p].map);
 		pfree(m.pieces);

@@ -164,23 +164,16 @@ extern bool SjScanChildrenParallel(struct PlanState **children, SjPartKind kind,
 								   const Oid *const *typids, void **sides,
 								   const char *const *what, SjParts **parts);
 extern void SjPartsRelease(SjParts *parts);
-extern void SjParallelCopy(uint64 ntasks, SjTaskFn fn, void *arg);
 
 /*
- * A merge of pieces (the leader's side and the workers' parts) into one
- * side, as tasks of up to `block` rows of one piece each.  The pieces are
- * an array of structs of `stride` bytes, each beginning with its row count
- * (a size_t).
+ * Merging pieces (the leader's side and the workers' parts) into one side:
+ * the operator's copy of rows [first, last) of piece number piece.  The
+ * pieces are an array of structs, each beginning with its row count (a
+ * size_t).
  */
-typedef struct SjMergeTasks
-{
-	int			npieces;
-	size_t		block;
-	uint64	   *first;			/* first task of each piece; [npieces]: all */
-} SjMergeTasks;
+typedef void (*SjMergeFn) (void *arg, int piece, size_t first, size_t last);
 
-extern void SjMergeTasksInit(SjMergeTasks *tasks, int npieces, const void *pieces,
-							 size_t stride, size_t block);
-extern int	SjMergeTaskPiece(const SjMergeTasks *tasks, uint64 task, size_t *first_row);
+extern void SjMergePieces(int npieces, const void *pieces, size_t stride,
+						  size_t block, SjMergeFn fn, void *arg);
 
 #endif							/* MARSHAL_H */

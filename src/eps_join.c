@@ -353,9 +353,7 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sjgpu_eps_begin(&job->left.vectors, right, job->eps,
 										options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sjgpu_eps_engine;
-		return s;
+		return SjRunStarted(run, h, &sjgpu_eps_engine, s);
 	}
 	else
 	{
@@ -363,9 +361,7 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sj_eps_cpu_begin(&job->left.vectors, right, job->eps,
 										 options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sj_eps_cpu_engine;
-		return s;
+		return SjRunStarted(run, h, &sj_eps_cpu_engine, s);
 	}
 }
 

@@ -623,9 +623,7 @@ SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sjgpu_jaccard_begin(&job->left, right, job->threshold,
 											options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sjgpu_jaccard_engine;
-		return s;
+		return SjRunStarted(run, h, &sjgpu_jaccard_engine, s);
 	}
 	else
 	{
@@ -633,9 +631,7 @@ SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sj_jaccard_cpu_begin(&job->left, right, job->threshold,
 											 options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sj_jaccard_cpu_engine;
-		return s;
+		return SjRunStarted(run, h, &sj_jaccard_cpu_engine, s);
 	}
 }
 

@@ -173,6 +173,8 @@ extern double SjGpuStartMs(void);
 extern void SjStartDevice(void);
 extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
 extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);
+extern SjStatus SjRunStarted(SjRun *run, void *handle, const SjEngine *engine,
+							 SjStatus status);
 
 /* A pull-style run of one join: SjRunJoin's loop, for the custom scan. */
 typedef struct SjCursor

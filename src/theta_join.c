@@ -218,9 +218,7 @@ SjThetaBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sjgpu_theta_begin(&job->tables[0], &job->tables[1], &job->program,
 										  SJ_THETA_AUTO, options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sjgpu_theta_engine;
-		return s;
+		return SjRunStarted(run, h, &sjgpu_theta_engine, s);
 	}
 	else
 	{
@@ -228,9 +226,7 @@ SjThetaBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sj_theta_cpu_begin(&job->tables[0], &job->tables[1], &job->program,
 										   SJ_THETA_AUTO, options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sj_theta_cpu_engine;
-		return s;
+		return SjRunStarted(run, h, &sj_theta_cpu_engine, s);
 	}
 }
 

@@ -21,7 +21,6 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
-#include "common/shortest_dec.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -44,14 +43,9 @@ SjEpsRow(void *arg, Datum *values, bool *isnull)
 	int			k;
 	double	   *dst;
 
-	if (isnull[0])
-		SjErrorNullKey(scan->relid, &scan->cols[0]);
-	if (isnull[1])
-	{
-		scan->skipped++;
+	a = SjRowArray(scan->relid, &scan->cols[0], values, isnull, &scan->skipped);
+	if (a == NULL)
 		return;
-	}
-	a = DatumGetArrayTypeP(values[1]);
 	dim = SjVectorDim(a, scan->what);
 	if (scan->dim < 0)
 		scan->dim = dim;
@@ -89,23 +83,14 @@ SjEpsRow(void *arg, Datum *values, bool *isnull)
 static void
 SjEpsPrepare(SjEpsScan *scan, Oid relid, text *key, text *vector)
 {
-	Oid			elem;
+	static const SjArrayKind vectors = {
+		"vector", {FLOAT8OID, FLOAT4OID}, "real[] or double precision[]"
+	};
 
 	memset(scan, 0, sizeof(*scan));
 	scan->relid = relid;
-	SjCheckRelation(relid);
-	SjResolveColumn(relid, text_to_cstring(key), &scan->cols[0]);
-	SjResolveColumn(relid, text_to_cstring(vector), &scan->cols[1]);
-	SjCheckKeyColumn(relid, &scan->cols[0]);
-	elem = get_element_type(scan->cols[1].typid);
-	if (elem != FLOAT8OID && elem != FLOAT4OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("vector column \"%s\" of relation \"%s\" must be real[] or double precision[], not %s",
-						scan->cols[1].name, get_rel_name(relid),
-						format_type_be(scan->cols[1].typid))));
-	snprintf(scan->what, sizeof(scan->what), "vector in column \"%s\" of relation \"%s\"",
-			 scan->cols[1].name, get_rel_name(relid));
+	SjResolveArraySide(relid, key, vector, &vectors, scan->cols, scan->what,
+					   sizeof(scan->what));
 	SjEpsSideAlloc(scan);
 }
 
@@ -281,9 +266,7 @@ SjEpsPartBegin(const SjPartSpec *spec)
 	SjEpsScan  *scan = palloc(sizeof(SjEpsScan));
 
 	SjEpsSideInit(scan, spec->what);
-	scan->relid = spec->relid;
-	scan->cols[0].typid = spec->typids[0];
-	scan->cols[0].name = pstrdup(NameStr(spec->keyname));
+	SjPartKey(spec, &scan->relid, &scan->cols[0]);
 	return scan;
 }
 
@@ -323,11 +306,8 @@ const SjPartOps sj_eps_part_ops = {NULL, SjEpsPartBegin, SjEpsRow, SjEpsPartSize
 static void
 SjEpsCheck(double eps)
 {
-	if (isnan(eps) || eps < 0 || isinf(eps))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("eps must be a finite number >= 0, not %s",
-						double_to_shortest_decimal(eps))));
+	SjCheckParam(!(isnan(eps) || eps < 0 || isinf(eps)),
+				 "eps must be a finite number >= 0", eps);
 }
 
 /* The engines' entry points (sjrun.h). */

@@ -126,6 +126,22 @@ extern int	SjScanJoinSides(const SjJoinSide *sides, int nsides, SjPartKind kind,
 extern int64 SjKeyValue(Datum value, Oid typid);
 extern void SjErrorNullKey(Oid relid, const SjColumn *col);
 
+/* An array column's kind: its noun and element types, as messages name them. */
+typedef struct SjArrayKind
+{
+	const char *noun;			/* "vector" */
+	Oid			elems[3];		/* the element types it takes; InvalidOid: none */
+	const char *types;			/* "real[] or double precision[]" */
+} SjArrayKind;
+
+extern Oid	SjResolveArraySide(Oid relid, text *key, text *array,
+							   const SjArrayKind *kind, SjColumn *cols,
+							   char *what, size_t whatlen);
+extern ArrayType *SjRowArray(Oid relid, const SjColumn *key, Datum *values,
+							 bool *isnull, int64 *skipped);
+extern void SjPartKey(const SjPartSpec *spec, Oid *relid, SjColumn *key);
+extern void SjCheckParam(bool valid, const char *rule, double value);
+
 /* Growable arrays of the adapter, allocated huge in one context. */
 extern void *SjGrow(void *ptr, size_t *capacity, size_t needed, size_t elem);
 extern void *SjAllocLarge(size_t bytes);

@@ -271,12 +271,7 @@ SjNumericBounds(SjThetaCompiler *c, const uint64 *leaf, int scale)
 			SJ_THETA_LEAF_CASES:
 				stack[sp++] = leaf[i];
 				continue;
-			case SJ_OP_NEG_I:
-			case SJ_OP_NEG_F:
-			case SJ_OP_I2F:
-			case SJ_OP_NOT:
-			case SJ_OP_IS_NULL:
-			case SJ_OP_IS_NOT_NULL:
+			SJ_THETA_UNARY_CASES:
 				stack[sp - 1] = 0;
 				continue;
 			case SJ_OP_NEG_N:

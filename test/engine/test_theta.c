@@ -814,58 +814,36 @@ typedef struct Engine
 	void		(*end) (void *);
 } Engine;
 
-static SjStatus
-cpu_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p,
-		  SjThetaStrategy s, const SjJoinOptions *o, void **j, char *e)
-{
-	return sj_theta_cpu_begin(l, r, p, s, o, (SjThetaJoin **) j, e);
-}
+/*
+ * ENGINE(name, Handle, prefix) defines the Engine name##_engine over an
+ * engine's typed functions prefix##_begin, _next, _timings and _end.
+ */
+#define ENGINE(name, Handle, prefix) \
+static SjStatus \
+name##_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p, \
+			 SjThetaStrategy s, const SjJoinOptions *o, void **j, char *e) \
+{ \
+	return prefix##_begin(l, r, p, s, o, (Handle **) j, e); \
+} \
+static SjStatus \
+name##_next(void *j, SjPairBatch *b, int *d, char *e) \
+{ \
+	return prefix##_next((Handle *) j, b, d, e); \
+} \
+static void \
+name##_timings(const void *j, SjTimings *t) \
+{ \
+	prefix##_timings((const Handle *) j, t); \
+} \
+static void \
+name##_end(void *j) \
+{ \
+	prefix##_end((Handle *) j); \
+} \
+static const Engine name##_engine = {#name, name##_begin, name##_next, name##_timings, name##_end}
 
-static SjStatus
-cpu_next(void *j, SjPairBatch *b, int *d, char *e)
-{
-	return sj_theta_cpu_next((SjThetaJoin *) j, b, d, e);
-}
-
-static void
-cpu_timings(const void *j, SjTimings *t)
-{
-	sj_theta_cpu_timings((const SjThetaJoin *) j, t);
-}
-
-static void
-cpu_end(void *j)
-{
-	sj_theta_cpu_end((SjThetaJoin *) j);
-}
-
-static SjStatus
-gpu_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p,
-		  SjThetaStrategy s, const SjJoinOptions *o, void **j, char *e)
-{
-	return sjgpu_theta_begin(l, r, p, s, o, (SjGpuThetaJoin **) j, e);
-}
-
-static SjStatus
-gpu_next(void *j, SjPairBatch *b, int *d, char *e)
-{
-	return sjgpu_theta_next((SjGpuThetaJoin *) j, b, d, e);
-}
-
-static void
-gpu_timings(const void *j, SjTimings *t)
-{
-	sjgpu_theta_timings((const SjGpuThetaJoin *) j, t);
-}
-
-static void
-gpu_end(void *j)
-{
-	sjgpu_theta_end((SjGpuThetaJoin *) j);
-}
-
-static const Engine cpu_engine = {"cpu", cpu_begin, cpu_next, cpu_timings, cpu_end};
-static const Engine gpu_engine = {"gpu", gpu_begin, gpu_next, gpu_timings, gpu_end};
+ENGINE(cpu, SjThetaJoin, sj_theta_cpu);
+ENGINE(gpu, SjGpuThetaJoin, sjgpu_theta);
 
 /*
  * The CPU engine probing a shared index: a first join, begun with

@@ -144,6 +144,18 @@ CB(int v)
 
 #define OP2(name, op) static TNode *name(TNode *a, TNode *b) { return tn(op, 0, a, b); }
 #define OPW(name, op) static TNode *name(int w, TNode *a, TNode *b) { return tn(op, w, a, b); }
+#define OP1(name, op) static TNode *name(TNode *a) { return tn(op, 0, a, NULL); }
+#define OP1W(name, op) static TNode *name(int w, TNode *a) { return tn(op, w, a, NULL); }
+/* OPM: a * (m / 10^k) */
+#define OPM(name, op) \
+static TNode * \
+name(TNode *a, int64_t m, int k) \
+{ \
+	TNode	   *n = tn(op, k, a, NULL); \
+	n->ival = m; \
+	return n; \
+}
+
 OPW(ADDI, SJ_OP_ADD_I)
 OPW(SUBI, SJ_OP_SUB_I)
 OPW(MULI, SJ_OP_MUL_I)
@@ -168,60 +180,17 @@ OP2(GEF, SJ_OP_GE_F)
 OP2(AND, SJ_OP_AND)
 OP2(OR, SJ_OP_OR)
 
-static TNode *
-NOT(TNode *a)
-{
-	return tn(SJ_OP_NOT, 0, a, NULL);
-}
-
-static TNode *
-ISNULL(TNode *a)
-{
-	return tn(SJ_OP_IS_NULL, 0, a, NULL);
-}
-
-static TNode *
-ISNOTNULL(TNode *a)
-{
-	return tn(SJ_OP_IS_NOT_NULL, 0, a, NULL);
-}
-
-static TNode *
-NEGI(int w, TNode *a)
-{
-	return tn(SJ_OP_NEG_I, w, a, NULL);
-}
-
-static TNode *
-NEGF(TNode *a)
-{
-	return tn(SJ_OP_NEG_F, 0, a, NULL);
-}
-
-static TNode *
-I2F(int w, TNode *a)
-{
-	return tn(SJ_OP_I2F, w, a, NULL);
-}
+OP1(NOT, SJ_OP_NOT)
+OP1(ISNULL, SJ_OP_IS_NULL)
+OP1(ISNOTNULL, SJ_OP_IS_NOT_NULL)
+OP1W(NEGI, SJ_OP_NEG_I)
+OP1(NEGF, SJ_OP_NEG_F)
+OP1W(I2F, SJ_OP_I2F)
 
 OP2(ADDN, SJ_OP_ADD_N)
 OP2(SUBN, SJ_OP_SUB_N)
-
-static TNode *
-NEGN(TNode *a)
-{
-	return tn(SJ_OP_NEG_N, 0, a, NULL);
-}
-
-/* a * (m / 10^k) */
-static TNode *
-MULN(TNode *a, int64_t m, int k)
-{
-	TNode	   *n = tn(SJ_OP_MUL_N, k, a, NULL);
-
-	n->ival = m;
-	return n;
-}
+OP1(NEGN, SJ_OP_NEG_N)
+OPM(MULN, SJ_OP_MUL_N)
 
 /* Wide numeric (sjnumeric.h's sj_nw): the value at scale 3 widened by k places. */
 static TNode *
@@ -247,15 +216,8 @@ DIVW(TNode *a, int64_t m, int kc, int dsx, int s)
 	return n;
 }
 
-/* a * (m / 10^k), wide */
-static TNode *
-MULW(TNode *a, int64_t m, int k)
-{
-	TNode	   *n = tn(SJ_OP_MUL_W, k, a, NULL);
-
-	n->ival = m;
-	return n;
-}
+/* wide */
+OPM(MULW, SJ_OP_MUL_W)
 
 static TNode *
 CNULL(int type)
@@ -760,6 +722,17 @@ truth_free(Truth *t)
 {
 	free(t->bits);
 	memset(t, 0, sizeof(*t));
+}
+
+/* The end of a case: its truth (or NULL) and sides freed; returns result. */
+static const char *
+case_end(Truth *t, Side *ls, Side *rs, const char *result)
+{
+	if (t)
+		truth_free(t);
+	side_free(ls);
+	side_free(rs);
+	return result;
 }
 
 static int
@@ -1320,18 +1293,13 @@ run_catalogue(const Engine *eng, const char *label, const Shape *lsh,
 					snprintf(why, sizeof(why), "%s, %u x %u, \"%s\", %s, %s, batch %zu: %s",
 							 label, ls.n, rs.n, cases[c].name, strat_name(strats[s]),
 							 mode ? "count" : "pairs", mb, bad);
-					truth_free(&t);
-					side_free(&ls);
-					side_free(&rs);
-					return why;
+					return case_end(&t, &ls, &rs, why);
 				}
 				*ran += !skipped;
 			}
 		truth_free(&t);
 	}
-	side_free(&ls);
-	side_free(&rs);
-	return NULL;
+	return case_end(NULL, &ls, &rs, NULL);
 }
 
 /* The shapes every engine is tested on. */
@@ -1851,18 +1819,13 @@ rounding_case(const Engine *eng, const char *test)
 				{
 					snprintf(why, sizeof(why), "c = %g, \"%s\", %s: %.600s", cc,
 							 cases[i].name, strat_name(st[s]), bad);
-					truth_free(&t);
-					side_free(&ls);
-					side_free(&rs);
-					return why;
+					return case_end(&t, &ls, &rs, why);
 				}
 			}
 			truth_free(&t);
 		}
 	}
-	side_free(&ls);
-	side_free(&rs);
-	return NULL;
+	return case_end(NULL, &ls, &rs, NULL);
 }
 
 SJ_TEST(theta_cpu_float_rounding)
@@ -1980,10 +1943,7 @@ numeric_case(const Engine *eng, const char *test, int wide)
 			if (t.errs)
 			{
 				snprintf(why, sizeof(why), "\"%s\": the oracle saw an error", cases[i].name);
-				truth_free(&t);
-				side_free(&ls);
-				side_free(&rs);
-				return why;
+				return case_end(&t, &ls, &rs, why);
 			}
 			bad = check_case(eng, &ls, &rs, cases[i].cond, st[s % 4], s >= 4, s & 1 ? 97 : 0,
 							 &t, &skipped);
@@ -1991,17 +1951,12 @@ numeric_case(const Engine *eng, const char *test, int wide)
 			{
 				snprintf(why, sizeof(why), "\"%s\", %s: %.600s", cases[i].name,
 						 strat_name(st[s % 4]), bad);
-				truth_free(&t);
-				side_free(&ls);
-				side_free(&rs);
-				return why;
+				return case_end(&t, &ls, &rs, why);
 			}
 		}
 		truth_free(&t);
 	}
-	side_free(&ls);
-	side_free(&rs);
-	return NULL;
+	return case_end(NULL, &ls, &rs, NULL);
 }
 
 SJ_TEST(theta_cpu_numeric)

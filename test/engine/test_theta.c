@@ -787,36 +787,27 @@ typedef struct Engine
 	void		(*end) (void *);
 } Engine;
 
-/*
- * ENGINE(name, Handle, prefix) defines the Engine name##_engine over an
- * engine's typed functions prefix##_begin, _next, _timings and _end.
- */
-#define ENGINE(name, Handle, prefix) \
-static SjStatus \
-name##_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p, \
-			 SjThetaStrategy s, const SjJoinOptions *o, void **j, char *e) \
-{ \
-	return prefix##_begin(l, r, p, s, o, (Handle **) j, e); \
-} \
-static SjStatus \
-name##_next(void *j, SjPairBatch *b, int *d, char *e) \
-{ \
-	return prefix##_next((Handle *) j, b, d, e); \
-} \
-static void \
-name##_timings(const void *j, SjTimings *t) \
-{ \
-	prefix##_timings((const Handle *) j, t); \
-} \
-static void \
-name##_end(void *j) \
-{ \
-	prefix##_end((Handle *) j); \
-} \
-static const Engine name##_engine = {#name, name##_begin, name##_next, name##_timings, name##_end}
+SJ_ENGINE_FNS(SjThetaJoin, sj_theta_cpu)
+SJ_ENGINE_FNS(SjGpuThetaJoin, sjgpu_theta)
 
-ENGINE(cpu, SjThetaJoin, sj_theta_cpu);
-ENGINE(gpu, SjGpuThetaJoin, sjgpu_theta);
+static SjStatus
+cpu_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p,
+		  SjThetaStrategy s, const SjJoinOptions *o, void **j, char *e)
+{
+	return sj_theta_cpu_begin(l, r, p, s, o, (SjThetaJoin **) j, e);
+}
+
+static SjStatus
+gpu_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p,
+		  SjThetaStrategy s, const SjJoinOptions *o, void **j, char *e)
+{
+	return sjgpu_theta_begin(l, r, p, s, o, (SjGpuThetaJoin **) j, e);
+}
+
+static const Engine cpu_engine = {"cpu", cpu_begin, sj_theta_cpu_next_any,
+sj_theta_cpu_timings_any, sj_theta_cpu_end_any};
+static const Engine gpu_engine = {"gpu", gpu_begin, sjgpu_theta_next_any,
+sjgpu_theta_timings_any, sjgpu_theta_end_any};
 
 /*
  * The CPU engine probing a shared index: a first join, begun with
@@ -2829,7 +2820,8 @@ gpu2_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p
 	return sjgpu_theta_begin(l, r, p, s, &two, (SjGpuThetaJoin **) j, e);
 }
 
-static const Engine gpu2_engine = {"gpu on 0,0", gpu2_begin, gpu_next, gpu_timings, gpu_end};
+static const Engine gpu2_engine = {"gpu on 0,0", gpu2_begin, sjgpu_theta_next_any,
+sjgpu_theta_timings_any, sjgpu_theta_end_any};
 
 SJ_TEST(theta_multi_gpu)
 {

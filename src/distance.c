@@ -73,16 +73,23 @@ SjVectorArgs(FunctionCallInfo fcinfo, ArrayType **a, ArrayType **b)
 }
 
 /*
+ * The vector arguments of a distance function, checked: x and y, of TYPE
+ * elements, and their dimension dim.
+ */
+#define SJ_VECTOR_ARGS(TYPE) \
+	ArrayType  *a; \
+	ArrayType  *b; \
+	int			dim = SjVectorArgs(fcinfo, &a, &b); \
+	const TYPE *x = (const TYPE *) ARR_DATA_PTR(a); \
+	const TYPE *y = (const TYPE *) ARR_DATA_PTR(b)
+
+/*
  * Sum of squared differences of the vector arguments (TYPE elements) in
  * dimension order, then sqrt.
  */
 #define SJ_L2(TYPE) \
 	do { \
-		ArrayType  *a; \
-		ArrayType  *b; \
-		int			dim = SjVectorArgs(fcinfo, &a, &b); \
-		const TYPE *x = (const TYPE *) ARR_DATA_PTR(a); \
-		const TYPE *y = (const TYPE *) ARR_DATA_PTR(b); \
+		SJ_VECTOR_ARGS(TYPE); \
 		double		sum = 0.0; \
 		int			k; \
 		for (k = 0; k < dim; k++) \
@@ -96,11 +103,7 @@ SjVectorArgs(FunctionCallInfo fcinfo, ArrayType **a, ArrayType **b)
  */
 #define SJ_COSINE(TYPE) \
 	do { \
-		ArrayType  *a; \
-		ArrayType  *b; \
-		int			dim = SjVectorArgs(fcinfo, &a, &b); \
-		const TYPE *x = (const TYPE *) ARR_DATA_PTR(a); \
-		const TYPE *y = (const TYPE *) ARR_DATA_PTR(b); \
+		SJ_VECTOR_ARGS(TYPE); \
 		double		dot = 0.0, \
 					na = 0.0, \
 					nb = 0.0; \

@@ -21,7 +21,6 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
-#include "common/shortest_dec.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -44,14 +43,9 @@ SjEpsRow(void *arg, Datum *values, bool *isnull)
 	int			k;
 	double	   *dst;
 
-	if (isnull[0])
-		SjErrorNullKey(scan->relid, &scan->cols[0]);
-	if (isnull[1])
-	{
-		scan->skipped++;
+	a = SjRowArray(scan->relid, &scan->cols[0], values, isnull, &scan->skipped);
+	if (a == NULL)
 		return;
-	}
-	a = DatumGetArrayTypeP(values[1]);
 	dim = SjVectorDim(a, scan->what);
 	if (scan->dim < 0)
 		scan->dim = dim;
@@ -89,23 +83,14 @@ SjEpsRow(void *arg, Datum *values, bool *isnull)
 static void
 SjEpsPrepare(SjEpsScan *scan, Oid relid, text *key, text *vector)
 {
-	Oid			elem;
+	static const SjArrayKind vectors = {
+		"vector", {FLOAT8OID, FLOAT4OID}, "real[] or double precision[]"
+	};
 
 	memset(scan, 0, sizeof(*scan));
 	scan->relid = relid;
-	SjCheckRelation(relid);
-	SjResolveColumn(relid, text_to_cstring(key), &scan->cols[0]);
-	SjResolveColumn(relid, text_to_cstring(vector), &scan->cols[1]);
-	SjCheckKeyColumn(relid, &scan->cols[0]);
-	elem = get_element_type(scan->cols[1].typid);
-	if (elem != FLOAT8OID && elem != FLOAT4OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("vector column \"%s\" of relation \"%s\" must be real[] or double precision[], not %s",
-						scan->cols[1].name, get_rel_name(relid),
-						format_type_be(scan->cols[1].typid))));
-	snprintf(scan->what, sizeof(scan->what), "vector in column \"%s\" of relation \"%s\"",
-			 scan->cols[1].name, get_rel_name(relid));
+	SjResolveArraySide(relid, key, vector, &vectors, scan->cols, scan->what,
+					   sizeof(scan->what));
 	SjEpsSideAlloc(scan);
 }
 
@@ -185,23 +170,18 @@ typedef struct SjEpsMerge
 	size_t		n;
 	int64	   *keys;
 	double	   *coords;
-	SjMergeTasks tasks;
 } SjEpsMerge;
 
 #define SJ_MERGE_BLOCK	65536	/* rows a merge task copies */
 
-/* Merge task: one block of one piece, keys copied and rows transposed. */
+/* SjMergeFn: rows of one piece, keys copied and rows transposed. */
 static void
-SjEpsMergeTask(void *arg, uint64_t task, int worker)
+SjEpsMergeRows(void *arg, int p, size_t first, size_t last)
 {
 	SjEpsMerge *m = (SjEpsMerge *) arg;
-	size_t		first,
-				last,
-				i;
-	int			p = SjMergeTaskPiece(&m->tasks, task, &first);
+	size_t		i;
 	int			k;
 
-	last = Min(first + SJ_MERGE_BLOCK, m->pieces[p].n);
 	if (m->keys != m->pieces[p].keys)
 		memcpy(m->keys + m->pieces[p].offset + first, m->pieces[p].keys + first,
 			   (last - first) * sizeof(int64));
@@ -261,10 +241,9 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	m.coords = SjAllocLarge(m.n * m.dim * sizeof(double));
 	m.keys = nparts > 0 ?
 		palloc_extended(Max(m.n, 1) * sizeof(int64), MCXT_ALLOC_HUGE) : scan->keys;
-	SjMergeTasksInit(&m.tasks, m.npieces, m.pieces, sizeof(SjEpsPiece),
-						 SJ_MERGE_BLOCK);
 	/* the leader's rows go to the columns too, in parallel blocks */
-	SjParallelCopy(m.tasks.first[m.npieces], SjEpsMergeTask, &m);
+	SjMergePieces(m.npieces, m.pieces, sizeof(SjEpsPiece), SJ_MERGE_BLOCK,
+				  SjEpsMergeRows, &m);
 	pfree(scan->rows);
 	scan->rows = NULL;
 	if (m.keys != scan->keys)
@@ -278,7 +257,6 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	out->keys = m.keys;
 	out->skipped = scan->skipped;
 	pfree(m.pieces);
-	pfree(m.tasks.first);
 }
 
 /* A parallel worker's side, for the columns of spec. */
@@ -288,9 +266,7 @@ SjEpsPartBegin(const SjPartSpec *spec)
 	SjEpsScan  *scan = palloc(sizeof(SjEpsScan));
 
 	SjEpsSideInit(scan, spec->what);
-	scan->relid = spec->relid;
-	scan->cols[0].typid = spec->typids[0];
-	scan->cols[0].name = pstrdup(NameStr(spec->keyname));
+	SjPartKey(spec, &scan->relid, &scan->cols[0]);
 	return scan;
 }
 
@@ -330,11 +306,8 @@ const SjPartOps sj_eps_part_ops = {NULL, SjEpsPartBegin, SjEpsRow, SjEpsPartSize
 static void
 SjEpsCheck(double eps)
 {
-	if (isnan(eps) || eps < 0 || isinf(eps))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("eps must be a finite number >= 0, not %s",
-						double_to_shortest_decimal(eps))));
+	SjCheckParam(!(isnan(eps) || eps < 0 || isinf(eps)),
+				 "eps must be a finite number >= 0", eps);
 }
 
 /* The engines' entry points (sjrun.h). */
@@ -360,9 +333,7 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sjgpu_eps_begin(&job->left.vectors, right, job->eps,
 										options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sjgpu_eps_engine;
-		return s;
+		return SjRunStarted(run, h, &sjgpu_eps_engine, s);
 	}
 	else
 	{
@@ -370,9 +341,7 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sj_eps_cpu_begin(&job->left.vectors, right, job->eps,
 										 options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sj_eps_cpu_engine;
-		return s;
+		return SjRunStarted(run, h, &sj_eps_cpu_engine, s);
 	}
 }
 

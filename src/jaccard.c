@@ -130,7 +130,7 @@ SjJaccardValue(int64 la, int64 lb, int64 inter)
 }
 
 /* Sorted, de-duplicated int64 elements of an int4[] or int8[] set. */
-static int64 *
+static void *
 SjIntSet(ArrayType *a, int *n)
 {
 	int			nitems = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
@@ -151,8 +151,8 @@ SjIntSet(ArrayType *a, int *n)
 	return v;
 }
 
-/* Sorted, de-duplicated text elements of a text[] set. */
-static SjBytes *
+/* Sorted, de-duplicated text elements (SjBytes) of a text[] set. */
+static void *
 SjTextSet(ArrayType *a, int *n)
 {
 	int			nitems = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
@@ -172,19 +172,29 @@ SjTextSet(ArrayType *a, int *n)
 	return v;
 }
 
+/*
+ * jaccard() of the two array arguments: each made a set by set_fn, of
+ * elements of size bytes in cmp's order.
+ */
+static Datum
+SjJaccardArgs(FunctionCallInfo fcinfo, void *(*set_fn) (ArrayType *a, int *n),
+			  size_t size, int (*cmp) (const void *, const void *))
+{
+	int			na,
+				nb;
+	void	   *a = set_fn(PG_GETARG_ARRAYTYPE_P(0), &na);
+	void	   *b = set_fn(PG_GETARG_ARRAYTYPE_P(1), &nb);
+
+	PG_RETURN_FLOAT8(SjJaccardValue(na, nb, SjSortedOverlap(a, na, b, nb, size, cmp)));
+}
+
 PG_FUNCTION_INFO_V1(jaccard_int);
 
 /* jaccard(int4[], int4[]) and jaccard(int8[], int8[]) */
 Datum
 jaccard_int(PG_FUNCTION_ARGS)
 {
-	int			na,
-				nb;
-	int64	   *a = SjIntSet(PG_GETARG_ARRAYTYPE_P(0), &na);
-	int64	   *b = SjIntSet(PG_GETARG_ARRAYTYPE_P(1), &nb);
-
-	PG_RETURN_FLOAT8(SjJaccardValue(na, nb,
-									SjSortedOverlap(a, na, b, nb, sizeof(int64), cmp_int64)));
+	return SjJaccardArgs(fcinfo, SjIntSet, sizeof(int64), cmp_int64);
 }
 
 PG_FUNCTION_INFO_V1(jaccard_text);
@@ -193,13 +203,7 @@ PG_FUNCTION_INFO_V1(jaccard_text);
 Datum
 jaccard_text(PG_FUNCTION_ARGS)
 {
-	int			na,
-				nb;
-	SjBytes    *a = SjTextSet(PG_GETARG_ARRAYTYPE_P(0), &na);
-	SjBytes    *b = SjTextSet(PG_GETARG_ARRAYTYPE_P(1), &nb);
-
-	PG_RETURN_FLOAT8(SjJaccardValue(na, nb,
-									SjSortedOverlap(a, na, b, nb, sizeof(SjBytes), cmp_bytes)));
+	return SjJaccardArgs(fcinfo, SjTextSet, sizeof(SjBytes), cmp_bytes);
 }
 
 /* Is the character at p (of byte length len) part of a word? */

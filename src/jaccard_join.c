@@ -19,7 +19,6 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
-#include "common/shortest_dec.h"
 #include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -141,14 +140,9 @@ SjSetRow(void *arg, Datum *values, bool *isnull)
 	int			i,
 				m = 0;
 
-	if (isnull[0])
-		SjErrorNullKey(scan->relid, &scan->cols[0]);
-	if (isnull[1])
-	{
-		scan->skipped++;
+	a = SjRowArray(scan->relid, &scan->cols[0], values, isnull, &scan->skipped);
+	if (a == NULL)
 		return;
-	}
-	a = DatumGetArrayTypeP(values[1]);
 	if ((ARR_ELEMTYPE(a) == TEXTOID) != dict->is_text ||
 		(ARR_ELEMTYPE(a) != TEXTOID && ARR_ELEMTYPE(a) != INT4OID && ARR_ELEMTYPE(a) != INT8OID))
 		elog(ERROR, "unexpected element type %u in %s", ARR_ELEMTYPE(a), scan->what);
@@ -204,24 +198,15 @@ SjSetRow(void *arg, Datum *values, bool *isnull)
 static void
 SjSetPrepare(SjSetScan *scan, Oid relid, text *key, text *set, SjDict *dict)
 {
-	Oid			elem;
+	static const SjArrayKind sets = {
+		"set", {INT4OID, INT8OID, TEXTOID}, "integer[], bigint[] or text[]"
+	};
 
 	memset(scan, 0, sizeof(*scan));
 	scan->relid = relid;
 	scan->dict = dict;
-	SjCheckRelation(relid);
-	SjResolveColumn(relid, text_to_cstring(key), &scan->cols[0]);
-	SjResolveColumn(relid, text_to_cstring(set), &scan->cols[1]);
-	SjCheckKeyColumn(relid, &scan->cols[0]);
-	elem = get_element_type(scan->cols[1].typid);
-	if (elem != INT4OID && elem != INT8OID && elem != TEXTOID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("set column \"%s\" of relation \"%s\" must be integer[], bigint[] or text[], not %s",
-						scan->cols[1].name, get_rel_name(relid),
-						format_type_be(scan->cols[1].typid))));
-	snprintf(scan->what, sizeof(scan->what), "set in column \"%s\" of relation \"%s\"",
-			 scan->cols[1].name, get_rel_name(relid));
+	SjResolveArraySide(relid, key, set, &sets, scan->cols, scan->what,
+					   sizeof(scan->what));
 	SjSetSideAlloc(scan);
 }
 
@@ -342,23 +327,17 @@ typedef struct SjSetMerge
 	int64	   *keys;
 	uint64	   *offsets;
 	uint32	   *tokens;
-	SjMergeTasks tasks;
 } SjSetMerge;
 
 #define SJ_SET_MERGE_BLOCK	16384	/* sets a merge task copies */
 
-/* Merge task: one block of one piece, its tokens renumbered and sorted. */
+/* SjMergeFn: sets of one piece, their tokens renumbered and sorted. */
 static void
-SjSetMergeTask(void *arg, uint64_t task, int worker)
+SjSetMergeRows(void *arg, int p, size_t first, size_t last)
 {
 	SjSetMerge *m = (SjSetMerge *) arg;
-	size_t		first,
-				last,
-				i;
-	int			p = SjMergeTaskPiece(&m->tasks, task, &first);
 	const SjSetPiece *pc = &m->pieces[p];
-
-	last = Min(first + SJ_SET_MERGE_BLOCK, pc->n);
+	size_t		i;
 
 	memcpy(m->keys + pc->offset + first, pc->keys + first, (last - first) * sizeof(int64));
 	for (i = first; i < last; i++)
@@ -469,10 +448,8 @@ SjSetSideFinish(SjSetScan *scan, const SjParts *parts, SjSets *out, int64 **keys
 		m.offsets = palloc_extended((n + 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
 		m.tokens = palloc_extended(Max(ntok, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
 		m.offsets[0] = 0;
-		SjMergeTasksInit(&m.tasks, nparts + 1, m.pieces, sizeof(SjSetPiece),
-							 SJ_SET_MERGE_BLOCK);
-		SjParallelCopy(m.tasks.first[nparts + 1], SjSetMergeTask, &m);
-		pfree(m.tasks.first);
+		SjMergePieces(nparts + 1, m.pieces, sizeof(SjSetPiece), SJ_SET_MERGE_BLOCK,
+					  SjSetMergeRows, &m);
 		for (p = 1; p <= nparts; p++)
 			pfree((void *) m.pieces[p].map);
 		pfree(m.pieces);
@@ -505,9 +482,7 @@ SjSetPartBegin(const SjPartSpec *spec)
 	SjSetScan  *scan = palloc(sizeof(SjSetScan));
 
 	SjSetSideInit(scan, spec->what, SjDictCreate(get_base_element_type(spec->typids[1])));
-	scan->relid = spec->relid;
-	scan->cols[0].typid = spec->typids[0];
-	scan->cols[0].name = pstrdup(NameStr(spec->keyname));
+	SjPartKey(spec, &scan->relid, &scan->cols[0]);
 	return scan;
 }
 
@@ -605,11 +580,8 @@ const SjPartOps sj_set_part_ops = {NULL, SjSetPartBegin, SjSetRow, SjSetPartSize
 static void
 SjThresholdCheck(double t)
 {
-	if (isnan(t) || t <= 0.0 || t > 1.0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("threshold must be greater than 0 and at most 1, not %s",
-						double_to_shortest_decimal(t))));
+	SjCheckParam(!(isnan(t) || t <= 0.0 || t > 1.0),
+				 "threshold must be greater than 0 and at most 1", t);
 }
 
 /* The engines' entry points (sjrun.h). */
@@ -631,9 +603,7 @@ SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sjgpu_jaccard_begin(&job->left, right, job->threshold,
 											options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sjgpu_jaccard_engine;
-		return s;
+		return SjRunStarted(run, h, &sjgpu_jaccard_engine, s);
 	}
 	else
 	{
@@ -641,9 +611,7 @@ SjJaccardBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sj_jaccard_cpu_begin(&job->left, right, job->threshold,
 											 options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sj_jaccard_cpu_engine;
-		return s;
+		return SjRunStarted(run, h, &sj_jaccard_cpu_engine, s);
 	}
 }
 

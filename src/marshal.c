@@ -30,6 +30,7 @@
 #include "access/tableam.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "common/shortest_dec.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -139,6 +140,74 @@ SjErrorNullKey(Oid relid, const SjColumn *col)
 			 errmsg("key column \"%s\" of relation \"%s\" contains NULL",
 					col->name, get_rel_name(relid)),
 			 errhint("Filter the rows through a view, or use a key column without NULLs.")));
+}
+
+/*
+ * Resolve a side's key and array columns (cols[0] and cols[1]) of relid:
+ * the relation and the key are checked, the array's element type must be
+ * one of kind's.  Fills what (whatlen bytes), which names the arrays in
+ * error messages.  Returns the element type.
+ */
+Oid
+SjResolveArraySide(Oid relid, text *key, text *array, const SjArrayKind *kind,
+				   SjColumn *cols, char *what, size_t whatlen)
+{
+	Oid			elem;
+	int			i;
+
+	SjCheckRelation(relid);
+	SjResolveColumn(relid, text_to_cstring(key), &cols[0]);
+	SjResolveColumn(relid, text_to_cstring(array), &cols[1]);
+	SjCheckKeyColumn(relid, &cols[0]);
+	elem = get_element_type(cols[1].typid);
+	for (i = 0; i < lengthof(kind->elems) && kind->elems[i] != elem; i++)
+		;
+	if (elem == InvalidOid || i == lengthof(kind->elems))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s column \"%s\" of relation \"%s\" must be %s, not %s",
+						kind->noun, cols[1].name, get_rel_name(relid), kind->types,
+						format_type_be(cols[1].typid))));
+	snprintf(what, whatlen, "%s in column \"%s\" of relation \"%s\"",
+			 kind->noun, cols[1].name, get_rel_name(relid));
+	return elem;
+}
+
+/*
+ * The array of a row of a side (key, array): a NULL key is an error, a
+ * NULL array is counted in skipped and gives NULL.
+ */
+ArrayType *
+SjRowArray(Oid relid, const SjColumn *key, Datum *values, bool *isnull,
+		   int64 *skipped)
+{
+	if (isnull[0])
+		SjErrorNullKey(relid, key);
+	if (isnull[1])
+	{
+		(*skipped)++;
+		return NULL;
+	}
+	return DatumGetArrayTypeP(values[1]);
+}
+
+/* A parallel worker's side: its relation and key column, from its spec. */
+void
+SjPartKey(const SjPartSpec *spec, Oid *relid, SjColumn *key)
+{
+	*relid = spec->relid;
+	key->typid = spec->typids[0];
+	key->name = pstrdup(NameStr(spec->keyname));
+}
+
+/* A join's parameter must be valid: else "<rule>, not <value>". */
+void
+SjCheckParam(bool valid, const char *rule, double value)
+{
+	if (!valid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s, not %s", rule, double_to_shortest_decimal(value))));
 }
 
 /*

@@ -126,6 +126,22 @@ extern int	SjScanJoinSides(const SjJoinSide *sides, int nsides, SjPartKind kind,
 extern int64 SjKeyValue(Datum value, Oid typid);
 extern void SjErrorNullKey(Oid relid, const SjColumn *col);
 
+/* An array column's kind: its noun and element types, as messages name them. */
+typedef struct SjArrayKind
+{
+	const char *noun;			/* "vector" */
+	Oid			elems[3];		/* the element types it takes; InvalidOid: none */
+	const char *types;			/* "real[] or double precision[]" */
+} SjArrayKind;
+
+extern Oid	SjResolveArraySide(Oid relid, text *key, text *array,
+							   const SjArrayKind *kind, SjColumn *cols,
+							   char *what, size_t whatlen);
+extern ArrayType *SjRowArray(Oid relid, const SjColumn *key, Datum *values,
+							 bool *isnull, int64 *skipped);
+extern void SjPartKey(const SjPartSpec *spec, Oid *relid, SjColumn *key);
+extern void SjCheckParam(bool valid, const char *rule, double value);
+
 /* Growable arrays of the adapter, allocated huge in one context. */
 extern void *SjGrow(void *ptr, size_t *capacity, size_t needed, size_t elem);
 extern void *SjAllocLarge(size_t bytes);
@@ -164,23 +180,16 @@ extern bool SjScanChildrenParallel(struct PlanState **children, SjPartKind kind,
 								   const Oid *const *typids, void **sides,
 								   const char *const *what, SjParts **parts);
 extern void SjPartsRelease(SjParts *parts);
-extern void SjParallelCopy(uint64 ntasks, SjTaskFn fn, void *arg);
 
 /*
- * A merge of pieces (the leader's side and the workers' parts) into one
- * side, as tasks of up to `block` rows of one piece each.  The pieces are
- * an array of structs of `stride` bytes, each beginning with its row count
- * (a size_t).
+ * Merging pieces (the leader's side and the workers' parts) into one side:
+ * the operator's copy of rows [first, last) of piece number piece.  The
+ * pieces are an array of structs, each beginning with its row count (a
+ * size_t).
  */
-typedef struct SjMergeTasks
-{
-	int			npieces;
-	size_t		block;
-	uint64	   *first;			/* first task of each piece; [npieces]: all */
-} SjMergeTasks;
+typedef void (*SjMergeFn) (void *arg, int piece, size_t first, size_t last);
 
-extern void SjMergeTasksInit(SjMergeTasks *tasks, int npieces, const void *pieces,
-							 size_t stride, size_t block);
-extern int	SjMergeTaskPiece(const SjMergeTasks *tasks, uint64 task, size_t *first_row);
+extern void SjMergePieces(int npieces, const void *pieces, size_t stride,
+						  size_t block, SjMergeFn fn, void *arg);
 
 #endif							/* MARSHAL_H */

@@ -428,63 +428,88 @@ SjPartRowFn(SjPartKind kind)
 }
 
 /*
- * Run fn over ntasks on simjoin.cpu_threads threads: the merges of the
- * parts, which touch only memory the caller allocated.
+ * A merge in progress: the pieces (structs of stride bytes, each beginning
+ * with its row count, a size_t), cut into tasks of up to block rows of one
+ * piece each, and the operator's copy of one task's rows.
  */
-void
-SjParallelCopy(uint64 ntasks, SjTaskFn fn, void *arg)
+typedef struct SjMerge
 {
-	char		errmsg[SJ_ERRMSG_LEN] = "";
-	SjStatus	status;
+	int			npieces;
+	const char *pieces;
+	size_t		stride;
+	size_t		block;
+	uint64	   *first;			/* first task of each piece; [npieces]: all */
+	SjMergeFn	fn;
+	void	   *arg;
+} SjMerge;
 
-	status = sj_parallel_for(Max(1, sj_cpu_threads), ntasks, fn, arg);
-	if (status != SJ_OK)
-	{
-		sj_error(errmsg, status, "could not start the threads that merge a parallel scan");
-		SjReportStatus(status, errmsg, "simjoin");
-	}
+/* The row count of a merge's piece p. */
+static size_t
+SjMergePieceRows(const SjMerge *merge, int p)
+{
+	return *(const size_t *) (merge->pieces + p * merge->stride);
 }
 
-/* Number the merge tasks of the pieces. */
-void
-SjMergeTasksInit(SjMergeTasks *tasks, int npieces, const void *pieces,
-				 size_t stride, size_t block)
+/* Merge task: find its piece and rows, and let the operator copy them. */
+static void
+SjMergeTask(void *arg, uint64_t task, int worker)
 {
-	int			p;
-
-	tasks->npieces = npieces;
-	tasks->block = block;
-	tasks->first = palloc((npieces + 1) * sizeof(uint64));
-	tasks->first[0] = 0;
-	for (p = 0; p < npieces; p++)
-	{
-		size_t		rows = *(const size_t *) ((const char *) pieces + p * stride);
-
-		tasks->first[p + 1] = tasks->first[p] + (rows + block - 1) / block;
-	}
-}
-
-/* The piece of a merge task, and the first of its rows in that piece. */
-int
-SjMergeTaskPiece(const SjMergeTasks *tasks, uint64 task, size_t *first_row)
-{
+	const SjMerge *merge = (const SjMerge *) arg;
 	int			lo = 0,
-				hi = tasks->npieces;
+				hi = merge->npieces;
+	size_t		first;
 
 	/* the last piece whose first task is <= task (empty pieces have none) */
 	while (hi - lo > 1)
 	{
 		int			mid = (lo + hi) / 2;
 
-		if (tasks->first[mid] <= task)
+		if (merge->first[mid] <= task)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	while (tasks->first[lo + 1] <= task)
+	while (merge->first[lo + 1] <= task)
 		lo++;
-	*first_row = (task - tasks->first[lo]) * tasks->block;
-	return lo;
+	first = (task - merge->first[lo]) * merge->block;
+	merge->fn(merge->arg, lo, first,
+			  Min(first + merge->block, SjMergePieceRows(merge, lo)));
+}
+
+/*
+ * Merge pieces (the leader's side and the workers' parts) into one side on
+ * simjoin.cpu_threads threads: fn copies rows [first, last) of one piece,
+ * at most block of them, touching only memory the caller allocated.
+ */
+void
+SjMergePieces(int npieces, const void *pieces, size_t stride, size_t block,
+			  SjMergeFn fn, void *arg)
+{
+	SjMerge		merge;
+	char		errmsg[SJ_ERRMSG_LEN] = "";
+	SjStatus	status;
+	int			p;
+
+	merge.npieces = npieces;
+	merge.pieces = (const char *) pieces;
+	merge.stride = stride;
+	merge.block = block;
+	merge.fn = fn;
+	merge.arg = arg;
+	merge.first = palloc((npieces + 1) * sizeof(uint64));
+	merge.first[0] = 0;
+	for (p = 0; p < npieces; p++)
+		merge.first[p + 1] = merge.first[p] +
+			(SjMergePieceRows(&merge, p) + block - 1) / block;
+
+	status = sj_parallel_for(Max(1, sj_cpu_threads), merge.first[npieces],
+							 SjMergeTask, &merge);
+	if (status != SJ_OK)
+	{
+		sj_error(errmsg, status, "could not start the threads that merge a parallel scan");
+		SjReportStatus(status, errmsg, "simjoin");
+	}
+	pfree(merge.first);
 }
 
 /* Can a side with these column types be built by workers? */

@@ -391,6 +391,18 @@ SjEmitKeyPairs(Tuplestorestate *store, TupleDesc desc, const int64 *left_keys,
 }
 
 /*
+ * The end of an operator's begin: the engine it started (handle, NULL when
+ * it failed) and that engine's entry points go into run.  Returns status.
+ */
+SjStatus
+SjRunStarted(SjRun *run, void *handle, const SjEngine *engine, SjStatus status)
+{
+	run->handle = handle;
+	run->engine = engine;
+	return status;
+}
+
+/*
  * Run a prepared join, unless one side has no row that can join (then no
  * engine starts, and no GPU is touched), and publish its statistics.
  * Counts when spec->store is NULL.  Returns the number of pairs.

@@ -34,27 +34,11 @@ typedef struct SjEngine
 /*
  * SJ_ENGINE(Handle, prefix) defines the const SjEngine prefix##_engine over
  * an engine's typed functions prefix##_next, _timings and _end (taking a
- * Handle *); SJ_ENGINE_INDEX also takes prefix##_index_size and
- * _index_write.  The conversions from void * are written here once, instead
- * of a wrapper per operator and function.
+ * Handle *; their void * forms from SJ_ENGINE_FNS, sjengine.h);
+ * SJ_ENGINE_INDEX also takes prefix##_index_size and _index_write.  The
+ * conversions from void * are written once, instead of a wrapper per
+ * operator and function.
  */
-#define SJ_ENGINE_FNS(Handle, prefix) \
-static SjStatus \
-prefix##_next_any(void *h, SjPairBatch *b, int *done, char *e) \
-{ \
-	return prefix##_next((Handle *) h, b, done, e); \
-} \
-static void \
-prefix##_timings_any(const void *h, SjTimings *t) \
-{ \
-	prefix##_timings((const Handle *) h, t); \
-} \
-static void \
-prefix##_end_any(void *h) \
-{ \
-	prefix##_end((Handle *) h); \
-}
-
 #define SJ_ENGINE(Handle, prefix) \
 SJ_ENGINE_FNS(Handle, prefix) \
 static const SjEngine prefix##_engine = { \
@@ -68,11 +52,7 @@ prefix##_index_size_any(const void *h) \
 { \
 	return prefix##_index_size((const Handle *) h); \
 } \
-static void \
-prefix##_index_write_any(const void *h, void *dst) \
-{ \
-	prefix##_index_write((const Handle *) h, dst); \
-} \
+SJ_ENGINE_READ(Handle, prefix##_index_write, void *) \
 static const SjEngine prefix##_engine = { \
 	prefix##_next_any, prefix##_timings_any, prefix##_end_any, \
 	prefix##_index_size_any, prefix##_index_write_any \
@@ -173,6 +153,8 @@ extern double SjGpuStartMs(void);
 extern void SjStartDevice(void);
 extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);
 extern int64 SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats);
+extern SjStatus SjRunStarted(SjRun *run, void *handle, const SjEngine *engine,
+							 SjStatus status);
 
 /* A pull-style run of one join: SjRunJoin's loop, for the custom scan. */
 typedef struct SjCursor

@@ -218,9 +218,7 @@ SjThetaBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sjgpu_theta_begin(&job->tables[0], &job->tables[1], &job->program,
 										  SJ_THETA_AUTO, options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sjgpu_theta_engine;
-		return s;
+		return SjRunStarted(run, h, &sjgpu_theta_engine, s);
 	}
 	else
 	{
@@ -228,9 +226,7 @@ SjThetaBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjStatus	s = sj_theta_cpu_begin(&job->tables[0], &job->tables[1], &job->program,
 										   SJ_THETA_AUTO, options, &h, errmsg);
 
-		run->handle = h;
-		run->engine = &sj_theta_cpu_engine;
-		return s;
+		return SjRunStarted(run, h, &sj_theta_cpu_engine, s);
 	}
 }
 
@@ -498,7 +494,6 @@ typedef struct SjThetaPiece
 typedef struct SjThetaMerge
 {
 	SjThetaPiece *pieces;
-	SjMergeTasks tasks;
 	int			ncols;
 	int64	   *keys;
 	char	   *values[SJ_THETA_MAX_COLS];
@@ -507,18 +502,15 @@ typedef struct SjThetaMerge
 
 #define SJ_THETA_MERGE_BLOCK	262144	/* rows a merge task copies */
 
-/* Merge task: one block of one piece, every column. */
+/* SjMergeFn: rows of one piece, every column. */
 static void
-SjThetaMergeTask(void *arg, uint64_t task, int worker)
+SjThetaMergeRows(void *arg, int p, size_t first, size_t last)
 {
 	SjThetaMerge *m = (SjThetaMerge *) arg;
-	size_t		first,
-				len;
-	int			p = SjMergeTaskPiece(&m->tasks, task, &first);
 	const SjThetaPiece *pc = &m->pieces[p];
+	size_t		len = last - first;
 	int			k;
 
-	len = Min(first + SJ_THETA_MERGE_BLOCK, pc->n) - first;
 	if (m->keys)
 		memcpy(m->keys + pc->offset + first, pc->keys + first, len * sizeof(int64));
 	for (k = 0; k < m->ncols; k++)
@@ -588,10 +580,8 @@ SjThetaSideAddParts(void *side, const SjParts *parts)
 		m.values[k] = SjAllocLarge(n * 8);
 		m.nulls[k] = SjAllocLarge(n);
 	}
-	SjMergeTasksInit(&m.tasks, parts->nparts + 1, m.pieces, sizeof(SjThetaPiece),
-						 SJ_THETA_MERGE_BLOCK);
-	SjParallelCopy(m.tasks.first[parts->nparts + 1], SjThetaMergeTask, &m);
-	pfree(m.tasks.first);
+	SjMergePieces(parts->nparts + 1, m.pieces, sizeof(SjThetaPiece),
+				  SJ_THETA_MERGE_BLOCK, SjThetaMergeRows, &m);
 
 	if (sd->keys)
 		pfree(sd->keys);

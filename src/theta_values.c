@@ -271,12 +271,7 @@ SjNumericBounds(SjThetaCompiler *c, const uint64 *leaf, int scale)
 			SJ_THETA_LEAF_CASES:
 				stack[sp++] = leaf[i];
 				continue;
-			case SJ_OP_NEG_I:
-			case SJ_OP_NEG_F:
-			case SJ_OP_I2F:
-			case SJ_OP_NOT:
-			case SJ_OP_IS_NULL:
-			case SJ_OP_IS_NOT_NULL:
+			SJ_THETA_UNARY_CASES:
 				stack[sp - 1] = 0;
 				continue;
 			case SJ_OP_NEG_N:
@@ -502,6 +497,84 @@ SjNumericCasts(SjThetaCompiler *c)
 		}
 }
 
+/* Does numeric arithmetic read col as fixed point (numeric, or made numeric)? */
+static bool
+SjNumericRead(const SjThetaCol *col)
+{
+	return col->kind == SJ_KIND_NUMERIC || col->to_numeric;
+}
+
+/*
+ * SjNumericFixAll's scales of a numeric column of side: the common scale
+ * raised to its values' (or its declared) scale, and the least and largest
+ * display scales of its values.
+ */
+static void
+SjNumericColScale(SjThetaSide *side, SjThetaCol *col, bool from_data,
+				  int *scale, int *dsmin, int *dsmax)
+{
+	int			p = 0,
+				sc = 0;
+	size_t		r;
+
+	if (!from_data)
+	{
+		if (!SjNumericTypmod(col->typmod, &p, &sc))
+			SjThetaRefuse("numeric arithmetic over numeric values without a declared precision");
+		*scale = Max(*scale, sc);
+		*dsmin = *dsmax = Max(sc, 0);
+		return;
+	}
+	for (r = 0; r < side->n; r++)
+		if (!col->nulls[r])
+		{
+			int			ds = SjNumericScale(col->dvals[r]);
+
+			*scale = Max(*scale, ds);
+			if (ds >= 0)
+			{
+				*dsmin = Min(*dsmin, ds);
+				*dsmax = Max(*dsmax, ds);
+			}
+		}
+}
+
+/*
+ * SjNumericFixAll's values of a numeric column of side, as fixed point at
+ * scale (or with static, its declared bound): the largest |value|.
+ */
+static uint64
+SjNumericColFix(SjThetaSide *side, SjThetaCol *col, bool from_data, int scale,
+				Datum pow10, Datum limit, Datum neglimit)
+{
+	uint64		colmax = 0;
+	int			p = 0,
+				sc = 0;
+	size_t		r;
+
+	if (!from_data)
+	{
+		(void) SjNumericTypmod(col->typmod, &p, &sc);
+		if (p - sc + scale > SJ_NUM_MAX_DIGITS)
+			SjThetaRefuse(psprintf("numeric arithmetic over numeric(%d,%d) at scale %d (more than %d digits)",
+								   p, sc, scale, SJ_NUM_MAX_DIGITS));
+		return (uint64) sj_num_pow10(p - sc + scale) - 1;
+	}
+	col->ivals = palloc_extended(Max(side->n, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
+	for (r = 0; r < side->n; r++)
+	{
+		int64		v = 0;
+
+		if (!col->nulls[r] &&
+			!SjNumericFixed(col->dvals[r], pow10, limit, neglimit, &v))
+			SjNumericTooLarge(side, col, scale);
+		col->ivals[r] = v;
+		if (!sj_num_special(v))
+			colmax = Max(colmax, (uint64) Abs(v));
+	}
+	return colmax;
+}
+
 /*
  * With numeric arithmetic in the condition: the common scale, every
  * numeric value read and every numeric constant as fixed point, and the
@@ -522,7 +595,6 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
 	int			s,
 				k,
 				i;
-	size_t		r;
 	ListCell   *lc;
 	Datum		pow10,
 				limit,
@@ -539,35 +611,11 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
 	for (s = 0; s < 2; s++)
 		for (k = 0; k < c->sides[s]->ncols; k++)
 		{
-			SjThetaSide *side = c->sides[s];
-			SjThetaCol *col = &side->cols[k];
-			int			p = 0,
-						sc = 0;
-
 			dsmin[s][k] = INT_MAX;
 			dsmax[s][k] = 0;
-			if (col->kind != SJ_KIND_NUMERIC && !col->to_numeric)
-				continue;
-			if (!from_data)
-			{
-				if (!SjNumericTypmod(col->typmod, &p, &sc))
-					SjThetaRefuse("numeric arithmetic over numeric values without a declared precision");
-				scale = Max(scale, sc);
-				dsmin[s][k] = dsmax[s][k] = Max(sc, 0);
-				continue;
-			}
-			for (r = 0; r < side->n; r++)
-				if (!col->nulls[r])
-				{
-					int			ds = SjNumericScale(col->dvals[r]);
-
-					scale = Max(scale, ds);
-					if (ds >= 0)
-					{
-						dsmin[s][k] = Min(dsmin[s][k], ds);
-						dsmax[s][k] = Max(dsmax[s][k], ds);
-					}
-				}
+			if (SjNumericRead(&c->sides[s]->cols[k]))
+				SjNumericColScale(c->sides[s], &c->sides[s]->cols[k], from_data,
+								  &scale, &dsmin[s][k], &dsmax[s][k]);
 		}
 	foreach(lc, c->rank_consts)
 	{
@@ -587,35 +635,11 @@ SjNumericFixAll(SjThetaCompiler *c, bool from_data)
 	for (s = 0; s < 2; s++)
 		for (k = 0; k < c->sides[s]->ncols; k++)
 		{
-			SjThetaSide *side = c->sides[s];
-			SjThetaCol *col = &side->cols[k];
-			int			p = 0,
-						sc = 0;
-
 			colmax[s][k] = 0;
-			if (col->kind != SJ_KIND_NUMERIC && !col->to_numeric)
-				continue;
-			if (!from_data)
-			{
-				(void) SjNumericTypmod(col->typmod, &p, &sc);
-				if (p - sc + scale > SJ_NUM_MAX_DIGITS)
-					SjThetaRefuse(psprintf("numeric arithmetic over numeric(%d,%d) at scale %d (more than %d digits)",
-										   p, sc, scale, SJ_NUM_MAX_DIGITS));
-				colmax[s][k] = (uint64) sj_num_pow10(p - sc + scale) - 1;
-				continue;
-			}
-			col->ivals = palloc_extended(Max(side->n, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
-			for (r = 0; r < side->n; r++)
-			{
-				int64		v = 0;
-
-				if (!col->nulls[r] &&
-					!SjNumericFixed(col->dvals[r], pow10, limit, neglimit, &v))
-					SjNumericTooLarge(side, col, scale);
-				col->ivals[r] = v;
-				if (!sj_num_special(v))
-					colmax[s][k] = Max(colmax[s][k], (uint64) Abs(v));
-			}
+			if (SjNumericRead(&c->sides[s]->cols[k]))
+				colmax[s][k] = SjNumericColFix(c->sides[s], &c->sides[s]->cols[k],
+											   from_data, scale, pow10, limit,
+											   neglimit);
 		}
 	memset(leaf, 0, sizeof(leaf));
 	memset(leafdsmax, 0, sizeof(leafdsmax));

@@ -266,4 +266,31 @@ extern void sj_jaccard_cpu_end(SjJaccardJoin *join);
 }
 #endif
 
+/*
+ * SJ_ENGINE_FNS(Handle, prefix) defines static prefix##_next_any,
+ * _timings_any and _end_any: an engine's typed prefix##_next, _timings and
+ * _end (taking a Handle *) over a void * handle, for dispatch tables (the
+ * adapter's SjEngine, sjrun.h; the engine tests').  SJ_ENGINE_READ(Handle,
+ * fn, Arg) defines fn##_any(const void *, Arg) over fn(const Handle *, Arg).
+ */
+#define SJ_ENGINE_READ(Handle, fn, Arg) \
+static void \
+fn##_any(const void *h, Arg a) \
+{ \
+	fn((const Handle *) h, a); \
+}
+
+#define SJ_ENGINE_FNS(Handle, prefix) \
+static SjStatus \
+prefix##_next_any(void *h, SjPairBatch *b, int *done, char *e) \
+{ \
+	return prefix##_next((Handle *) h, b, done, e); \
+} \
+SJ_ENGINE_READ(Handle, prefix##_timings, SjTimings *) \
+static void \
+prefix##_end_any(void *h) \
+{ \
+	prefix##_end((Handle *) h); \
+}
+
 #endif							/* SJENGINE_H */

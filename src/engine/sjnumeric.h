@@ -53,17 +53,6 @@ sj_num_special(int64_t x)
 	return x == SJ_NUM_NAN || x == SJ_NUM_PINF || x == SJ_NUM_NINF;
 }
 
-/* 10^k for 0 <= k <= 18 */
-SJ_HD int64_t
-sj_num_pow10(int k)
-{
-	int64_t		p = 1;
-
-	while (k-- > 0)
-		p *= 10;
-	return p;
-}
-
 /* ------------------------------------------------------------------------
  * Wide (128-bit) fixed point, for conditions that divide
  * ------------------------------------------------------------------------ */
@@ -86,6 +75,13 @@ sj_nw_pow10(int k)
 	while (k-- > 0)
 		p *= 10;
 	return p;
+}
+
+/* 10^k for 0 <= k <= 18 */
+SJ_HD int64_t
+sj_num_pow10(int k)
+{
+	return (int64_t) sj_nw_pow10(k);
 }
 
 /* An int64 fixed-point value (scale S) at scale S + k. */

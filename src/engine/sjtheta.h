@@ -275,6 +275,32 @@ typedef enum SjThetaOp
 	case SJ_OP_GT_##T: \
 	case SJ_OP_GE_##T
 
+/* The unary opcodes over integers, floats and truth values, as case labels */
+#define SJ_THETA_UNARY_CASES \
+	case SJ_OP_NEG_I: \
+	case SJ_OP_NEG_F: \
+	case SJ_OP_I2F: \
+	case SJ_OP_NOT: \
+	case SJ_OP_IS_NULL: \
+	case SJ_OP_IS_NOT_NULL
+
+/* The integer arithmetic opcodes (arg: the width), as case labels */
+#define SJ_THETA_INT_ARITH_CASES \
+	case SJ_OP_ADD_I: \
+	case SJ_OP_SUB_I: \
+	case SJ_OP_MUL_I: \
+	case SJ_OP_DIV_I: \
+	case SJ_OP_MOD_I: \
+	case SJ_OP_NEG_I
+
+/* The float arithmetic opcodes (arg: the width), as case labels */
+#define SJ_THETA_FLOAT_ARITH_CASES \
+	case SJ_OP_ADD_F: \
+	case SJ_OP_SUB_F: \
+	case SJ_OP_MUL_F: \
+	case SJ_OP_DIV_F: \
+	case SJ_OP_NEG_F
+
 /* DIV_W's arg: the common scale, the divisor's scale, the dividend's display scale */
 #define SJ_DIVW_ARG(s, kc, dsx)	((s) | ((kc) << 8) | ((dsx) << 16))
 #define SJ_DIVW_S(arg)		((arg) & 255)

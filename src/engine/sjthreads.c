@@ -162,14 +162,23 @@ typedef struct SjSort
 	uint64_t   *hist;			/* nchunks * SJ_RADIX counts, then offsets */
 } SjSort;
 
+/* Chunk c of a sort pass: its rows [*begin, *end), and its digit counts. */
+static uint64_t *
+sj_sort_chunk(const SjSort *s, uint64_t c, size_t *begin, size_t *end)
+{
+	*begin = c * SJ_SORT_CHUNK;
+	*end = *begin + SJ_SORT_CHUNK < s->n ? *begin + SJ_SORT_CHUNK : s->n;
+	return s->hist + c * SJ_RADIX;
+}
+
 /* Task: the digit counts of one chunk. */
 static void
 sj_sort_hist_task(void *arg, uint64_t c, int worker)
 {
 	SjSort	   *s = (SjSort *) arg;
-	uint64_t   *h = s->hist + c * SJ_RADIX;
-	size_t		i = c * SJ_SORT_CHUNK,
-				e = i + SJ_SORT_CHUNK < s->n ? i + SJ_SORT_CHUNK : s->n;
+	size_t		i,
+				e;
+	uint64_t   *h = sj_sort_chunk(s, c, &i, &e);
 
 	memset(h, 0, SJ_RADIX * sizeof(uint64_t));
 	for (; i < e; i++)
@@ -181,9 +190,9 @@ static void
 sj_sort_scatter_task(void *arg, uint64_t c, int worker)
 {
 	SjSort	   *s = (SjSort *) arg;
-	uint64_t   *o = s->hist + c * SJ_RADIX;
-	size_t		i = c * SJ_SORT_CHUNK,
-				e = i + SJ_SORT_CHUNK < s->n ? i + SJ_SORT_CHUNK : s->n;
+	size_t		i,
+				e;
+	uint64_t   *o = sj_sort_chunk(s, c, &i, &e);
 
 	for (; i < e; i++)
 	{

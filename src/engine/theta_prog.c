@@ -58,12 +58,7 @@ sj_theta_arity(int op)
 	{
 		SJ_THETA_LEAF_CASES:
 			return 0;
-		case SJ_OP_NEG_I:
-		case SJ_OP_NEG_F:
-		case SJ_OP_I2F:
-		case SJ_OP_NOT:
-		case SJ_OP_IS_NULL:
-		case SJ_OP_IS_NOT_NULL:
+		SJ_THETA_UNARY_CASES:
 		case SJ_OP_NEG_N:
 		case SJ_OP_MUL_N:
 		case SJ_OP_WIDEN_N:
@@ -102,12 +97,7 @@ theta_signature(int op, int *operand, int *result)
 	*operand = -1;				/* -1: any */
 	switch (op)
 	{
-		case SJ_OP_ADD_I:
-		case SJ_OP_SUB_I:
-		case SJ_OP_MUL_I:
-		case SJ_OP_DIV_I:
-		case SJ_OP_MOD_I:
-		case SJ_OP_NEG_I:
+		SJ_THETA_INT_ARITH_CASES:
 		case SJ_OP_ADD_N:
 		case SJ_OP_SUB_N:
 		case SJ_OP_NEG_N:
@@ -115,11 +105,7 @@ theta_signature(int op, int *operand, int *result)
 			*operand = SJ_TI64;
 			*result = SJ_TI64;
 			break;
-		case SJ_OP_ADD_F:
-		case SJ_OP_SUB_F:
-		case SJ_OP_MUL_F:
-		case SJ_OP_DIV_F:
-		case SJ_OP_NEG_F:
+		SJ_THETA_FLOAT_ARITH_CASES:
 			*operand = SJ_TF64;
 			*result = SJ_TF64;
 			break;
@@ -290,12 +276,7 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 								  ar == 2 ? theta_type_name(tree->type[b]) : "");
 			switch (in->op)
 			{
-				case SJ_OP_ADD_I:
-				case SJ_OP_SUB_I:
-				case SJ_OP_MUL_I:
-				case SJ_OP_DIV_I:
-				case SJ_OP_MOD_I:
-				case SJ_OP_NEG_I:
+				SJ_THETA_INT_ARITH_CASES:
 					if (in->arg != 0 && in->arg != 16 && in->arg != 32 && in->arg != 64)
 						return sj_error(errmsg, SJ_ERR_INVALID,
 										  "theta_join: instruction %d: integer width %d (0, 16, 32 or 64)",
@@ -324,11 +305,7 @@ theta_build_tree(const SjThetaProgram *p, const SjThetaTable *left,
 										"theta_join: instruction %d: numeric scale or constant out of range",
 										i);
 					break;
-				case SJ_OP_ADD_F:
-				case SJ_OP_SUB_F:
-				case SJ_OP_MUL_F:
-				case SJ_OP_DIV_F:
-				case SJ_OP_NEG_F:
+				SJ_THETA_FLOAT_ARITH_CASES:
 				case SJ_OP_I2F:
 					if (in->arg != 0 && in->arg != 32 && in->arg != 64)
 						return sj_error(errmsg, SJ_ERR_INVALID,

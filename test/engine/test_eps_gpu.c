@@ -458,7 +458,9 @@ SJ_TEST(eps_gpu_devices)
 	SJ_CHECK(sjgpu_device_info(n, &info, err) == SJ_ERR_NO_DEVICE, "ordinal %d accepted", n);
 }
 
-SJ_TEST(eps_gpu_random_auto)
+/* ncases(n) random cases of one mode (random_case) from seed on. */
+static void
+random_cases(int mode, int seed, int n, int *sj_failed_)
 {
 	char		why[512];
 	int			i;
@@ -468,36 +470,23 @@ SJ_TEST(eps_gpu_random_auto)
 		sj_test_skip("no GPU");
 		return;
 	}
-	for (i = 0; i < ncases(300); i++)
-		SJ_CHECK(random_case(0, 1000 + i, why), "%s", why);
+	for (i = 0; i < ncases(n); i++)
+		SJ_CHECK(random_case(mode, seed + i, why), "%s", why);
+}
+
+SJ_TEST(eps_gpu_random_auto)
+{
+	random_cases(0, 1000, 300, sj_failed_);
 }
 
 SJ_TEST(eps_gpu_random_grid)
 {
-	char		why[512];
-	int			i;
-
-	if (!sj_test_gpu_usable())
-	{
-		sj_test_skip("no GPU");
-		return;
-	}
-	for (i = 0; i < ncases(300); i++)
-		SJ_CHECK(random_case(1, 5000 + i, why), "%s", why);
+	random_cases(1, 5000, 300, sj_failed_);
 }
 
 SJ_TEST(eps_gpu_random_brute)
 {
-	char		why[512];
-	int			i;
-
-	if (!sj_test_gpu_usable())
-	{
-		sj_test_skip("no GPU");
-		return;
-	}
-	for (i = 0; i < ncases(200); i++)
-		SJ_CHECK(random_case(2, 9000 + i, why), "%s", why);
+	random_cases(2, 9000, 200, sj_failed_);
 }
 
 /* Integer lattice, eps exactly 1 and sqrt 2: every pair on the boundary. */

@@ -144,6 +144,18 @@ CB(int v)
 
 #define OP2(name, op) static TNode *name(TNode *a, TNode *b) { return tn(op, 0, a, b); }
 #define OPW(name, op) static TNode *name(int w, TNode *a, TNode *b) { return tn(op, w, a, b); }
+#define OP1(name, op) static TNode *name(TNode *a) { return tn(op, 0, a, NULL); }
+#define OP1W(name, op) static TNode *name(int w, TNode *a) { return tn(op, w, a, NULL); }
+/* OPM: a * (m / 10^k) */
+#define OPM(name, op) \
+static TNode * \
+name(TNode *a, int64_t m, int k) \
+{ \
+	TNode	   *n = tn(op, k, a, NULL); \
+	n->ival = m; \
+	return n; \
+}
+
 OPW(ADDI, SJ_OP_ADD_I)
 OPW(SUBI, SJ_OP_SUB_I)
 OPW(MULI, SJ_OP_MUL_I)
@@ -168,60 +180,17 @@ OP2(GEF, SJ_OP_GE_F)
 OP2(AND, SJ_OP_AND)
 OP2(OR, SJ_OP_OR)
 
-static TNode *
-NOT(TNode *a)
-{
-	return tn(SJ_OP_NOT, 0, a, NULL);
-}
-
-static TNode *
-ISNULL(TNode *a)
-{
-	return tn(SJ_OP_IS_NULL, 0, a, NULL);
-}
-
-static TNode *
-ISNOTNULL(TNode *a)
-{
-	return tn(SJ_OP_IS_NOT_NULL, 0, a, NULL);
-}
-
-static TNode *
-NEGI(int w, TNode *a)
-{
-	return tn(SJ_OP_NEG_I, w, a, NULL);
-}
-
-static TNode *
-NEGF(TNode *a)
-{
-	return tn(SJ_OP_NEG_F, 0, a, NULL);
-}
-
-static TNode *
-I2F(int w, TNode *a)
-{
-	return tn(SJ_OP_I2F, w, a, NULL);
-}
+OP1(NOT, SJ_OP_NOT)
+OP1(ISNULL, SJ_OP_IS_NULL)
+OP1(ISNOTNULL, SJ_OP_IS_NOT_NULL)
+OP1W(NEGI, SJ_OP_NEG_I)
+OP1(NEGF, SJ_OP_NEG_F)
+OP1W(I2F, SJ_OP_I2F)
 
 OP2(ADDN, SJ_OP_ADD_N)
 OP2(SUBN, SJ_OP_SUB_N)
-
-static TNode *
-NEGN(TNode *a)
-{
-	return tn(SJ_OP_NEG_N, 0, a, NULL);
-}
-
-/* a * (m / 10^k) */
-static TNode *
-MULN(TNode *a, int64_t m, int k)
-{
-	TNode	   *n = tn(SJ_OP_MUL_N, k, a, NULL);
-
-	n->ival = m;
-	return n;
-}
+OP1(NEGN, SJ_OP_NEG_N)
+OPM(MULN, SJ_OP_MUL_N)
 
 /* Wide numeric (sjnumeric.h's sj_nw): the value at scale 3 widened by k places. */
 static TNode *
@@ -247,15 +216,8 @@ DIVW(TNode *a, int64_t m, int kc, int dsx, int s)
 	return n;
 }
 
-/* a * (m / 10^k), wide */
-static TNode *
-MULW(TNode *a, int64_t m, int k)
-{
-	TNode	   *n = tn(SJ_OP_MUL_W, k, a, NULL);
-
-	n->ival = m;
-	return n;
-}
+/* wide */
+OPM(MULW, SJ_OP_MUL_W)
 
 static TNode *
 CNULL(int type)
@@ -762,6 +724,17 @@ truth_free(Truth *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* The end of a case: its truth (or NULL) and sides freed; returns result. */
+static const char *
+case_end(Truth *t, Side *ls, Side *rs, const char *result)
+{
+	if (t)
+		truth_free(t);
+	side_free(ls);
+	side_free(rs);
+	return result;
+}
+
 static int
 bit_get(const uint8_t *b, uint64_t k)
 {
@@ -814,29 +787,14 @@ typedef struct Engine
 	void		(*end) (void *);
 } Engine;
 
+SJ_ENGINE_FNS(SjThetaJoin, sj_theta_cpu)
+SJ_ENGINE_FNS(SjGpuThetaJoin, sjgpu_theta)
+
 static SjStatus
 cpu_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p,
 		  SjThetaStrategy s, const SjJoinOptions *o, void **j, char *e)
 {
 	return sj_theta_cpu_begin(l, r, p, s, o, (SjThetaJoin **) j, e);
-}
-
-static SjStatus
-cpu_next(void *j, SjPairBatch *b, int *d, char *e)
-{
-	return sj_theta_cpu_next((SjThetaJoin *) j, b, d, e);
-}
-
-static void
-cpu_timings(const void *j, SjTimings *t)
-{
-	sj_theta_cpu_timings((const SjThetaJoin *) j, t);
-}
-
-static void
-cpu_end(void *j)
-{
-	sj_theta_cpu_end((SjThetaJoin *) j);
 }
 
 static SjStatus
@@ -846,26 +804,10 @@ gpu_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p,
 	return sjgpu_theta_begin(l, r, p, s, o, (SjGpuThetaJoin **) j, e);
 }
 
-static SjStatus
-gpu_next(void *j, SjPairBatch *b, int *d, char *e)
-{
-	return sjgpu_theta_next((SjGpuThetaJoin *) j, b, d, e);
-}
-
-static void
-gpu_timings(const void *j, SjTimings *t)
-{
-	sjgpu_theta_timings((const SjGpuThetaJoin *) j, t);
-}
-
-static void
-gpu_end(void *j)
-{
-	sjgpu_theta_end((SjGpuThetaJoin *) j);
-}
-
-static const Engine cpu_engine = {"cpu", cpu_begin, cpu_next, cpu_timings, cpu_end};
-static const Engine gpu_engine = {"gpu", gpu_begin, gpu_next, gpu_timings, gpu_end};
+static const Engine cpu_engine = {"cpu", cpu_begin, sj_theta_cpu_next_any,
+sj_theta_cpu_timings_any, sj_theta_cpu_end_any};
+static const Engine gpu_engine = {"gpu", gpu_begin, sjgpu_theta_next_any,
+sjgpu_theta_timings_any, sjgpu_theta_end_any};
 
 /*
  * The CPU engine probing a shared index: a first join, begun with
@@ -1342,18 +1284,13 @@ run_catalogue(const Engine *eng, const char *label, const Shape *lsh,
 					snprintf(why, sizeof(why), "%s, %u x %u, \"%s\", %s, %s, batch %zu: %s",
 							 label, ls.n, rs.n, cases[c].name, strat_name(strats[s]),
 							 mode ? "count" : "pairs", mb, bad);
-					truth_free(&t);
-					side_free(&ls);
-					side_free(&rs);
-					return why;
+					return case_end(&t, &ls, &rs, why);
 				}
 				*ran += !skipped;
 			}
 		truth_free(&t);
 	}
-	side_free(&ls);
-	side_free(&rs);
-	return NULL;
+	return case_end(NULL, &ls, &rs, NULL);
 }
 
 /* The shapes every engine is tested on. */
@@ -1873,18 +1810,13 @@ rounding_case(const Engine *eng, const char *test)
 				{
 					snprintf(why, sizeof(why), "c = %g, \"%s\", %s: %.600s", cc,
 							 cases[i].name, strat_name(st[s]), bad);
-					truth_free(&t);
-					side_free(&ls);
-					side_free(&rs);
-					return why;
+					return case_end(&t, &ls, &rs, why);
 				}
 			}
 			truth_free(&t);
 		}
 	}
-	side_free(&ls);
-	side_free(&rs);
-	return NULL;
+	return case_end(NULL, &ls, &rs, NULL);
 }
 
 SJ_TEST(theta_cpu_float_rounding)
@@ -2002,10 +1934,7 @@ numeric_case(const Engine *eng, const char *test, int wide)
 			if (t.errs)
 			{
 				snprintf(why, sizeof(why), "\"%s\": the oracle saw an error", cases[i].name);
-				truth_free(&t);
-				side_free(&ls);
-				side_free(&rs);
-				return why;
+				return case_end(&t, &ls, &rs, why);
 			}
 			bad = check_case(eng, &ls, &rs, cases[i].cond, st[s % 4], s >= 4, s & 1 ? 97 : 0,
 							 &t, &skipped);
@@ -2013,17 +1942,12 @@ numeric_case(const Engine *eng, const char *test, int wide)
 			{
 				snprintf(why, sizeof(why), "\"%s\", %s: %.600s", cases[i].name,
 						 strat_name(st[s % 4]), bad);
-				truth_free(&t);
-				side_free(&ls);
-				side_free(&rs);
-				return why;
+				return case_end(&t, &ls, &rs, why);
 			}
 		}
 		truth_free(&t);
 	}
-	side_free(&ls);
-	side_free(&rs);
-	return NULL;
+	return case_end(NULL, &ls, &rs, NULL);
 }
 
 SJ_TEST(theta_cpu_numeric)
@@ -2896,7 +2820,8 @@ gpu2_begin(const SjThetaTable *l, const SjThetaTable *r, const SjThetaProgram *p
 	return sjgpu_theta_begin(l, r, p, s, &two, (SjGpuThetaJoin **) j, e);
 }
 
-static const Engine gpu2_engine = {"gpu on 0,0", gpu2_begin, gpu_next, gpu_timings, gpu_end};
+static const Engine gpu2_engine = {"gpu on 0,0", gpu2_begin, sjgpu_theta_next_any,
+sjgpu_theta_timings_any, sjgpu_theta_end_any};
 
 SJ_TEST(theta_multi_gpu)
 {

@@ -99,6 +99,9 @@
 #define SJ_GIS_RADIUS_SLACK	1e-4	/* relative, on measured radii */
 #define SJ_GIS_ARC_DEG		1e-3	/* degrees of the measuring arcs */
 #define SJ_GIS_CHORD_PAD	1e-9	/* unit sphere: rounding of the filter */
+#define SJ_GEOG_REL			1e-7	/* geography's settled pairs: relative */
+#define SJ_GEOG_ABS			1e-4	/* ... and absolute margin, metres */
+#define SJ_GEOG_MAX_D		5e6		/* metres: beyond, PostGIS decides all */
 
 /* PostGIS's types and the functions used here, looked up by name. */
 typedef struct SjGis
@@ -603,7 +606,9 @@ typedef struct SjPointJob
 	int32		srid;
 	double		eps_user;		/* the eps asked for */
 	double		eps_lo;			/* canonical distance <= eps_lo: joins */
+	SjGeogBand *band;			/* geography: settles most pairs, or NULL */
 	int64		count;			/* pairs kept */
+	int64		decided;		/* pairs PostGIS's predicate decided */
 	MemoryContext cxt;			/* PostGIS's decisions, reset every batch */
 	/* a batch's kept pairs */
 	uint32	   *left;
@@ -722,8 +727,18 @@ SjPointEmit(void *arg, const SjPairBatch *batch)
 
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
+		if (job->band)
+		{
+			/* geography: the bounds settle the pair, or PostGIS decides */
+			int			settled = SjGeogSettle(job->band, batch->left[i], batch->right[i]);
+
+			if (settled > 0)
+				continue;
+			v = settled < 0 ? 0.0 : NAN;
+		}
 		if (!(v <= job->eps_lo))
 		{
+			job->decided++;
 			if (!SjPointDecide(job, batch->left[i], batch->right[i], &v))
 				continue;
 		}
@@ -750,9 +765,13 @@ const SjOperatorMethods sj_point_methods = {
 	"eps_join", SjEpsBegin, SjPointEmit, SjEpsPreferCpu, SjEpsStrategyName, false
 };
 
-/* PostGIS's geography distance between two (lon, lat) points of an SRID. */
+/*
+ * PostGIS's geography distance between two (lon, lat) points of an SRID, on
+ * its spheroid or (spheroid false) on its sphere.
+ */
 static double
-SjGeogDistance(int32 srid, double lon1, double lat1, double lon2, double lat2)
+SjGeogDistance(int32 srid, double lon1, double lat1, double lon2, double lat2,
+			   bool spheroid)
 {
 	Datum		a,
 				b;
@@ -763,7 +782,7 @@ SjGeogDistance(int32 srid, double lon1, double lat1, double lon2, double lat2)
 	b = FunctionCall2(&sj_gis.makepoint2, Float8GetDatum(lon2), Float8GetDatum(lat2));
 	b = FunctionCall1(&sj_gis.to_geography,
 					  FunctionCall2(&sj_gis.setsrid, b, Int32GetDatum(srid)));
-	return DatumGetFloat8(FunctionCall3(&sj_gis.gdistance, a, b, BoolGetDatum(true)));
+	return DatumGetFloat8(FunctionCall3(&sj_gis.gdistance, a, b, BoolGetDatum(spheroid)));
 }
 
 /*
@@ -779,9 +798,9 @@ SjGeogRadii(int32 srid, double *rmin, double *rmax)
 	double		arc = SJ_GIS_ARC_DEG * (M_PI / 180.0);
 	double		r[3];
 
-	r[0] = SjGeogDistance(srid, 0, 0, 0, SJ_GIS_ARC_DEG) / arc;
-	r[1] = SjGeogDistance(srid, 0, 0, SJ_GIS_ARC_DEG, 0) / arc;
-	r[2] = SjGeogDistance(srid, 0, 90, 0, 90 - SJ_GIS_ARC_DEG) / arc;
+	r[0] = SjGeogDistance(srid, 0, 0, 0, SJ_GIS_ARC_DEG, true) / arc;
+	r[1] = SjGeogDistance(srid, 0, 0, SJ_GIS_ARC_DEG, 0, true) / arc;
+	r[2] = SjGeogDistance(srid, 0, 90, 0, 90 - SJ_GIS_ARC_DEG, true) / arc;
 	*rmin = Min(r[0], Min(r[1], r[2])) * (1.0 - SJ_GIS_RADIUS_SLACK);
 	*rmax = Max(r[0], Max(r[1], r[2])) * (1.0 + SJ_GIS_RADIUS_SLACK);
 	if (!(*rmin > 0) || !isfinite(*rmax))
@@ -814,6 +833,158 @@ SjPointBand(bool geography, int32 srid, double eps, double *lo)
 	inner = (eps * (1.0 - SJ_GIS_RADIUS_SLACK)) / rmax;
 	*lo = inner < M_PI ? 2.0 * sin(inner / 2.0) - SJ_GIS_CHORD_PAD : -1.0;
 	return 2.0 * sin(Min(eps / rmin, M_PI) / 2.0) + SJ_GIS_CHORD_PAD;
+}
+
+/*
+ * Geography without PostGIS.  PostGIS 3's ST_DWithin(geography, geography,
+ * d, use_spheroid) on two points (geography_dwithin; its tree cache is never
+ * used for two points) is lwgeom_distance_spheroid(...) <= d, whose point
+ * case (ptarray_distance_spheroid) converts degrees to radians, computes the
+ * great-circle distance R theta on PostGIS's sphere, R = (2a + b) / 3 of the
+ * SRID's spheroid (spheroid_init), and returns it for use_spheroid = false;
+ * for true it returns R theta where R theta < 0.95 d, else the geodesic
+ * distance s on the ellipsoid (a, b) by GeographicLib's geod_inverse
+ * (spheroid_distance; error below 15 nm).  Both return 0 for points whose
+ * latitudes and longitudes differ by less than 5e-14 rad (3e-7 m).
+ * ST_Distance(geography, ...) computes the same distances through its
+ * circle tree and rounds them to 1e-8 m.  A pair is settled without PostGIS
+ * where it is surely within d (and below it) or surely beyond it whichever
+ * of these PostGIS computes; margins: SJ_GEOG_REL relative and SJ_GEOG_ABS
+ * (0.1 mm) absolute, against errors of at most a few 1e-8 m: PostGIS's and
+ * GeographicLib's rounding, ours (unit vectors from sin and cos, the chord,
+ * a and b measured to a few ulps below) and the 3e-7 m of the zero case.
+ *
+ * Sphere.  theta is the angle between the unit vectors u = (cos lat cos lon,
+ * cos lat sin lon, sin lat), chord q = |u1 - u2| = 2 sin(theta / 2).  Within:
+ * q <= 2 sin(theta_lo / 2), theta_lo = (d (1 - REL) - ABS) / R; beyond:
+ * q >= 2 sin(theta_hi / 2), theta_hi = (d (1 + REL) + ABS) / R <= pi / 2
+ * (where q still resolves theta to a few ulps).
+ *
+ * Spheroid.  Let P be the point at geodetic (lat, lon) on the ellipsoid,
+ * P = N (ux, uy, (1 - e^2) uz) with N = a / sqrt(1 - e^2 uz^2), and c =
+ * |P1 - P2| the straight chord.
+ *	- Beyond: a straight line is the shortest path, so s >= c; c >= d (1 +
+ *	  REL) + ABS puts s beyond d.  PostGIS's sphere shortcut cannot accept
+ *	  such a pair: lat and lon map the sphere of radius R onto the ellipsoid
+ *	  with line elements R^2 (dlat^2 + cos^2 lat dlon^2) and M^2 dlat^2 +
+ *	  N^2 cos^2 lat dlon^2, whose ratio is at most max(M, N) / R <= (a^2 / b)
+ *	  / R (1.0045 for WGS 84), so the image of the great circle gives s <=
+ *	  1.0045 R theta and R theta > 0.995 d, not below 0.95 d.
+ *	- Within: the shortest geodesic from P1 to P2 (length s, unit speed
+ *	  gamma) has no geodesic curvature, so its curvature in space is its
+ *	  normal curvature, at most the largest principal curvature of the
+ *	  ellipsoid, kappa = 1 / M(equator) = a / b^2.  With T the tangent at the
+ *	  middle, the tangent at distance t from the middle is within angle
+ *	  kappa t of T, so for kappa s <= 2 pi, c >= <P2 - P1, T> = integral of
+ *	  cos(angle) >= integral over [-s/2, s/2] of cos(kappa t) = (2 / kappa)
+ *	  sin(kappa s / 2) (Schur's comparison of a curve with the circle of
+ *	  curvature kappa).  Every s is below pi a (along two meridians through a
+ *	  pole) < 2 pi / kappa.  Let D = d (1 - REL) - ABS with kappa D <= pi and
+ *	  2 pi / kappa - D >= pi a: then c < (2 / kappa) sin(kappa D / 2) gives
+ *	  sin(kappa s / 2) < sin(kappa D / 2), so s < D or s > 2 pi / kappa - D
+ *	  >= pi a, impossible: s < D, and PostGIS's value (R theta < 0.95 d or
+ *	  s) is below d.  So c <= (2 / kappa) sin(kappa D / 2) - ABS is within.
+ *	  The band between is c in ((2 / kappa) sin(kappa D / 2), d]: a relative
+ *	  (kappa d)^2 / 24 (8e-6 at d = 90 km), against the 2 % between the
+ *	  normals' inner and outer bounds (SjPointBand).
+ * a and R are measured once a join with PostGIS's own distances along 90
+ * degrees of the equator, where the geodesic is the equator (s = a pi / 2
+ * to round-off) and the sphere's angle is pi / 2, and b = 3 R - 2 a; a check
+ * pair confirms the model.  Joins at d > SJ_GEOG_MAX_D, or on an SRID whose
+ * ellipsoid fails the conditions above, leave every candidate to PostGIS.
+ */
+static bool
+SjGeogBandInit(SjGeogBand *band, int32 srid, double d, bool spheroid)
+{
+	static const double check[2][4] = {{12.5, 41.9, 12.9, 42.4}, {0, 89.9, 120, 89.95}};
+	double		a,
+				r,
+				b,
+				kappa,
+				dlo,
+				dhi;
+	int			k;
+
+	memset(band, 0, sizeof(*band));
+	if (!(d <= SJ_GEOG_MAX_D))
+		return false;
+	a = SjGeogDistance(srid, 0, 0, 90, 0, true) / M_PI_2;
+	r = SjGeogDistance(srid, 0, 0, 90, 0, false) / M_PI_2;
+	b = Min(a, 3.0 * r - 2.0 * a);
+	if (!isfinite(a) || !(b > 0.9 * a) || !(a * a / b <= 1.02 * r))
+		return false;
+	kappa = a / (b * b) * (1.0 + SJ_GEOG_REL);
+	dlo = d * (1.0 - SJ_GEOG_REL) - SJ_GEOG_ABS;
+	dhi = d * (1.0 + SJ_GEOG_REL) + SJ_GEOG_ABS;
+	band->spheroid = spheroid;
+	band->a = spheroid ? a : 1.0;
+	band->e2 = spheroid ? 1.0 - (b * b) / (a * a) : 0.0;
+	if (spheroid)
+	{
+		if (!(kappa * dlo <= M_PI) || !(2.0 * M_PI / kappa - dlo >= M_PI * a))
+			return false;
+		band->lo = dlo > 0 ? (2.0 / kappa) * sin(kappa * dlo / 2.0) - SJ_GEOG_ABS : -1.0;
+		band->hi = dhi;
+	}
+	else
+	{
+		if (!(dhi / r <= M_PI_2))
+			return false;
+		band->lo = dlo > 0 ? 2.0 * sin(dlo / r / 2.0) - SJ_GEOG_ABS / r : -1.0;
+		band->hi = 2.0 * sin(dhi / r / 2.0) + SJ_GEOG_ABS / r;
+	}
+
+	/* the model against PostGIS on two pairs, one near the pole */
+	for (k = 0; k < 2; k++)
+	{
+		double		u[2][3];
+		double		lon[2] = {check[k][0], check[k][2]};
+		double		lat[2] = {check[k][1], check[k][3]};
+		double		s = SjGeogDistance(srid, lon[0], lat[0], lon[1], lat[1], spheroid);
+		double		c = 0;
+		int			p,
+					i;
+
+		for (p = 0; p < 2; p++)
+		{
+			double		f = lat[p] * (M_PI / 180.0);
+			double		l = lon[p] * (M_PI / 180.0);
+			double		n = band->a / sqrt(1.0 - band->e2 * sin(f) * sin(f));
+
+			u[p][0] = n * cos(f) * cos(l);
+			u[p][1] = n * cos(f) * sin(l);
+			u[p][2] = n * (1.0 - band->e2) * sin(f);
+		}
+		for (i = 0; i < 3; i++)
+			c += (u[0][i] - u[1][i]) * (u[0][i] - u[1][i]);
+		c = sqrt(c);
+		if (spheroid ? !(s >= c - SJ_GEOG_ABS &&
+						 s <= (2.0 / kappa) * asin(kappa * c / 2.0) + SJ_GEOG_ABS) :
+			!(fabs(s - r * 2.0 * asin(c / 2.0)) <= SJ_GEOG_ABS))
+			return false;
+	}
+	return true;
+}
+
+/* The band of a geography join over sides l and r (r NULL: a self-join). */
+static SjGeogBand *
+SjGeogBandOf(int32 srid, double d, bool spheroid, const SjVectorInput *l,
+			 const SjVectorInput *r)
+{
+	SjGeogBand *band = palloc(sizeof(SjGeogBand));
+
+	if (!SjGeogBandInit(band, srid, d, spheroid))
+	{
+		pfree(band);
+		return NULL;
+	}
+	if (r == NULL)
+		r = l;
+	band->u[0] = l->vectors.coords;
+	band->n[0] = l->vectors.n;
+	band->u[1] = r->vectors.coords;
+	band->n[1] = r->vectors.n;
+	return band;
 }
 
 /*
@@ -894,6 +1065,13 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 	eps_hi = SjPointBand(job.geography, job.srid, eps, &job.eps_lo);
 	empty = job.eps.left.vectors.n == 0 ||
 		(!job.eps.self && job.eps.right.vectors.n == 0);
+	if (job.geography && !empty)
+	{
+		job.band = SjGeogBandOf(job.srid, eps, true, &job.eps.left,
+								job.eps.self ? NULL : &job.eps.right);
+		if (job.band)
+			job.eps_lo = 0.0;	/* a settled pair's value is 0 (above) */
+	}
 
 	spec.name = store ? "eps_join" : "eps_join_count";
 	spec.ops = &sj_point_methods;
@@ -922,6 +1100,7 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 		pairs = job.count;
 	}
 	stats.pairs = pairs;
+	stats.decided = job.decided;
 	SjStatsFinish(&stats, t0);
 	MemoryContextDelete(job.cxt);
 	return pairs;
@@ -956,16 +1135,18 @@ SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out)
 
 /*
  * The eps the engine runs a custom scan's join at, for the eps (or
- * tolerance) d of its condition: one that keeps every pair PostGIS could
- * accept.  *lo: for geometry, a canonical distance at most this is within d
- * (and below it) for PostGIS too, so the node needs no call of PostGIS for
- * such a pair (see "Exactness" above); for geography -1: PostGIS decides
- * every pair.  Checks that the sides agree; geography sides are narrowed
- * to their unit vectors.
+ * tolerance) d of its condition (gis: its SJ_GIS_* flags): one that keeps
+ * every pair PostGIS could accept.  *lo: for geometry, a canonical distance
+ * at most this is within d (and below it) for PostGIS too, so the node needs
+ * no call of PostGIS for such a pair (see "Exactness" above); for geography
+ * -1, and *band the bounds that settle most candidates (see "Geography
+ * without PostGIS"), or NULL where use_spheroid is not a constant or the
+ * bounds do not apply: PostGIS decides every candidate.  Checks that the
+ * sides agree; geography sides are narrowed to their unit vectors.
  */
 double
 SjPointEngineEps(void *left, void *right, SjVectorInput *lin, SjVectorInput *rin,
-				 double d, double *lo)
+				 double d, int gis, double *lo, SjGeogBand **band)
 {
 	SjPointScan *l = (SjPointScan *) left;
 	SjPointScan *r = (SjPointScan *) right;
@@ -976,18 +1157,18 @@ SjPointEngineEps(void *left, void *right, SjVectorInput *lin, SjVectorInput *rin
 	if (l->eps.dim >= 0 && r->eps.dim >= 0 && l->eps.dim != r->eps.dim)
 		SjErrorPointDims(l->eps.dim, r->eps.dim);
 	*lo = -1.0;
+	*band = NULL;
 	if (!l->geography)
 		return SjPointBand(false, 0, d, lo);
 	lin->vectors.dim = 3;
 	rin->vectors.dim = 3;
 	if (lin->vectors.n == 0 || rin->vectors.n == 0)
 		return d;
-	/*
-	 * The node's condition may ask for the sphere (use_spheroid = false),
-	 * which the inner bound was not measured for: PostGIS decides every
-	 * geography candidate.
-	 */
+	/* the outer bound holds for the sphere too: its R is within [rmin, rmax] */
 	hi = SjPointBand(true, l->srid, d, lo);
 	*lo = -1.0;
+	if (gis & (SJ_GIS_SPHEROID | SJ_GIS_SPHERE))
+		*band = SjGeogBandOf(l->have_srid ? l->srid : r->srid, d,
+							 (gis & SJ_GIS_SPHEROID) != 0, lin, rin);
 	return hi;
 }

@@ -103,6 +103,14 @@ SjGeogSettle(const SjGeogBand *band, uint32 l, uint32 r)
 	return 0;
 }
 
+/* PostGIS's distance of two (lon, lat) points of an SRID (postgis.c) */
+typedef double (*SjGeogDistanceFn) (int32 srid, double lon1, double lat1,
+									double lon2, double lat2, bool spheroid);
+
+extern SjGeogBand *SjGeogBandOf(SjGeogDistanceFn dist, int32 srid, double d,
+								bool spheroid, const SjVectorInput *l,
+								const SjVectorInput *r);
+
 extern int	SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold,
 						   bool *strict);
 extern void *SjPointSideNew(bool geography, const char *what);

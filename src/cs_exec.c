@@ -525,24 +525,36 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 	switch (state->source)
 	{
 		case SJ_SRC_ENGINE:
-			while (!state->engine_done && state->pos >= state->batch.count)
+			for (;;)
 			{
-				state->pos = 0;
-				if (!SjFetch(state))
-					state->engine_done = true;
+				while (!state->engine_done && state->pos >= state->batch.count)
+				{
+					state->pos = 0;
+					if (!SjFetch(state))
+						state->engine_done = true;
+				}
+				if (state->engine_done)
+					return SjNextAsidePair(state, i, j);
+				*i = state->batch.left[state->pos];
+				*j = state->batch.right[state->pos];
+				state->pair_value = state->batch.value ? state->batch.value[state->pos] : NAN;
+				state->pos++;
+				if (state->geog)
+				{
+					/* geography: settled by the bounds, or PostGIS's to decide */
+					int			settled = SjGeogSettle(state->geog, (uint32) *i, (uint32) *j);
+
+					if (settled > 0)
+						continue;
+					state->pair_value = settled < 0 ? -INFINITY : INFINITY;
+				}
+				if (state->keys[0])
+				{
+					*i = state->keys[0][*i];
+					*j = state->keys[1][*j];
+				}
+				return true;
 			}
-			if (state->engine_done)
-				return SjNextAsidePair(state, i, j);
-			*i = state->batch.left[state->pos];
-			*j = state->batch.right[state->pos];
-			state->pair_value = state->batch.value ? state->batch.value[state->pos] : NAN;
-			if (state->keys[0])
-			{
-				*i = state->keys[0][*i];
-				*j = state->keys[1][*j];
-			}
-			state->pos++;
-			return true;
 		case SJ_SRC_NESTLOOP:
 			if (state->nl_j >= state->rows[1].n)
 			{
@@ -614,6 +626,8 @@ SjNextRow(SjScanState *state)
 			ResetExprContext(econtext);
 			if (state->residual_first && !ExecQual(state->residual, econtext))
 				continue;
+			if (by_pg && state->gis)
+				state->stats.decided++;
 			if (by_pg && !ExecQual(state->engine_qual, econtext))
 				continue;
 			if (!state->residual_first && !ExecQual(state->residual, econtext))

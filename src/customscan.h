@@ -207,7 +207,10 @@ typedef struct SjScanState
 	bool		pairs_done;
 	double		param;			/* the threshold the engine runs with */
 	double		gis_lo;			/* points: a distance <= this surely joins */
-	double		pair_value;		/* the engine's value of the last pair */
+	double		pair_value;		/* the engine's value of the last pair
+								 * (geography: -inf settled within d, +inf
+								 * for PostGIS) */
+	struct SjGeogBand *geog;	/* geography: settles candidates, or NULL */
 	bool		streaming;		/* marshal while reading, keep no rows */
 	const struct SjSideMethods *side_ops;	/* the operator's sides */
 	void	   *sides;			/* the engine's input being built

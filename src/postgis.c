@@ -37,8 +37,10 @@
  * ST_3DDistance return for points on common (x86-64) builds.
  *
  * For geography the engine filters on the chord between unit vectors
- * (cos lat cos lon, cos lat sin lon, sin lat), and PostGIS decides every
- * candidate that the bounds below cannot settle; the distance column is
+ * (cos lat cos lon, cos lat sin lon, sin lat) with the outer bound below;
+ * each candidate is then settled by the tighter bounds of postgis_geog.c,
+ * or, where those do not apply, by the inner bound below, and PostGIS
+ * decides the rest, the pairs near eps; the distance column is
  * PostGIS's ST_Distance(geography, geography, true).  Latitudes are
  * geodetic, so the unit vector of a point is the normal of the ellipsoid
  * there (the Gauss map), a diffeomorphism of the ellipsoid onto the unit
@@ -60,8 +62,8 @@
  * widened by SJ_GIS_RADIUS_SLACK; SJ_GIS_CHORD_PAD covers the rounding of
  * the unit vectors and of the engine's distance (each a few 1e-16).
  *
- * Size: this file stays whole (about 1,100 lines, a sixth of them this
- * comment) on purpose: the run-time lookup of PostGIS's types and
+ * Size: this file stays whole (about 1,000 lines, a sixth of them this
+ * comment; the geography bounds are postgis_geog.c) on purpose: the run-time lookup of PostGIS's types and
  * functions, the marshalling of points, the exactness band and its
  * decision by PostGIS, and the planner's recognition of ST_DWithin
  * conditions are one optional dependency that shares its lookups and
@@ -603,7 +605,9 @@ typedef struct SjPointJob
 	int32		srid;
 	double		eps_user;		/* the eps asked for */
 	double		eps_lo;			/* canonical distance <= eps_lo: joins */
+	SjGeogBand *band;			/* geography: settles most pairs, or NULL */
 	int64		count;			/* pairs kept */
+	int64		decided;		/* pairs PostGIS's predicate decided */
 	MemoryContext cxt;			/* PostGIS's decisions, reset every batch */
 	/* a batch's kept pairs */
 	uint32	   *left;
@@ -722,8 +726,18 @@ SjPointEmit(void *arg, const SjPairBatch *batch)
 
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
+		if (job->band)
+		{
+			/* geography: the bounds settle the pair, or PostGIS decides */
+			int			settled = SjGeogSettle(job->band, batch->left[i], batch->right[i]);
+
+			if (settled > 0)
+				continue;
+			v = settled < 0 ? 0.0 : NAN;
+		}
 		if (!(v <= job->eps_lo))
 		{
+			job->decided++;
 			if (!SjPointDecide(job, batch->left[i], batch->right[i], &v))
 				continue;
 		}
@@ -750,9 +764,13 @@ const SjOperatorMethods sj_point_methods = {
 	"eps_join", SjEpsBegin, SjPointEmit, SjEpsPreferCpu, SjEpsStrategyName, NULL
 };
 
-/* PostGIS's geography distance between two (lon, lat) points of an SRID. */
+/*
+ * PostGIS's geography distance between two (lon, lat) points of an SRID, on
+ * its spheroid or (spheroid false) on its sphere.
+ */
 static double
-SjGeogDistance(int32 srid, double lon1, double lat1, double lon2, double lat2)
+SjGeogDistance(int32 srid, double lon1, double lat1, double lon2, double lat2,
+			   bool spheroid)
 {
 	Datum		a,
 				b;
@@ -763,7 +781,7 @@ SjGeogDistance(int32 srid, double lon1, double lat1, double lon2, double lat2)
 	b = FunctionCall2(&sj_gis.makepoint2, Float8GetDatum(lon2), Float8GetDatum(lat2));
 	b = FunctionCall1(&sj_gis.to_geography,
 					  FunctionCall2(&sj_gis.setsrid, b, Int32GetDatum(srid)));
-	return DatumGetFloat8(FunctionCall3(&sj_gis.gdistance, a, b, BoolGetDatum(true)));
+	return DatumGetFloat8(FunctionCall3(&sj_gis.gdistance, a, b, BoolGetDatum(spheroid)));
 }
 
 /*
@@ -779,9 +797,9 @@ SjGeogRadii(int32 srid, double *rmin, double *rmax)
 	double		arc = SJ_GIS_ARC_DEG * (M_PI / 180.0);
 	double		r[3];
 
-	r[0] = SjGeogDistance(srid, 0, 0, 0, SJ_GIS_ARC_DEG) / arc;
-	r[1] = SjGeogDistance(srid, 0, 0, SJ_GIS_ARC_DEG, 0) / arc;
-	r[2] = SjGeogDistance(srid, 0, 90, 0, 90 - SJ_GIS_ARC_DEG) / arc;
+	r[0] = SjGeogDistance(srid, 0, 0, 0, SJ_GIS_ARC_DEG, true) / arc;
+	r[1] = SjGeogDistance(srid, 0, 0, SJ_GIS_ARC_DEG, 0, true) / arc;
+	r[2] = SjGeogDistance(srid, 0, 90, 0, 90 - SJ_GIS_ARC_DEG, true) / arc;
 	*rmin = Min(r[0], Min(r[1], r[2])) * (1.0 - SJ_GIS_RADIUS_SLACK);
 	*rmax = Max(r[0], Max(r[1], r[2])) * (1.0 + SJ_GIS_RADIUS_SLACK);
 	if (!(*rmin > 0) || !isfinite(*rmax))
@@ -894,6 +912,13 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 	eps_hi = SjPointBand(job.geography, job.srid, eps, &job.eps_lo);
 	empty = job.eps.left.vectors.n == 0 ||
 		(!job.eps.self && job.eps.right.vectors.n == 0);
+	if (job.geography && !empty)
+	{
+		job.band = SjGeogBandOf(SjGeogDistance, job.srid, eps, true,
+								&job.eps.left, job.eps.self ? NULL : &job.eps.right);
+		if (job.band)
+			job.eps_lo = 0.0;	/* a settled pair's value is 0 (above) */
+	}
 
 	spec.name = store ? "eps_join" : "eps_join_count";
 	spec.ops = &sj_point_methods;
@@ -922,6 +947,7 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 		pairs = job.count;
 	}
 	stats.pairs = pairs;
+	stats.decided = job.decided;
 	SjStatsFinish(&stats, t0);
 	MemoryContextDelete(job.cxt);
 	return pairs;
@@ -956,16 +982,18 @@ SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out)
 
 /*
  * The eps the engine runs a custom scan's join at, for the eps (or
- * tolerance) d of its condition: one that keeps every pair PostGIS could
- * accept.  *lo: for geometry, a canonical distance at most this is within d
- * (and below it) for PostGIS too, so the node needs no call of PostGIS for
- * such a pair (see "Exactness" above); for geography -1: PostGIS decides
- * every pair.  Checks that the sides agree; geography sides are narrowed
- * to their unit vectors.
+ * tolerance) d of its condition (gis: its SJ_GIS_* flags): one that keeps
+ * every pair PostGIS could accept.  *lo: for geometry, a canonical distance
+ * at most this is within d (and below it) for PostGIS too, so the node needs
+ * no call of PostGIS for such a pair (see "Exactness" above); for geography
+ * -1, and *band the bounds that settle most candidates (see "Geography
+ * without PostGIS"), or NULL where use_spheroid is not a constant or the
+ * bounds do not apply: PostGIS decides every candidate.  Checks that the
+ * sides agree; geography sides are narrowed to their unit vectors.
  */
 double
 SjPointEngineEps(void *left, void *right, SjVectorInput *lin, SjVectorInput *rin,
-				 double d, double *lo)
+				 double d, int gis, double *lo, SjGeogBand **band)
 {
 	SjPointScan *l = (SjPointScan *) left;
 	SjPointScan *r = (SjPointScan *) right;
@@ -976,18 +1004,18 @@ SjPointEngineEps(void *left, void *right, SjVectorInput *lin, SjVectorInput *rin
 	if (l->eps.dim >= 0 && r->eps.dim >= 0 && l->eps.dim != r->eps.dim)
 		SjErrorPointDims(l->eps.dim, r->eps.dim);
 	*lo = -1.0;
+	*band = NULL;
 	if (!l->geography)
 		return SjPointBand(false, 0, d, lo);
 	lin->vectors.dim = 3;
 	rin->vectors.dim = 3;
 	if (lin->vectors.n == 0 || rin->vectors.n == 0)
 		return d;
-	/*
-	 * The node's condition may ask for the sphere (use_spheroid = false),
-	 * which the inner bound was not measured for: PostGIS decides every
-	 * geography candidate.
-	 */
+	/* the outer bound holds for the sphere too: its R is within [rmin, rmax] */
 	hi = SjPointBand(true, l->srid, d, lo);
 	*lo = -1.0;
+	if (gis & (SJ_GIS_SPHEROID | SJ_GIS_SPHERE))
+		*band = SjGeogBandOf(SjGeogDistance, l->have_srid ? l->srid : r->srid,
+							 d, (gis & SJ_GIS_SPHEROID) != 0, lin, rin);
 	return hi;
 }

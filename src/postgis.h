@@ -6,6 +6,8 @@
 #ifndef POSTGIS_H
 #define POSTGIS_H
 
+#include <math.h>
+
 #include "nodes/primnodes.h"
 
 #include "eps_join.h"
@@ -26,6 +28,8 @@ extern void SjPointPartWrite(void *side, char *dst);
 #define SJ_GIS_GEOMETRY		1	/* SjGisCondition's flags */
 #define SJ_GIS_GEOGRAPHY	2
 #define SJ_GIS_TOLERANCE	4	/* a tolerance argument: < 0 is PostGIS's error */
+#define SJ_GIS_SPHEROID		8	/* geography: use_spheroid is a constant true */
+#define SJ_GIS_SPHERE		16	/* geography: use_spheroid is a constant false */
 
 /* The PostGIS functions the planner recognises. */
 enum
@@ -41,12 +45,80 @@ enum
 	SJ_GIS_FN_N
 };
 
+/*
+ * The bounds that settle a geography candidate without PostGIS (postgis.c,
+ * "Geography without PostGIS"): a chord at most lo is surely within d, one
+ * at least hi surely beyond it, PostGIS decides those between.  The chord
+ * is between the points on the ellipsoid (spheroid) or between their unit
+ * vectors (sphere); u[s] are side s's unit vectors, structure of arrays.
+ */
+typedef struct SjGeogBand
+{
+	bool		spheroid;
+	double		a;				/* semi-major axis, metres */
+	double		e2;				/* first eccentricity squared */
+	double		lo;
+	double		hi;
+	const double *u[2];
+	size_t		n[2];
+} SjGeogBand;
+
+/*
+ * Settle candidate (l, r) of a geography join by band's bounds: -1 surely
+ * within d, 1 surely beyond it, 0 for PostGIS to decide.
+ */
+static inline int
+SjGeogSettle(const SjGeogBand *band, uint32 l, uint32 r)
+{
+	const double *u = band->u[0];
+	const double *v = band->u[1];
+	size_t		n = band->n[0];
+	size_t		m = band->n[1];
+	double		dx,
+				dy,
+				dz,
+				c;
+
+	if (band->spheroid)
+	{
+		/* the points on the ellipsoid: N (ux, uy, (1 - e2) uz) */
+		double		nl = band->a / sqrt(1.0 - band->e2 * u[2 * n + l] * u[2 * n + l]);
+		double		nr = band->a / sqrt(1.0 - band->e2 * v[2 * m + r] * v[2 * m + r]);
+
+		dx = nl * u[l] - nr * v[r];
+		dy = nl * u[n + l] - nr * v[m + r];
+		dz = (1.0 - band->e2) * (nl * u[2 * n + l] - nr * v[2 * m + r]);
+	}
+	else
+	{
+		dx = u[l] - v[r];
+		dy = u[n + l] - v[m + r];
+		dz = u[2 * n + l] - v[2 * m + r];
+	}
+	c = sqrt(dx * dx + dy * dy + dz * dz);
+	if (c <= band->lo)
+		return -1;
+	if (c >= band->hi)
+		return 1;
+	return 0;
+}
+
+/* PostGIS's distance of two (lon, lat) points of an SRID (postgis.c) */
+typedef double (*SjGeogDistanceFn) (int32 srid, double lon1, double lat1,
+									double lon2, double lat2, bool spheroid);
+
+extern SjGeogBand *SjGeogBandOf(SjGeogDistanceFn dist, int32 srid, double d,
+								bool spheroid, const SjVectorInput *l,
+								const SjVectorInput *r);
+
 extern int	SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold,
 						   bool *strict);
 extern void *SjPointSideNew(bool geography, const char *what);
 extern void SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out);
 extern double SjPointEngineEps(void *left, void *right, SjVectorInput *lin,
-							   SjVectorInput *rin, double d, double *lo);
+							   SjVectorInput *rin, double d, int gis, double *lo,
+							   struct SjGeogBand **band);
+
 
 /* postgis.c: PostGIS's catalog, for postgis_plan.c */
 extern Oid	SjExtensionSchema(Oid ext);

@@ -13,8 +13,10 @@
  * The engine joins at eps widened as for eps_join (geometry) or at the
  * outer chord bound (geography, either use_spheroid: the sphere's radius
  * lies between the ellipsoid's extreme radii of curvature), which gives a
- * superset of the pairs; the clause itself stays the node's filter on
- * every candidate, so every row is PostGIS's own answer.
+ * superset of the pairs; the clause itself is the node's filter on every
+ * candidate but those the engine's distance settles (geometry: surely
+ * within d; geography with a constant use_spheroid: surely within or
+ * beyond d, postgis.c), so every row is PostGIS's own answer.
  */
 #include "postgres.h"
 
@@ -241,5 +243,16 @@ SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold, bool *strict)
 		SjGisColumnDims(*b, geography, &srid_b) != want_dims ||
 		srid_a != srid_b || srid_a <= 0)
 		return 0;
+	if (geography)
+	{
+		/* use_spheroid: a constant lets the node settle most candidates */
+		Node	   *sph = fn == SJ_GIS_FN_GDWITHIN ?
+			(list_length(args) > 3 ? lfourth(args) : NULL) :
+			(list_length(args) > 2 ? lthird(args) : NULL);
+
+		if (sph && IsA(sph, Const) && !((Const *) sph)->constisnull)
+			flags |= DatumGetBool(((Const *) sph)->constvalue) ?
+				SJ_GIS_SPHEROID : SJ_GIS_SPHERE;
+	}
 	return flags | (geography ? SJ_GIS_GEOGRAPHY : SJ_GIS_GEOMETRY);
 }

@@ -174,8 +174,8 @@ Datum
 simjoin_last_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[16];
-	bool		nulls[16];
+	Datum		values[17];
+	bool		nulls[17];
 	SjStats    *s = &sj_last_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -203,6 +203,7 @@ simjoin_last_stats(PG_FUNCTION_ARGS)
 		values[15] = CStringGetTextDatum(s->devices);
 	else
 		nulls[15] = true;
+	values[16] = Int64GetDatum(s->decided);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));
 }

@@ -132,6 +132,7 @@ typedef struct SjStats
 	int64		device_bytes;
 	int			scan_workers;	/* parallel workers that read an input */
 	char		devices[192];	/* GPU: devices, and shares when several */
+	int64		decided;		/* PostGIS points: candidates PostGIS decided */
 } SjStats;
 
 extern SjStats sj_last_stats;

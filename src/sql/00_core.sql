@@ -17,7 +17,7 @@ CREATE FUNCTION simjoin_last_stats(
     OUT batches bigint, OUT scan_ms float8, OUT build_ms float8,
     OUT probe_ms float8, OUT transfer_ms float8, OUT emit_ms float8,
     OUT total_ms float8, OUT device_memory bigint, OUT scan_workers int,
-    OUT devices text)
+    OUT devices text, OUT decided bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'simjoin_last_stats'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;

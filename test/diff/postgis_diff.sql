@@ -53,6 +53,43 @@ BEGIN
     EXECUTE format('ANALYZE %I', tbl);
 END $$;
 
+-- Geography rings: centres over the globe (a fifth by a pole, a fifth by the
+-- antimeridian), each with 19 points at d off by a random relative amount
+-- from 0.5 down to 1e-16: on the geodesic (ST_Project) for odd centres, on
+-- PostGIS's sphere (R = (2a + b) / 3 of WGS 84) for even ones.
+CREATE OR REPLACE FUNCTION sjd_gis_ring(tbl text, n int, d float8)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('DROP TABLE IF EXISTS %I', tbl);
+    EXECUTE format($q$
+        CREATE TABLE %I AS
+        WITH c AS (
+            SELECT j, CASE j %% 5
+                WHEN 0 THEN ST_MakePoint(random() * 360 - 180, sign(random() - 0.5) * (89.9 + random() * 0.1))
+                WHEN 1 THEN ST_MakePoint(sign(random() - 0.5) * (179.99 + random() * 0.01), random() * 120 - 60)
+                ELSE ST_MakePoint(random() * 360 - 180, degrees(asin(random() * 2 - 1))) END::geography AS g
+            FROM generate_series(0, %s / 20) j),
+        p AS (
+            SELECT c.j, c.g, %s * (1 + (random() - 0.5) * power(10, -floor(random() * 16))) AS dist,
+                   random() * 2 * pi() AS az
+            FROM c, generate_series(1, 19))
+        SELECT row_number() OVER ()::int AS id, g FROM (
+            SELECT g FROM c
+            UNION ALL
+            SELECT CASE WHEN j %% 2 = 1 THEN ST_Project(g, dist, az) ELSE (
+                SELECT ST_SetSRID(ST_MakePoint(
+                    CASE WHEN lon > 180 THEN lon - 360 WHEN lon < -180 THEN lon + 360 ELSE lon END,
+                    degrees(f2)), 4326)::geography
+                FROM (SELECT radians(ST_Y(g::geometry)) AS f1, radians(ST_X(g::geometry)) AS l1,
+                             dist / ((2 * 6378137 + 6356752.314245179) / 3) AS t) v,
+                     LATERAL (SELECT asin(sin(f1) * cos(t) + cos(f1) * sin(t) * cos(az)) AS f2) w,
+                     LATERAL (SELECT degrees(l1 + atan2(sin(az) * sin(t) * cos(f1),
+                                                        cos(t) - sin(f1) * sin(f2))) AS lon) x)
+            END FROM p) y $q$, tbl, n, d);
+    EXECUTE format('CREATE INDEX ON %I USING gist (g)', tbl);
+    EXECUTE format('ANALYZE %I', tbl);
+END $$;
+
 -- One case: the CPU's pairs and distances equal PostGIS's (the predicate and
 -- ST_Distance / ST_3DDistance); the count form agrees; the GPU agrees.
 CREATE OR REPLACE FUNCTION sjd_gis_case(label text, l text, r text, eps float8)
@@ -111,6 +148,12 @@ SELECT sjd_gis_case('NULL/empty/NaN x uniform', 'g_spec', 'g_u2', 2);
 SELECT sjd_gis_case('geography globe self, 150 km', 'g_geog', NULL, 150000);
 SELECT sjd_gis_case('geography region and cap self, 20 km', 'g_geogreg', NULL, 20000);
 SELECT sjd_gis_case('geography two-table, 300 km', 'g_geogreg', 'g_geog', 300000);
+-- rings: pairs within a few ulps of d on both sides, settled by the bounds
+-- or decided by PostGIS
+SELECT sjd_gis_ring('g_ring5', 4000, 5000);
+SELECT sjd_gis_ring('g_ring90', 4000, 90000);
+SELECT sjd_gis_case('geography rings self at d = 5 km', 'g_ring5', NULL, 5000);
+SELECT sjd_gis_case('geography rings self at d = 90 km', 'g_ring90', NULL, 90000);
 -- another ellipsoid (ED50: International 1924), measured by the join
 CREATE TABLE g_ed50 AS SELECT id, ST_SetSRID(g::geometry, 4230)::geography AS g FROM g_geogreg;
 SELECT sjd_gis_case('geography on SRID 4230 self, 20 km', 'g_ed50', NULL, 20000);
@@ -190,6 +233,18 @@ SELECT sjd_sql_case('SQL geography ST_DWithin sphere, 300 km', $q$
     SELECT a.id AS a, b.id AS b FROM gs_geogreg a JOIN gs_geog b ON ST_DWithin(b.g, a.g, 300000, false) $q$);
 SELECT sjd_sql_case('SQL geography ST_Distance < 150 km, left join', $q$
     SELECT a.id AS a, b.id AS b FROM gs_geog a LEFT JOIN gs_geog b ON ST_Distance(a.g, b.g) < 150000 $q$);
+SELECT sjd_gis_typed('gs_ring5', 'g_ring5', 'geography(Point, 4326)', 'g');
+SELECT sjd_gis_typed('gs_ring90', 'g_ring90', 'geography(Point, 4326)', 'g');
+SELECT sjd_sql_case('SQL geography rings ST_DWithin spheroid, 5 km', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_ring5 a JOIN gs_ring5 b ON ST_DWithin(a.g, b.g, 5000) $q$);
+SELECT sjd_sql_case('SQL geography rings ST_DWithin sphere, 5 km', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_ring5 a JOIN gs_ring5 b ON ST_DWithin(a.g, b.g, 5000, false) $q$);
+SELECT sjd_sql_case('SQL geography rings ST_DWithin spheroid, 90 km', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_ring90 a JOIN gs_ring90 b ON ST_DWithin(b.g, a.g, 90000, true) $q$);
+SELECT sjd_sql_case('SQL geography rings ST_Distance sphere <= 90 km', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_ring90 a JOIN gs_ring90 b ON ST_Distance(a.g, b.g, false) <= 90000 $q$);
+SELECT sjd_sql_case('SQL geography rings ST_Distance < 90 km, count', $q$
+    SELECT count(*) AS n FROM gs_ring90 a JOIN gs_ring90 b ON ST_Distance(a.g, b.g) < 90000 $q$);
 SELECT sjd_sql_case('SQL 200k x 100k clusters, ST_DWithin', $q$
     SELECT a.id AS a, b.id AS b FROM gs_big a JOIN gs_bigclu b ON ST_DWithin(a.g, b.g, 0.05) $q$);
 SELECT sjd_sql_case('SQL 200k self count, ST_DWithin 0.4', $q$

@@ -402,11 +402,21 @@ SjLoad(SjScanState *state)
 	/* rows the engines may not compute exactly are joined from the rows kept */
 	if (state->streaming && state->op == SJ_OP_THETA && SjThetaMayNeedRows(state->sides))
 		state->streaming = false;
-	if (!(state->streaming && SjReadBothParallel(state)))
+	/*
+	 * Parallel-aware: the shared inner input first, read by the participants
+	 * together, then the outer's parallel scan, which every participant then
+	 * starts at about the same time (past the inner's barrier): the leader
+	 * no longer takes most of the outer rows, and of the pairs to form,
+	 * while the workers start.
+	 */
+	if (state->streaming && SjReadBothParallel(state))
+		;						/* both read by workers */
+	else if (SjReadInnerShared(state))
+		SjReadSide(state, 0);
+	else
 	{
 		SjReadSide(state, 0);
-		if (!SjReadInnerShared(state))
-			SjReadSide(state, 1);
+		SjReadSide(state, 1);
 	}
 	if (state->jointype != JOIN_INNER)
 		state->matched = palloc_extended(Max(state->rows[0].n, 1) * sizeof(bool),

@@ -118,7 +118,8 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 		state->threshold = ExecInitExpr(lthird(args), &node->ss.ps);
 	}
 	state->engine_qual = ExecInitQual(state->engine_exprs, &node->ss.ps);
-	state->residual = ExecInitQual(lthird(cscan->custom_exprs), &node->ss.ps);
+	state->residual = ExecInitQual(SjColumnComparesInit(state, lthird(cscan->custom_exprs)),
+								   &node->ss.ps);
 	state->cxt = AllocSetContextCreate(estate->es_query_cxt, "SimJoin",
 									   ALLOCSET_DEFAULT_SIZES);
 }
@@ -393,18 +394,29 @@ SjLoad(SjScanState *state)
 		SjStartDevice();
 	/* counting with nothing else to check: the engine's count mode */
 	count_only = state->source == SJ_SRC_ENGINE && state->count &&
-		state->jointype == JOIN_INNER && state->residual == NULL && !state->gis;
+		state->jointype == JOIN_INNER && state->residual == NULL &&
+		state->ncompares == 0 && !state->gis;
 	state->streaming = count_only;
 	if (state->source == SJ_SRC_ENGINE)
 		state->side_ops->begin(state);
 	/* rows the engines may not compute exactly are joined from the rows kept */
 	if (state->streaming && state->op == SJ_OP_THETA && SjThetaMayNeedRows(state->sides))
 		state->streaming = false;
-	if (!(state->streaming && SjReadBothParallel(state)))
+	/*
+	 * Parallel-aware: the shared inner input first, read by the participants
+	 * together, then the outer's parallel scan, which every participant then
+	 * starts at about the same time (past the inner's barrier): the leader
+	 * no longer takes most of the outer rows, and of the pairs to form,
+	 * while the workers start.
+	 */
+	if (state->streaming && SjReadBothParallel(state))
+		;						/* both read by workers */
+	else if (SjReadInnerShared(state))
+		SjReadSide(state, 0);
+	else
 	{
 		SjReadSide(state, 0);
-		if (!SjReadInnerShared(state))
-			SjReadSide(state, 1);
+		SjReadSide(state, 1);
 	}
 	if (state->jointype != JOIN_INNER)
 		state->matched = palloc_extended(Max(state->rows[0].n, 1) * sizeof(bool),
@@ -518,6 +530,37 @@ SjNextAsidePair(SjScanState *state, int64 *i, int64 *j)
 	return false;
 }
 
+/*
+ * The engine's pairs come in its order (grid cells, tiles), their rows
+ * scattered over the kept rows: each pair's rows are asked of the memory
+ * this many pairs ahead, so that forming a pair seldom waits for them.
+ */
+#define SJ_EMIT_PREFETCH	16
+
+/*
+ * Ask the memory for the kept values of the batch's pair at pos: a macro,
+ * as GCC drops a call of a function that only prefetches (it finds it pure).
+ */
+#define SjPrefetchPair(state, pos) \
+	do { \
+		int64		pi_ = (state)->batch.left[pos]; \
+		int64		pj_ = (state)->batch.right[pos]; \
+		SjSideRows *po_ = &(state)->rows[0]; \
+		SjSideRows *pn_ = &(state)->rows[1]; \
+		if ((state)->keys[0]) \
+		{ \
+			pi_ = (state)->keys[0][pi_]; \
+			pj_ = (state)->keys[1][pj_]; \
+		} \
+		if (po_->values != NULL && pn_->values != NULL) \
+		{ \
+			__builtin_prefetch(po_->values + pi_ * po_->natts); \
+			__builtin_prefetch(po_->isnull + pi_ * po_->natts); \
+			__builtin_prefetch(pn_->values + pj_ * pn_->natts); \
+			__builtin_prefetch(pn_->isnull + pj_ * pn_->natts); \
+		} \
+	} while (0)
+
 /* The next candidate pair (outer row, inner row); false when none is left. */
 static bool
 SjNextPair(SjScanState *state, int64 *i, int64 *j)
@@ -553,6 +596,8 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 					*i = state->keys[0][*i];
 					*j = state->keys[1][*j];
 				}
+				if (state->pos + SJ_EMIT_PREFETCH <= state->batch.count)
+					SjPrefetchPair(state, state->pos - 1 + SJ_EMIT_PREFETCH);
 				return true;
 			}
 		case SJ_SRC_NESTLOOP:
@@ -608,6 +653,8 @@ SjNextRow(SjScanState *state)
 			break;
 		}
 		if ((jt == JOIN_SEMI || jt == JOIN_ANTI) && state->matched[i])
+			continue;
+		if (state->ncompares > 0 && !SjColumnComparesPass(state, i, j))
 			continue;
 		slot = SjFillSlot(state, i, j);
 		if (state->source == SJ_SRC_NESTLOOP || state->engine_done || state->residual ||

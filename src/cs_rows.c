@@ -1,7 +1,9 @@
 /*
  * cs_rows.c
  *		Custom Scan (SimJoin), the rows it keeps: reading a child, room for
- *		a side's rows, deforming the minimal tuples parallel workers copy.
+ *		a side's rows, deforming the minimal tuples parallel workers copy,
+ *		join clauses comparing a column of each side decided on the kept
+ *		values.
  *
  * Shared by execution (cs_exec.c) and the parallel protocol (cs_parallel.c).
  */
@@ -9,6 +11,7 @@
 
 #include "access/htup_details.h"
 #include "executor/executor.h"
+#include "utils/lsyscache.h"
 
 #include "customscan.h"
 
@@ -43,4 +46,108 @@ SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values, bool *nulls)
 	htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
 	htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
 	heap_deform_tuple(&htup, desc, values, nulls);
+}
+
+/*
+ * Column (0-based, in its side's rows) of a scan tuple Var, and its side;
+ * false where expr is not a plain column of one side.
+ */
+static bool
+SjScanColumn(SjScanState *state, Expr *expr, int *side, int *col)
+{
+	Var		   *var;
+	int			base1 = state->nprefix + state->natts[0];
+
+	while (expr && IsA(expr, RelabelType))
+		expr = ((RelabelType *) expr)->arg;
+	if (expr == NULL || !IsA(expr, Var) || ((Var *) expr)->varno != INDEX_VAR)
+		return false;
+	var = (Var *) expr;
+	if (var->varattno > state->nprefix && var->varattno <= base1)
+	{
+		*side = 0;
+		*col = var->varattno - state->nprefix - 1;
+		return true;
+	}
+	if (var->varattno > base1 && var->varattno <= base1 + state->natts[1])
+	{
+		*side = 1;
+		*col = var->varattno - base1 - 1;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Take out of a join's other clauses those that compare a column of each
+ * side with a btree operator whose function is strict and leakproof (a.id
+ * < b.id in a self-join, which the engine hands over in both orders and
+ * with each row paired with itself): they are decided on the rows' kept
+ * values before a pair's tuple is formed (SjColumnComparesPass), most pairs
+ * of such a self-join never becoming a tuple.  Being leakproof, they raise
+ * no error, so deciding them first changes no answer.  Returns the clauses
+ * left for the residual filter.
+ */
+List *
+SjColumnComparesInit(SjScanState *state, List *clauses)
+{
+	List	   *rest = NIL;
+	ListCell   *lc;
+
+	state->compares = palloc0(Max(list_length(clauses), 1) * sizeof(SjColumnCompare));
+	state->ncompares = 0;
+	foreach(lc, clauses)
+	{
+		Expr	   *clause = lfirst(lc);
+		SjColumnCompare *c = &state->compares[state->ncompares];
+		OpExpr	   *op = (OpExpr *) clause;
+		Oid			fn;
+
+		if (IsA(clause, OpExpr) && list_length(op->args) == 2 &&
+			op->opresulttype == BOOLOID && !op->opretset &&
+			SjScanColumn(state, linitial(op->args), &c->side[0], &c->col[0]) &&
+			SjScanColumn(state, lsecond(op->args), &c->side[1], &c->col[1]) &&
+			c->side[0] != c->side[1] &&
+			get_op_btree_interpretation(op->opno) != NIL &&
+			OidIsValid(fn = get_opcode(op->opno)) &&
+			func_strict(fn) && get_func_leakproof(fn))
+		{
+			fmgr_info(fn, &c->flinfo);
+			c->collation = op->inputcollid;
+			state->ncompares++;
+		}
+		else
+			rest = lappend(rest, clause);
+	}
+	return rest;
+}
+
+/*
+ * Do outer row i and inner row j pass every column compare?  A NULL
+ * operand fails, as the strict operator's NULL fails a qual.
+ */
+bool
+SjColumnComparesPass(SjScanState *state, int64 i, int64 j)
+{
+	int			k;
+
+	for (k = 0; k < state->ncompares; k++)
+	{
+		SjColumnCompare *c = &state->compares[k];
+		Datum		v[2];
+		int			a;
+
+		for (a = 0; a < 2; a++)
+		{
+			SjSideRows *rows = &state->rows[c->side[a]];
+			int64		at = (c->side[a] == 0 ? i : j) * rows->natts + c->col[a];
+
+			if (rows->isnull[at])
+				return false;
+			v[a] = rows->values[at];
+		}
+		if (!DatumGetBool(FunctionCall2Coll(&c->flinfo, c->collation, v[0], v[1])))
+			return false;
+	}
+	return true;
 }

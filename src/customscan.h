@@ -152,6 +152,19 @@ typedef struct SjWorkerReport
 	SjStats		stats;
 } SjWorkerReport;
 
+/*
+ * A join clause comparing a column of each side with a btree operator
+ * (a.id < b.id), decided on the rows' kept values before a pair's tuple is
+ * formed (cs_rows.c): side[k] and col[k] are the operator's k-th argument.
+ */
+typedef struct SjColumnCompare
+{
+	int			side[2];
+	int			col[2];
+	Oid			collation;
+	FmgrInfo	flinfo;
+} SjColumnCompare;
+
 /* What this participant did with the shared index (SjScanState.index_role). */
 #define SJ_INDEX_ROLE_NONE		0
 #define SJ_INDEX_ROLE_BUILT		1
@@ -180,7 +193,9 @@ typedef struct SjScanState
 	int			arg_var[2];		/* >= 0: the argument is that column */
 	ExprState  *threshold;
 	ExprState  *engine_qual;	/* the engine's clauses, for the nested loop */
-	ExprState  *residual;
+	ExprState  *residual;		/* other join clauses, but for compares */
+	SjColumnCompare *compares;	/* join clauses decided on the kept values */
+	int			ncompares;
 
 	/* one run */
 	MemoryContext cxt;
@@ -309,6 +324,8 @@ extern TupleTableSlot *SjChildNext(SjScanState *state, PlanState *child);
 extern void SjRowsAlloc(SjSideRows *rows, int natts, int64 cap);
 extern void SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values,
 							bool *nulls);
+extern List *SjColumnComparesInit(SjScanState *state, List *clauses);
+extern bool SjColumnComparesPass(SjScanState *state, int64 i, int64 j);
 
 /* cs_parallel.c */
 extern bool SjReadSideParallel(SjScanState *state, int s);

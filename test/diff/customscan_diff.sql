@@ -37,6 +37,12 @@ SELECT sjd_sql_case('eps semi join', $q$
     SELECT a.id FROM cs_a a WHERE EXISTS (SELECT 1 FROM cs_b b WHERE a.v <-> b.v <= 0.5 AND b.g < a.g) $q$);
 SELECT sjd_sql_case('eps anti join', $q$
     SELECT a.id FROM cs_a a WHERE NOT EXISTS (SELECT 1 FROM cs_b b WHERE a.v <-> b.v <= 0.5) $q$);
+SELECT sjd_sql_case('eps self-join, a.id < b.id', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 1 AND a.id < b.id $q$);
+SELECT sjd_sql_case('eps self-join, a.k <= b.k (ties, NULLs), a.g > b.g', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 1 AND a.k <= b.k AND a.g > b.g $q$);
+SELECT sjd_sql_case('eps left join, b.k >= a.k', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_a a LEFT JOIN cs_b b ON a.v <-> b.v <= 1 AND b.k >= a.k $q$);
 SELECT sjd_sql_case('eps count', $q$
     SELECT count(*) AS n FROM cs_a a JOIN cs_b b ON a.v <-> b.v <= 2 $q$);
 SELECT sjd_sql_case('jaccard inner', $q$

@@ -249,3 +249,29 @@ SELECT sjd_sql_case('SQL 200k x 100k clusters, ST_DWithin', $q$
     SELECT a.id AS a, b.id AS b FROM gs_big a JOIN gs_bigclu b ON ST_DWithin(a.g, b.g, 0.05) $q$);
 SELECT sjd_sql_case('SQL 200k self count, ST_DWithin 0.4', $q$
     SELECT count(*) AS n FROM gs_big a JOIN gs_big b ON ST_DWithin(a.g, b.g, 0.4) $q$);
+-- other join clauses comparing a column of each side, decided before a
+-- pair's row is formed: self-joins in one order (a.id < b.id), ties and
+-- NULLs (k), outer joins, two tables, parallel plans
+CREATE TABLE gs_k AS
+SELECT id, g, CASE WHEN id % 17 = 0 THEN NULL ELSE id % 50 END AS k FROM gs_grid;
+ANALYZE gs_k;
+SELECT sjd_sql_case('SQL ST_DWithin self, a.id < b.id, grid', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_grid a JOIN gs_grid b ON ST_DWithin(a.g, b.g, 1) AND a.id < b.id $q$);
+SELECT sjd_sql_case('SQL ST_DWithin self, a.k <= b.k (ties, NULLs)', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_k a JOIN gs_k b ON ST_DWithin(a.g, b.g, 1) AND a.k <= b.k $q$);
+SELECT sjd_sql_case('SQL ST_DWithin self, b.k > a.k, left join', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_k a LEFT JOIN gs_k b ON ST_DWithin(a.g, b.g, 1) AND b.k > a.k $q$);
+SELECT sjd_sql_case('SQL ST_DWithin self, a.k = b.k, anti join', $q$
+    SELECT a.id FROM gs_k a WHERE NOT EXISTS (SELECT FROM gs_k b WHERE ST_DWithin(a.g, b.g, 1) AND a.k = b.k) $q$);
+SELECT sjd_sql_case('SQL ST_DWithin two tables, a.id >= b.id', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_spec a JOIN gs_u2 b ON ST_DWithin(a.g, b.g, 2) AND a.id >= b.id $q$);
+SELECT sjd_sql_case('SQL 200k self sum, ST_DWithin 0.4, a.id < b.id', $q$
+    SELECT count(*) AS n, sum(a.id + b.id) AS s FROM gs_big a JOIN gs_big b ON ST_DWithin(a.g, b.g, 0.4) AND a.id < b.id $q$);
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT sjd_sql_case('SQL parallel self, a.id < b.id, clusters', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_bigclu a JOIN gs_bigclu b ON ST_DWithin(a.g, b.g, 0.02) AND a.id < b.id $q$);
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;

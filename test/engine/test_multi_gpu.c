@@ -688,7 +688,16 @@ SJ_TEST(multi_gpu_spread_early_end)
 	L.coords = c;
 	m_sets(6000, 5000, 60, &S, &so, &st);
 	m_spread(1);
-	SJ_CHECK(sjgpu_device_info(0, &before, err) == SJ_OK, "%s", err);
+
+	/*
+	 * Round 0 warms the devices up: the memory the driver keeps for a
+	 * context once its kernels ran (their code, the local memory sized for
+	 * the largest stack frame) is not the joins'.  Round 1 must free all.
+	 */
+	for (int round = 0; round < 2; round++)
+	{
+	if (round == 1)
+		SJ_CHECK(sjgpu_device_info(0, &before, err) == SJ_OK, "%s", err);
 	for (int k = 0; k < nlists; k++)
 		for (int stop = 0; stop < 3; stop++)
 		{
@@ -715,6 +724,7 @@ SJ_TEST(multi_gpu_spread_early_end)
 				SJ_CHECK(sjgpu_jaccard_next(jj, &b, &done, err) == SJ_OK, "jaccard next: %s", err);
 			sjgpu_jaccard_end(jj);
 		}
+	}
 	SJ_CHECK(m_released(&before, why), "%s", why);
 	m_spread(0);
 	free(c);

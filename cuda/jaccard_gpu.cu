@@ -761,6 +761,9 @@ jaccard_begin_shared(const SjSets *left, const SjSets *right, double threshold,
 		j->dev.reset(new JaccardDevice(j->host, threshold, options, claim));
 		sj_jaccard_set_source(j->host, jaccard_source, j->dev.get(),
 							  j->dev->strategy_name());
+		/* spread: the host expands the pairs inside groups on one device only */
+		if (claim.units && !claim.units->first(claim.worker, kJobGroups))
+			sj_jaccard_skip_groups(j->host);
 		*join = j.release();
 	});
 }

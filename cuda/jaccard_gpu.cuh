@@ -44,6 +44,7 @@ constexpr size_t kMinRecords = 256;
  * in its inputs on (1 M sets of 25 tokens ran 544 ms on one H200).
  */
 constexpr uint32_t kUnitsPerDevice = 8;
+constexpr int kJobGroups = 0;	/* SharedUnits::first: pairs inside groups */
 constexpr double kSpreadMinTokens = 1.0e7;
 
 constexpr int kMaxSigWords = 32;		/* bitmap: at most 2048-bit signatures */

@@ -528,6 +528,18 @@ SharedUnits::claim(int worker, size_t task, uint32_t n, uint64_t digest)
 }
 
 bool
+SharedUnits::first(int worker, int job)
+{
+	std::lock_guard<std::mutex> lk(mu_);
+
+	if (owner_.size() <= (size_t) job)
+		owner_.resize(job + 1, -1);
+	if (owner_[job] < 0)
+		owner_[job] = worker;
+	return owner_[job] == worker;
+}
+
+bool
 SharedUnits::exhausted(size_t task)
 {
 	std::lock_guard<std::mutex> lk(mu_);

@@ -62,6 +62,13 @@ public:
 	/* Was task planned, and is every unit of it taken? */
 	bool		exhausted(size_t task);
 
+	/*
+	 * Is worker the first to ask for the join's one-off job (a piece of
+	 * work outside the units, such as Jaccard's pairs inside groups of
+	 * identical sets)?  Exactly one worker gets true.
+	 */
+	bool		first(int worker, int job);
+
 	/* The devices sharing the join. */
 	int			workers() const
 	{
@@ -83,6 +90,7 @@ private:
 	mutable std::mutex mu_;
 	std::vector<Task> tasks_;
 	std::vector<uint64_t> taken_;
+	std::vector<int> owner_;	/* a one-off job's worker, -1: not asked yet */
 };
 
 /* A device's share of a join spread with shared units. */

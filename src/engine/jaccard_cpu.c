@@ -481,7 +481,9 @@ sj_jaccard_cpu_next(SjJaccardJoin *j, SjPairBatch *batch, int *done,
 		}
 		else if (j->phase == JC_GROUPS)
 		{
-			if (j->count_only)
+			if (j->no_groups)
+				j->phase = JC_DONE;
+			else if (j->count_only)
 			{
 				j->pending_count += jc_group_count(j);
 				j->phase = JC_DONE;
@@ -641,6 +643,17 @@ sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source, void *ctx,
 	j->source_done = 0;
 	if (strategy)
 		snprintf(j->timings.strategy, sizeof(j->timings.strategy), "%s", strategy);
+}
+
+/*
+ * Leave the pairs inside groups of identical sets out of this join: in a
+ * join spread over several devices, each device's replica prepares the
+ * whole join, and one of them emits those pairs.
+ */
+void
+sj_jaccard_skip_groups(SjJaccardJoin *j)
+{
+	j->no_groups = 1;
 }
 
 /* Argument and input checks of a preparation (see sjjaccard.h). */

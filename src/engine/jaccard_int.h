@@ -94,6 +94,7 @@ struct SjJaccardJoin
 	double		threshold;
 	int			self;
 	int			count_only;
+	int			no_groups;		/* pairs inside groups: another device's */
 	int			nthreads;
 	size_t		max_batch;
 

@@ -141,6 +141,9 @@ extern void sj_jaccard_prepared_sets(const SjJaccardJoin *j, uint32_t *nsets,
 extern void sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source,
 								  void *ctx, const char *strategy);
 
+/* Leave out the pairs inside groups of identical sets (another device's). */
+extern void sj_jaccard_skip_groups(SjJaccardJoin *j);
+
 /*
  * Co-processing: build the CPU engine's index over a prepared join, then
  * take its unverified candidate pairs (x << 32 | y, x > y) a buffer at a

@@ -422,7 +422,10 @@ SJ_TEST(multi_gpu_eps_early_end)
 	free(c);
 }
 
-/* n sets over a universe of u tokens, each a jittered copy of one of k bases. */
+/*
+ * n sets over a universe of u tokens, each a jittered copy of one of k
+ * bases, every tenth the same as the one before.
+ */
 static void
 m_sets(uint32_t n, uint32_t u, uint32_t k, SjSets *s, uint64_t **off, uint32_t **tok)
 {
@@ -437,6 +440,15 @@ m_sets(uint32_t n, uint32_t u, uint32_t k, SjSets *s, uint64_t **off, uint32_t *
 		uint64_t	base = (m_next() % k) * 7919;
 		size_t		at = (*off)[i];
 
+		if (i % 10 == 9)
+		{
+			/* every tenth set a copy of the one before: groups of identical sets */
+			size_t		len = (*off)[i] - (*off)[i - 1];
+
+			memcpy(*tok + at, *tok + (*off)[i - 1], len * sizeof(uint32_t));
+			(*off)[i + 1] = at + len;
+			continue;
+		}
 		memset(mark, 0, u);
 		for (int t = 0; t < 30; t++)
 			if (m_next() % 10 < 8)

@@ -16,7 +16,7 @@
  *
  * Size: this file stays larger than the project's ~1,000 lines: the
  * oracle (tree builders, evaluator, error model) is private to it and every
- * test uses it; most of the length is case tables, one condition a line.
+ * test uses it; each test builds its conditions from those builders.
  */
 #include <math.h>
 #include <stdint.h>

@@ -2230,7 +2230,15 @@ advance_shared(SjGpuEpsJoin *j)
 		start_task(j);
 		j->plan_cuts.swap(j->cuts);
 		j->cuts.clear();
-		j->plan_digest = sjgpu::plan_digest(j->plan_cuts.data(), j->plan_cuts.size());
+		{
+			/* what the cuts index: the task's chunks and how it is joined */
+			const Task &t = j->tasks[j->task];
+			uint32_t	id[] = {t.build, t.probe, (uint32_t) t.self, j->nb, j->np,
+				(uint32_t) j->use_tc, (uint32_t) j->tc_prune, (uint32_t) j->grid.k};
+
+			j->plan_digest = sjgpu::plan_digest(j->plan_cuts.data(), j->plan_cuts.size(),
+												sjgpu::plan_digest(id, sizeof(id) / sizeof(id[0])));
+		}
 		j->task_started = true;
 	}
 }
@@ -2683,7 +2691,8 @@ sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 		check_args(left, right, eps, options);
 		spread = sjgpu::multi_wanted(options, left->n, right ? right->n : 0, right == nullptr) &&
 			sjgpu_eps_spreads(left->n, right ? right->n : 0, left->dim, right == nullptr,
-							  options->metric);
+							  options->metric) &&
+			sjgpu::devices_alike(options);
 		if (spread)
 		{
 			/* several devices: each prepares the whole join, they share its segments */

@@ -387,7 +387,14 @@ JaccardDevice::plan_units()
 			ucuts_.push_back(c);
 	}
 	ucuts_.push_back(b);
-	udigest_ = sjgpu::plan_digest(ucuts_.data(), ucuts_.size());
+	{
+		/* what the cuts index: the partition, the strategy, the sets */
+		const Work &p = parts_[part_];
+		uint32_t	id[] = {p.v0, p.v1, (uint32_t) strategy_, sig_words_, nsets_};
+
+		udigest_ = sjgpu::plan_digest(ucuts_.data(), ucuts_.size(),
+									  sjgpu::plan_digest(id, sizeof(id) / sizeof(id[0])));
+	}
 }
 
 /*
@@ -785,7 +792,7 @@ sjgpu_jaccard_begin(const SjSets *left, const SjSets *right, double threshold,
 			throw Error(SJ_ERR_INVALID, "jaccard_join: bad arguments");
 		spread = left && sjgpu::multi_wanted(options, left->n, right ? right->n : 0,
 											  right == nullptr) &&
-			sjgpu_jaccard_spreads(left, right);
+			sjgpu_jaccard_spreads(left, right) && sjgpu::devices_alike(options);
 		if (spread)
 		{
 			/* several devices: each prepares the whole join, they share its probes */

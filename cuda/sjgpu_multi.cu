@@ -66,7 +66,7 @@ public:
 	mutable std::mutex mu;
 	std::condition_variable cv_main;	/* a batch is ready, a worker ended */
 	std::condition_variable cv_worker;	/* a batch was consumed, or stop */
-	bool		stop = false;
+	std::atomic<bool> stop{false};	/* set under mu; workers also read it without */
 	int			running = 0;
 	SjStatus	failed = SJ_OK;
 	char		failure[SJ_ERRMSG_LEN] = "";
@@ -89,6 +89,8 @@ public:
 			snprintf(failure, sizeof(failure), "%s", msg ? msg : "");
 		}
 		stop = true;
+		if (units)
+			units->cancel();
 		cv_main.notify_all();
 		cv_worker.notify_all();
 	}
@@ -181,6 +183,8 @@ worker_run(Worker *w)
 			m->fail(st, msg);
 			return;
 		}
+		if (m->stop)
+			return;
 		for (;;)
 		{
 			SjPairBatch b;
@@ -193,6 +197,15 @@ worker_run(Worker *w)
 				m->fail(st, msg);
 				return;
 			}
+
+			/*
+			 * Stopped (early end, cancel, another device's error): a shared
+			 * units replica is the whole join, and its empty batches (a
+			 * stretch of units without pairs, count-only segments) would
+			 * otherwise keep it claiming units while multi_end waits.
+			 */
+			if (m->stop)
+				return;
 			if (b.count > 0)
 			{
 				double		tw;
@@ -508,6 +521,9 @@ SharedUnits::claim(int worker, size_t task, uint32_t n, uint64_t digest)
 	std::lock_guard<std::mutex> lk(mu_);
 	Task	   *t;
 
+	if (cancelled_)
+		return -1;
+
 	if (tasks_.size() <= task)
 		tasks_.resize(task + 1);
 	t = &tasks_[task];
@@ -528,6 +544,33 @@ SharedUnits::claim(int worker, size_t task, uint32_t n, uint64_t digest)
 }
 
 bool
+devices_alike(const SjJoinOptions *options)
+{
+	int			major0 = -1,
+				minor0 = -1;
+
+	for (int i = 0; i < options->gpu_ndevices; i++)
+	{
+		int			major,
+					minor;
+
+		if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+								   options->gpu_devices[i]) != cudaSuccess ||
+			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
+								   options->gpu_devices[i]) != cudaSuccess)
+		{
+			cudaGetLastError();
+			return false;
+		}
+		if (i > 0 && (major != major0 || minor != minor0))
+			return false;
+		major0 = major;
+		minor0 = minor;
+	}
+	return true;
+}
+
+bool
 SharedUnits::first(int worker, int job)
 {
 	std::lock_guard<std::mutex> lk(mu_);
@@ -539,12 +582,20 @@ SharedUnits::first(int worker, int job)
 	return owner_[job] == worker;
 }
 
+void
+SharedUnits::cancel()
+{
+	std::lock_guard<std::mutex> lk(mu_);
+
+	cancelled_ = true;
+}
+
 bool
 SharedUnits::exhausted(size_t task)
 {
 	std::lock_guard<std::mutex> lk(mu_);
 
-	return task < tasks_.size() && tasks_[task].n >= 0 &&
+	return cancelled_ || task < tasks_.size() && tasks_[task].n >= 0 &&
 		tasks_[task].next >= (uint64_t) tasks_[task].n;
 }
 
@@ -568,9 +619,9 @@ SharedUnits::taken_all() const
 }
 
 uint64_t
-plan_digest(const uint32_t *cuts, size_t n)
+plan_digest(const uint32_t *cuts, size_t n, uint64_t seed)
 {
-	uint64_t	h = 0xcbf29ce484222325ULL;
+	uint64_t	h = seed;
 
 	for (size_t i = 0; i < n; i++)
 		for (int b = 0; b < 4; b++)
@@ -787,6 +838,8 @@ multi_end(MultiJoin *m) noexcept
 		std::lock_guard<std::mutex> lk(m->mu);
 
 		m->stop = true;
+		if (m->units)
+			m->units->cancel();
 		m->held = nullptr;
 		m->cv_worker.notify_all();
 		m->cv_main.notify_all();

@@ -59,8 +59,11 @@ public:
 	 */
 	long long	claim(int worker, size_t task, uint32_t n, uint64_t digest);
 
-	/* Was task planned, and is every unit of it taken? */
+	/* Was task planned, and is every unit of it taken (or the join stopped)? */
 	bool		exhausted(size_t task);
+
+	/* The join stopped: claim() hands out nothing more. */
+	void		cancel();
 
 	/*
 	 * Is worker the first to ask for the join's one-off job (a piece of
@@ -91,6 +94,7 @@ private:
 	std::vector<Task> tasks_;
 	std::vector<uint64_t> taken_;
 	std::vector<int> owner_;	/* a one-off job's worker, -1: not asked yet */
+	bool		cancelled_ = false;
 };
 
 /* A device's share of a join spread with shared units. */
@@ -100,8 +104,20 @@ struct UnitClaim
 	int			worker = 0;
 };
 
-/* FNV-1a digest of a plan's cuts. */
-uint64_t	plan_digest(const uint32_t *cuts, size_t n);
+/*
+ * FNV-1a digest of a plan's cuts, continuing from seed (another digest:
+ * that of what the cuts index, such as a task's chunks and strategy).
+ */
+uint64_t	plan_digest(const uint32_t *cuts, size_t n,
+						uint64_t seed = 0xcbf29ce484222325ULL);
+
+/*
+ * May an eps or jaccard join spread with shared units over the devices of
+ * options?  Only where they are alike (the same compute capability): a
+ * unit's positions must name the same rows on every device, and the plan
+ * depends on the architecture (tensor cores, CUB's temporary sizes).
+ */
+bool		devices_alike(const SjJoinOptions *options);
 
 /*
  * One piece of a join: left rows [left_first, left_first + left_n) against

@@ -151,3 +151,46 @@ SjColumnComparesPass(SjScanState *state, int64 i, int64 j)
 	}
 	return true;
 }
+
+/*
+ * Lay rows out anew: row k of the result is old row from[k] for k < n (each
+ * old row at most once), then the rows from does not name, in their order.
+ */
+void
+SjRowsPermute(SjSideRows *rows, const uint32 *from, int64 n)
+{
+	int			natts = Max(rows->natts, 1);
+	Datum	   *values;
+	bool	   *isnull;
+	bool	   *named;
+	int64		k,
+				at;
+
+	Assert(n <= rows->n);
+	values = palloc_extended(Max(rows->n, 1) * natts * sizeof(Datum), MCXT_ALLOC_HUGE);
+	isnull = palloc_extended(Max(rows->n, 1) * natts * sizeof(bool), MCXT_ALLOC_HUGE);
+	named = palloc_extended(Max(rows->n, 1) * sizeof(bool),
+							MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	for (k = 0; k < n; k++)
+	{
+		memcpy(values + k * natts, rows->values + (int64) from[k] * natts,
+			   natts * sizeof(Datum));
+		memcpy(isnull + k * natts, rows->isnull + (int64) from[k] * natts,
+			   natts * sizeof(bool));
+		named[from[k]] = true;
+	}
+	for (at = 0; at < rows->n && k < rows->n; at++)
+	{
+		if (named[at])
+			continue;
+		memcpy(values + k * natts, rows->values + at * natts, natts * sizeof(Datum));
+		memcpy(isnull + k * natts, rows->isnull + at * natts, natts * sizeof(bool));
+		k++;
+	}
+	pfree(named);
+	pfree(rows->values);
+	pfree(rows->isnull);
+	rows->values = values;
+	rows->isnull = isnull;
+	rows->cap = Max(rows->n, 1);
+}

@@ -326,6 +326,7 @@ extern void SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values,
 							bool *nulls);
 extern List *SjColumnComparesInit(SjScanState *state, List *clauses);
 extern bool SjColumnComparesPass(SjScanState *state, int64 i, int64 j);
+extern void SjRowsPermute(SjSideRows *rows, const uint32 *from, int64 n);
 
 /* cs_parallel.c */
 extern bool SjReadSideParallel(SjScanState *state, int s);

@@ -225,7 +225,7 @@ SjSpreadBits(uint32 v)
 
 /*
  * Lay side s's engine rows and kept rows out in the Morton order of their
- * points (the first two coordinates, on a 2^16 grid over the side's
+ * points (the first two coordinates, on a 2^12 grid over the side's
  * bounds), the engine's row k becoming kept row k.  The engines hand pairs
  * out by grid cell, and a cell's rows are then next to each other in the
  * kept rows too: forming a pair reads lines of memory the pairs before it
@@ -250,7 +250,7 @@ SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
 	uint64	   *tmp;
 	uint32	   *from;
 	double	   *coords;
-	int64	   *keys;
+	double	   *column;
 	uint32		k;
 	int			pass,
 				d;
@@ -268,19 +268,19 @@ SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
 		mx[1] = Max(mx[1], y[k]);
 	}
 	for (d = 0; d < 2; d++)
-		scale[d] = mx[d] > mn[d] ? 65535.0 / (mx[d] - mn[d]) : 0.0;
+		scale[d] = mx[d] > mn[d] ? 4095.0 / (mx[d] - mn[d]) : 0.0;
 	item = palloc_extended((Size) n * sizeof(uint64), MCXT_ALLOC_HUGE);
 	tmp = palloc_extended((Size) n * sizeof(uint64), MCXT_ALLOC_HUGE);
 	for (k = 0; k < n; k++)
 	{
-		double		qx = Min((x[k] - mn[0]) * scale[0], 65535.0);
-		double		qy = Min((y[k] - mn[1]) * scale[1], 65535.0);
+		double		qx = Min((x[k] - mn[0]) * scale[0], 4095.0);
+		double		qy = Min((y[k] - mn[1]) * scale[1], 4095.0);
 		uint32		code = SjSpreadBits((uint32) qx) | (SjSpreadBits((uint32) qy) << 1);
 
 		item[k] = ((uint64) code << 32) | k;
 	}
-	/* least significant digit first, 8 bits a pass, over the code's bits */
-	for (pass = 0; pass < 4; pass++)
+	/* least significant digit first, 8 bits a pass, over the code's 24 bits */
+	for (pass = 0; pass < 3; pass++)
 	{
 		int			shift = 32 + 8 * pass;
 		uint32		count[257];
@@ -297,23 +297,26 @@ SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
 		item = tmp;
 		tmp = t;
 	}
-	pfree(tmp);
-	from = (uint32 *) item;		/* in place: from[k] is read after item[k] */
-	coords = palloc_extended((Size) n * dim * sizeof(double), MCXT_ALLOC_HUGE);
-	keys = palloc_extended((Size) n * sizeof(int64), MCXT_ALLOC_HUGE);
-	for (k = 0; k < n; k++)
+	/* the coordinates in place, a column at a time (item[k]: the row at k) */
+	column = (double *) tmp;
+	coords = (double *) in->vectors.coords;
+	for (d = 0; d < dim; d++)
 	{
-		uint32		e = (uint32) item[k];	/* the engine row placed at k */
+		double	   *c = coords + (Size) d * n;
 
-		for (d = 0; d < dim; d++)
-			coords[(Size) d * n + k] = in->vectors.coords[(Size) d * n + e];
-		from[k] = (uint32) in->keys[e];
-		keys[k] = k;
+		for (k = 0; k < n; k++)
+			column[k] = c[(uint32) item[k]];
+		memcpy(c, column, (Size) n * sizeof(double));
 	}
+	pfree(tmp);
+	/* the kept rows by the keys, which become the row numbers */
+	from = (uint32 *) item;		/* in place: from[k] is read after item[k] */
+	for (k = 0; k < n; k++)
+		from[k] = (uint32) in->keys[(uint32) item[k]];
+	for (k = 0; k < n; k++)
+		in->keys[k] = k;
 	SjRowsPermute(rows, from, n);
 	pfree(item);
-	in->vectors.coords = coords;
-	in->keys = keys;
 }
 
 /* SjSideMethods.end: the eps job over both sides of points. */

@@ -532,8 +532,10 @@ SjNextAsidePair(SjScanState *state, int64 *i, int64 *j)
 
 /*
  * The engine's pairs come in its order (grid cells, tiles), their rows
- * scattered over the kept rows: each pair's rows are asked of the memory
- * this many pairs ahead, so that forming a pair seldom waits for them.
+ * scattered over the kept rows (but for PostGIS geometry, whose rows are
+ * laid out in a spatial order first, cs_sides.c): each pair's rows are
+ * asked of the memory this many pairs ahead, so that forming a pair seldom
+ * waits for them.
  */
 #define SJ_EMIT_PREFETCH	16
 

@@ -11,6 +11,7 @@
 
 #include "access/htup_details.h"
 #include "executor/executor.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 
 #include "customscan.h"
@@ -79,6 +80,38 @@ SjScanColumn(SjScanState *state, Expr *expr, int *side, int *col)
 }
 
 /*
+ * The inline form of a btree comparison function of two integers of one
+ * type (SJ_CMP_*, *width its type's), or SJ_CMP_CALL.
+ */
+static int
+SjFastCompare(Oid fn, int *width)
+{
+	static const struct
+	{
+		Oid			fn;
+		int			width;
+		int			fast;
+	}			known[] = {
+		{F_INT2LT, 2, SJ_CMP_LT}, {F_INT2LE, 2, SJ_CMP_LE}, {F_INT2EQ, 2, SJ_CMP_EQ},
+		{F_INT2GE, 2, SJ_CMP_GE}, {F_INT2GT, 2, SJ_CMP_GT}, {F_INT2NE, 2, SJ_CMP_NE},
+		{F_INT4LT, 4, SJ_CMP_LT}, {F_INT4LE, 4, SJ_CMP_LE}, {F_INT4EQ, 4, SJ_CMP_EQ},
+		{F_INT4GE, 4, SJ_CMP_GE}, {F_INT4GT, 4, SJ_CMP_GT}, {F_INT4NE, 4, SJ_CMP_NE},
+		{F_INT8LT, 8, SJ_CMP_LT}, {F_INT8LE, 8, SJ_CMP_LE}, {F_INT8EQ, 8, SJ_CMP_EQ},
+		{F_INT8GE, 8, SJ_CMP_GE}, {F_INT8GT, 8, SJ_CMP_GT}, {F_INT8NE, 8, SJ_CMP_NE},
+	};
+	int			k;
+
+	for (k = 0; k < lengthof(known); k++)
+		if (known[k].fn == fn)
+		{
+			*width = known[k].width;
+			return known[k].fast;
+		}
+	*width = 0;
+	return SJ_CMP_CALL;
+}
+
+/*
  * Take out of a join's other clauses those that compare a column of each
  * side with a btree operator whose function is strict and leakproof (a.id
  * < b.id in a self-join, which the engine hands over in both orders and
@@ -114,6 +147,7 @@ SjColumnComparesInit(SjScanState *state, List *clauses)
 		{
 			fmgr_info(fn, &c->flinfo);
 			c->collation = op->inputcollid;
+			c->fast = SjFastCompare(fn, &c->width);
 			state->ncompares++;
 		}
 		else
@@ -124,7 +158,8 @@ SjColumnComparesInit(SjScanState *state, List *clauses)
 
 /*
  * Do outer row i and inner row j pass every column compare?  A NULL
- * operand fails, as the strict operator's NULL fails a qual.
+ * operand fails, as the strict operator's NULL fails a qual; integers of
+ * one type are compared inline, as their functions do.
  */
 bool
 SjColumnComparesPass(SjScanState *state, int64 i, int64 j)
@@ -146,8 +181,83 @@ SjColumnComparesPass(SjScanState *state, int64 i, int64 j)
 				return false;
 			v[a] = rows->values[at];
 		}
-		if (!DatumGetBool(FunctionCall2Coll(&c->flinfo, c->collation, v[0], v[1])))
+		if (c->fast != SJ_CMP_CALL)
+		{
+			int64		x = c->width == 8 ? DatumGetInt64(v[0]) :
+				c->width == 4 ? DatumGetInt32(v[0]) : DatumGetInt16(v[0]);
+			int64		y = c->width == 8 ? DatumGetInt64(v[1]) :
+				c->width == 4 ? DatumGetInt32(v[1]) : DatumGetInt16(v[1]);
+			bool		pass;
+
+			switch (c->fast)
+			{
+				case SJ_CMP_LT:
+					pass = x < y;
+					break;
+				case SJ_CMP_LE:
+					pass = x <= y;
+					break;
+				case SJ_CMP_EQ:
+					pass = x == y;
+					break;
+				case SJ_CMP_GE:
+					pass = x >= y;
+					break;
+				case SJ_CMP_GT:
+					pass = x > y;
+					break;
+				default:
+					pass = x != y;
+					break;
+			}
+			if (!pass)
+				return false;
+		}
+		else if (!DatumGetBool(FunctionCall2Coll(&c->flinfo, c->collation, v[0], v[1])))
 			return false;
 	}
 	return true;
+}
+
+/*
+ * Lay rows out anew: row k of the result is old row from[k] for k < n (each
+ * old row at most once), then the rows from does not name, in their order.
+ */
+void
+SjRowsPermute(SjSideRows *rows, const uint32 *from, int64 n)
+{
+	int			natts = Max(rows->natts, 1);
+	Datum	   *values;
+	bool	   *isnull;
+	bool	   *named;
+	int64		k,
+				at;
+
+	Assert(n <= rows->n);
+	values = palloc_extended(Max(rows->n, 1) * natts * sizeof(Datum), MCXT_ALLOC_HUGE);
+	isnull = palloc_extended(Max(rows->n, 1) * natts * sizeof(bool), MCXT_ALLOC_HUGE);
+	named = palloc_extended(Max(rows->n, 1) * sizeof(bool),
+							MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	for (k = 0; k < n; k++)
+	{
+		memcpy(values + k * natts, rows->values + (int64) from[k] * natts,
+			   natts * sizeof(Datum));
+		memcpy(isnull + k * natts, rows->isnull + (int64) from[k] * natts,
+			   natts * sizeof(bool));
+		named[from[k]] = true;
+	}
+	for (at = 0; at < rows->n && k < rows->n; at++)
+	{
+		if (named[at])
+			continue;
+		memcpy(values + k * natts, rows->values + at * natts, natts * sizeof(Datum));
+		memcpy(isnull + k * natts, rows->isnull + at * natts, natts * sizeof(bool));
+		k++;
+	}
+	pfree(named);
+	pfree(rows->values);
+	pfree(rows->isnull);
+	rows->values = values;
+	rows->isnull = isnull;
+	rows->cap = Max(rows->n, 1);
 }

@@ -100,15 +100,15 @@ SjEpsSidesKeys(SjScanState *state, int s, void *side, int64 *n)
 
 /*
  * Are keys, the engine's rows' keys, the row numbers 0 .. n - 1 of side
- * rows (no row left out, in reading order)?  Then the engine's row numbers
- * are the kept rows' and emitting a pair reads no key.
+ * rows (the rows past n, if any, not the engine's)?  Then the engine's row
+ * numbers are the kept rows' and emitting a pair reads no key.
  */
 static bool
 SjKeysAreRows(const int64 *keys, int64 n, const SjSideRows *rows)
 {
 	int64		k;
 
-	if (keys == NULL || n != rows->n)
+	if (keys == NULL || n > rows->n)
 		return false;
 	for (k = 0; k < n; k++)
 		if (keys[k] != k)
@@ -211,6 +211,114 @@ SjPointSidesKeys(SjScanState *state, int s, void *side, int64 *n)
 	return sd->in[s].keys;
 }
 
+/* Bits 0..15 of v spread to the even bits of the result. */
+static inline uint32
+SjSpreadBits(uint32 v)
+{
+	v &= 0xFFFF;
+	v = (v | (v << 8)) & 0x00FF00FF;
+	v = (v | (v << 4)) & 0x0F0F0F0F;
+	v = (v | (v << 2)) & 0x33333333;
+	v = (v | (v << 1)) & 0x55555555;
+	return v;
+}
+
+/*
+ * Lay side s's engine rows and kept rows out in the Morton order of their
+ * points (the first two coordinates, on a 2^12 grid over the side's
+ * bounds), the engine's row k becoming kept row k.  The engines hand pairs
+ * out by grid cell, and a cell's rows are then next to each other in the
+ * kept rows too: forming a pair reads lines of memory the pairs before it
+ * read, where in reading order (spatially random) nearly every pair missed
+ * the caches on each side.  A stable radix sort of the codes, so the order
+ * only depends on the input: participants sharing an inner index lay its
+ * rows out alike.  Geometry only (a geography side holds more than its
+ * dim coordinates); not where no rows are kept (counting).
+ */
+static void
+SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
+{
+	SjSideRows *rows = &state->rows[s];
+	uint32		n = in->vectors.n;
+	int			dim = in->vectors.dim;
+	const double *x = in->vectors.coords;
+	const double *y = x + n;
+	double		mn[2] = {INFINITY, INFINITY};
+	double		mx[2] = {-INFINITY, -INFINITY};
+	double		scale[2];
+	uint64	   *item;
+	uint64	   *tmp;
+	uint32	   *from;
+	double	   *coords;
+	double	   *column;
+	uint32		k;
+	int			pass,
+				d;
+
+	if (n < 2 || dim < 2 || in->keys == NULL || rows->values == NULL ||
+		(int64) n > rows->n || !(state->gis & SJ_GIS_GEOMETRY))
+		return;
+	for (k = 0; k < n; k++)
+	{
+		if (in->keys[k] < 0 || in->keys[k] >= rows->n)
+			return;
+		mn[0] = Min(mn[0], x[k]);
+		mx[0] = Max(mx[0], x[k]);
+		mn[1] = Min(mn[1], y[k]);
+		mx[1] = Max(mx[1], y[k]);
+	}
+	for (d = 0; d < 2; d++)
+		scale[d] = mx[d] > mn[d] ? 4095.0 / (mx[d] - mn[d]) : 0.0;
+	item = palloc_extended((Size) n * sizeof(uint64), MCXT_ALLOC_HUGE);
+	tmp = palloc_extended((Size) n * sizeof(uint64), MCXT_ALLOC_HUGE);
+	for (k = 0; k < n; k++)
+	{
+		double		qx = Min((x[k] - mn[0]) * scale[0], 4095.0);
+		double		qy = Min((y[k] - mn[1]) * scale[1], 4095.0);
+		uint32		code = SjSpreadBits((uint32) qx) | (SjSpreadBits((uint32) qy) << 1);
+
+		item[k] = ((uint64) code << 32) | k;
+	}
+	/* least significant digit first, 8 bits a pass, over the code's 24 bits */
+	for (pass = 0; pass < 3; pass++)
+	{
+		int			shift = 32 + 8 * pass;
+		uint32		count[257];
+		uint64	   *t;
+
+		memset(count, 0, sizeof(count));
+		for (k = 0; k < n; k++)
+			count[((item[k] >> shift) & 0xFF) + 1]++;
+		for (d = 0; d < 256; d++)
+			count[d + 1] += count[d];
+		for (k = 0; k < n; k++)
+			tmp[count[(item[k] >> shift) & 0xFF]++] = item[k];
+		t = item;
+		item = tmp;
+		tmp = t;
+	}
+	/* the coordinates in place, a column at a time (item[k]: the row at k) */
+	column = (double *) tmp;
+	coords = (double *) in->vectors.coords;
+	for (d = 0; d < dim; d++)
+	{
+		double	   *c = coords + (Size) d * n;
+
+		for (k = 0; k < n; k++)
+			column[k] = c[(uint32) item[k]];
+		memcpy(c, column, (Size) n * sizeof(double));
+	}
+	pfree(tmp);
+	/* the kept rows by the keys, which become the row numbers */
+	from = (uint32 *) item;		/* in place: from[k] is read after item[k] */
+	for (k = 0; k < n; k++)
+		from[k] = (uint32) in->keys[(uint32) item[k]];
+	for (k = 0; k < n; k++)
+		in->keys[k] = k;
+	SjRowsPermute(rows, from, n);
+	pfree(item);
+}
+
 /* SjSideMethods.end: the eps job over both sides of points. */
 static void
 SjPointSidesEnd(SjScanState *state)
@@ -227,6 +335,8 @@ SjPointSidesEnd(SjScanState *state)
 			*in = sd->in[s];
 		else
 			SjPointSideDone(sd->scan[s], NULL, in);
+		if (!state->streaming)
+			SjPointSpatialOrder(state, s, in);
 	}
 	/* a superset of PostGIS's pairs; its own clause decides the band */
 	job->eps = SjPointEngineEps(sd->scan[0], sd->scan[1], &job->left,

@@ -163,7 +163,18 @@ typedef struct SjColumnCompare
 	int			col[2];
 	Oid			collation;
 	FmgrInfo	flinfo;
+	int			fast;			/* SJ_CMP_*: an integer compare made inline */
+	int			width;			/* ... of int2 (2), int4 (4) or int8 (8) */
 } SjColumnCompare;
+
+/* SjColumnCompare.fast: the comparison of two integers of one type */
+#define SJ_CMP_CALL	0			/* none: the operator's function is called */
+#define SJ_CMP_LT	1
+#define SJ_CMP_LE	2
+#define SJ_CMP_EQ	3
+#define SJ_CMP_GE	4
+#define SJ_CMP_GT	5
+#define SJ_CMP_NE	6
 
 /* What this participant did with the shared index (SjScanState.index_role). */
 #define SJ_INDEX_ROLE_NONE		0
@@ -326,6 +337,7 @@ extern void SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values,
 							bool *nulls);
 extern List *SjColumnComparesInit(SjScanState *state, List *clauses);
 extern bool SjColumnComparesPass(SjScanState *state, int64 i, int64 j);
+extern void SjRowsPermute(SjSideRows *rows, const uint32 *from, int64 n);
 
 /* cs_parallel.c */
 extern bool SjReadSideParallel(SjScanState *state, int s);

@@ -263,6 +263,18 @@ SELECT sjd_sql_case('SQL ST_DWithin self, b.k > a.k, left join', $q$
     SELECT a.id AS a, b.id AS b FROM gs_k a LEFT JOIN gs_k b ON ST_DWithin(a.g, b.g, 1) AND b.k > a.k $q$);
 SELECT sjd_sql_case('SQL ST_DWithin self, a.k = b.k, anti join', $q$
     SELECT a.id FROM gs_k a WHERE NOT EXISTS (SELECT FROM gs_k b WHERE ST_DWithin(a.g, b.g, 1) AND a.k = b.k) $q$);
+-- the integer compares made inline (int2, int8, <>), and one across types
+CREATE TABLE gs_k8 AS
+SELECT id, g, k::bigint * 3000000000 - 70000000000 AS k8, k::smallint AS k2 FROM gs_k;
+ANALYZE gs_k8;
+SELECT sjd_sql_case('SQL ST_DWithin self, a.k8 < b.k8 (int8, NULLs)', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_k8 a JOIN gs_k8 b ON ST_DWithin(a.g, b.g, 1) AND a.k8 < b.k8 $q$);
+SELECT sjd_sql_case('SQL ST_DWithin self, a.k2 >= b.k2 (int2), semi join', $q$
+    SELECT a.id FROM gs_k8 a WHERE EXISTS (SELECT FROM gs_k8 b WHERE ST_DWithin(a.g, b.g, 1) AND a.k2 >= b.k2) $q$);
+SELECT sjd_sql_case('SQL ST_DWithin self, a.k8 <> b.k8, left join', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_k8 a LEFT JOIN gs_k8 b ON ST_DWithin(a.g, b.g, 1) AND a.k8 <> b.k8 $q$);
+SELECT sjd_sql_case('SQL ST_DWithin self, a.k2 < b.k8 (int2 with int8)', $q$
+    SELECT a.id AS a, b.id AS b FROM gs_k8 a JOIN gs_k8 b ON ST_DWithin(a.g, b.g, 1) AND a.k2 < b.k8 $q$);
 SELECT sjd_sql_case('SQL ST_DWithin two tables, a.id >= b.id', $q$
     SELECT a.id AS a, b.id AS b FROM gs_spec a JOIN gs_u2 b ON ST_DWithin(a.g, b.g, 2) AND a.id >= b.id $q$);
 SELECT sjd_sql_case('SQL 200k self sum, ST_DWithin 0.4, a.id < b.id', $q$

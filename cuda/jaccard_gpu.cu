@@ -150,9 +150,10 @@ size_t		forced_coproc_records = 0;
 
 /*
  * Test hook: host milliseconds of the last join's steps (see
- * jaccard_gpu.cuh), for the engine benchmarks.
+ * jaccard_gpu.cuh), for the engine benchmarks; per thread, as the devices
+ * of a spread join run theirs on threads of their own.
  */
-double		phase_ms[kPhases];
+thread_local double phase_ms[kPhases];
 
 /*
  * Set up the device half of a prepared join: upload the sets while the
@@ -706,7 +707,11 @@ sjgpu_jaccard_set_test_coproc(size_t candidates, size_t records)
 	forced_coproc_records = records;
 }
 
-/* Test hook (not in sjgpu.h): the phases above, then device allocation ms. */
+/*
+ * Test hook (not in sjgpu.h): the phases above, then device allocation ms,
+ * of the last one-device join this thread ran (a spread join's devices
+ * keep theirs on their own threads).
+ */
 extern "C" void
 sjgpu_jaccard_test_phases(double *ms)
 {

@@ -98,7 +98,7 @@ enum
 	kPhaseWait,
 	kPhases
 };
-extern double phase_ms[kPhases];
+extern thread_local double phase_ms[kPhases];
 
 /* Everything a probe kernel reads and writes. */
 struct ProbeArgs

@@ -40,8 +40,11 @@
 namespace sjgpu
 {
 
-/* Milliseconds spent in cudaMalloc and cudaFree since reset (test hooks). */
-extern double alloc_ms;
+/*
+ * Milliseconds this thread spent in cudaMalloc and cudaFree since reset
+ * (test hooks; per thread, as a spread join's devices run on their own).
+ */
+extern thread_local double alloc_ms;
 
 
 /* ------------------------------------------------------------------------

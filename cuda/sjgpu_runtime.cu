@@ -267,7 +267,7 @@ Budget::reserve(size_t bytes, const char *what)
 		peak_ = used_;
 }
 
-double		alloc_ms = 0.0;
+thread_local double alloc_ms = 0.0;
 
 DeviceMemory::DeviceMemory(Budget *budget, size_t bytes, const char *what)
 {

@@ -162,7 +162,8 @@ SJ_TEST(jaccard_bench)
 				if (runs == 0)
 					runs = 1;
 				qsort(ms, runs, sizeof(double), tj_cmp_double);
-				if (e == 1 && sjgpu_jaccard_test_phases)
+				/* one device only: a spread join's devices time theirs on their threads */
+				if (e == 1 && sjgpu_jaccard_test_phases && o.gpu_ndevices <= 1)
 				{
 					double		ph[7];
 

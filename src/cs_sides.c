@@ -246,14 +246,12 @@ SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
 	double		mn[2] = {INFINITY, INFINITY};
 	double		mx[2] = {-INFINITY, -INFINITY};
 	double		scale[2];
-	uint64	   *item;
-	uint64	   *tmp;
-	uint32	   *from;
+	uint64	   *code;
+	uint32	   *order;
 	double	   *coords;
 	double	   *column;
 	uint32		k;
-	int			pass,
-				d;
+	int			d;
 
 	if (n < 2 || dim < 2 || in->keys == NULL || rows->values == NULL ||
 		(int64) n > rows->n || !(state->gis & SJ_GIS_GEOMETRY))
@@ -269,54 +267,41 @@ SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
 	}
 	for (d = 0; d < 2; d++)
 		scale[d] = mx[d] > mn[d] ? 4095.0 / (mx[d] - mn[d]) : 0.0;
-	item = palloc_extended((Size) n * sizeof(uint64), MCXT_ALLOC_HUGE);
-	tmp = palloc_extended((Size) n * sizeof(uint64), MCXT_ALLOC_HUGE);
+	code = palloc_extended((Size) n * sizeof(uint64), MCXT_ALLOC_HUGE);
+	order = palloc_extended((Size) n * sizeof(uint32), MCXT_ALLOC_HUGE);
 	for (k = 0; k < n; k++)
 	{
 		double		qx = Min((x[k] - mn[0]) * scale[0], 4095.0);
 		double		qy = Min((y[k] - mn[1]) * scale[1], 4095.0);
-		uint32		code = SjSpreadBits((uint32) qx) | (SjSpreadBits((uint32) qy) << 1);
 
-		item[k] = ((uint64) code << 32) | k;
+		code[k] = SjSpreadBits((uint32) qx) | (SjSpreadBits((uint32) qy) << 1);
+		order[k] = k;
 	}
-	/* least significant digit first, 8 bits a pass, over the code's 24 bits */
-	for (pass = 0; pass < 3; pass++)
-	{
-		int			shift = 32 + 8 * pass;
-		uint32		count[257];
-		uint64	   *t;
-
-		memset(count, 0, sizeof(count));
-		for (k = 0; k < n; k++)
-			count[((item[k] >> shift) & 0xFF) + 1]++;
-		for (d = 0; d < 256; d++)
-			count[d + 1] += count[d];
-		for (k = 0; k < n; k++)
-			tmp[count[(item[k] >> shift) & 0xFF]++] = item[k];
-		t = item;
-		item = tmp;
-		tmp = t;
-	}
-	/* the coordinates in place, a column at a time (item[k]: the row at k) */
-	column = (double *) tmp;
+	/* the engine's stable sort: the same order on any number of threads */
+	if (!sj_radix_sort(code, order, n, 24, Max(1, sj_cpu_threads / (state->workers + 1))))
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory ordering %u points", n)));
+	pfree(code);
+	/* the coordinates in place, a column at a time (order[k]: the row at k) */
+	column = palloc_extended((Size) n * sizeof(double), MCXT_ALLOC_HUGE);
 	coords = (double *) in->vectors.coords;
 	for (d = 0; d < dim; d++)
 	{
 		double	   *c = coords + (Size) d * n;
 
 		for (k = 0; k < n; k++)
-			column[k] = c[(uint32) item[k]];
+			column[k] = c[order[k]];
 		memcpy(c, column, (Size) n * sizeof(double));
 	}
-	pfree(tmp);
+	pfree(column);
 	/* the kept rows by the keys, which become the row numbers */
-	from = (uint32 *) item;		/* in place: from[k] is read after item[k] */
 	for (k = 0; k < n; k++)
-		from[k] = (uint32) in->keys[(uint32) item[k]];
+		order[k] = (uint32) in->keys[order[k]];
 	for (k = 0; k < n; k++)
 		in->keys[k] = k;
-	SjRowsPermute(rows, from, n);
-	pfree(item);
+	SjRowsPermute(rows, order, n);
+	pfree(order);
 }
 
 /* SjSideMethods.end: the eps job over both sides of points. */

@@ -68,18 +68,6 @@ SjCreateScanState(CustomScan *cscan)
 	return (Node *) state;
 }
 
-/* Column (0-based, in the side's row) an argument reads, or -1. */
-static int
-SjArgColumn(Expr *arg, int base, int natts)
-{
-	while (arg && IsA(arg, RelabelType))
-		arg = ((RelabelType *) arg)->arg;
-	if (arg && IsA(arg, Var) && ((Var *) arg)->varno == INDEX_VAR &&
-		((Var *) arg)->varattno > base && ((Var *) arg)->varattno <= base + natts)
-		return ((Var *) arg)->varattno - base - 1;
-	return -1;
-}
-
 static void
 SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 {

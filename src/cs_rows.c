@@ -49,6 +49,18 @@ SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values, bool *nulls)
 	heap_deform_tuple(&htup, desc, values, nulls);
 }
 
+/* Column (0-based, in the side's row) an argument reads, or -1. */
+int
+SjArgColumn(Expr *arg, int base, int natts)
+{
+	while (arg && IsA(arg, RelabelType))
+		arg = ((RelabelType *) arg)->arg;
+	if (arg && IsA(arg, Var) && ((Var *) arg)->varno == INDEX_VAR &&
+		((Var *) arg)->varattno > base && ((Var *) arg)->varattno <= base + natts)
+		return ((Var *) arg)->varattno - base - 1;
+	return -1;
+}
+
 /*
  * Column (0-based, in its side's rows) of a scan tuple Var, and its side;
  * false where expr is not a plain column of one side.
@@ -56,27 +68,16 @@ SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values, bool *nulls)
 static bool
 SjScanColumn(SjScanState *state, Expr *expr, int *side, int *col)
 {
-	Var		   *var;
 	int			base1 = state->nprefix + state->natts[0];
 
-	while (expr && IsA(expr, RelabelType))
-		expr = ((RelabelType *) expr)->arg;
-	if (expr == NULL || !IsA(expr, Var) || ((Var *) expr)->varno != INDEX_VAR)
-		return false;
-	var = (Var *) expr;
-	if (var->varattno > state->nprefix && var->varattno <= base1)
-	{
-		*side = 0;
-		*col = var->varattno - state->nprefix - 1;
-		return true;
-	}
-	if (var->varattno > base1 && var->varattno <= base1 + state->natts[1])
+	*side = 0;
+	*col = SjArgColumn(expr, state->nprefix, state->natts[0]);
+	if (*col < 0)
 	{
 		*side = 1;
-		*col = var->varattno - base1 - 1;
-		return true;
+		*col = SjArgColumn(expr, base1, state->natts[1]);
 	}
-	return false;
+	return *col >= 0;
 }
 
 /*

@@ -335,6 +335,7 @@ extern TupleTableSlot *SjChildNext(SjScanState *state, PlanState *child);
 extern void SjRowsAlloc(SjSideRows *rows, int natts, int64 cap);
 extern void SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values,
 							bool *nulls);
+extern int	SjArgColumn(Expr *arg, int base, int natts);
 extern List *SjColumnComparesInit(SjScanState *state, List *clauses);
 extern bool SjColumnComparesPass(SjScanState *state, int64 i, int64 j);
 extern void SjRowsPermute(SjSideRows *rows, const uint32 *from, int64 n);

@@ -121,7 +121,6 @@ constexpr double kTcSpeedup = 16.0;
  * hand-out balances the unequal segments of a self-join's triangle.
  */
 constexpr double kSpreadMinPairs = 1.0e10;
-constexpr uint32_t kUnitsPerDevice = 8;
 
 /* Test hook: every join spreads where several devices are named. */
 bool		spread_always = false;
@@ -1858,8 +1857,16 @@ spread_step(const SjGpuEpsJoin *j, uint32_t np)
 
 	if (!j->claim.units)
 		return std::max<uint64_t>(1, np);
-	units = (uint64_t) kUnitsPerDevice * std::max(1, j->claim.units->workers());
+	units = j->claim.units->target_units();
 	return std::max<uint64_t>(1, div_up<uint64_t>(np, units));
+}
+
+/* Cut positions [0, np) every step positions (after the cut at 0). */
+void
+uniform_cuts(SjGpuEpsJoin *j, uint32_t np, uint64_t step)
+{
+	for (uint64_t p = step; p < np; p += step)
+		j->cuts.push_back((uint32_t) p);
 }
 
 /*
@@ -1882,17 +1889,14 @@ plan_segments(SjGpuEpsJoin *j, bool self)
 
 		step = std::min(step, spread_step(j, np));
 		step = div_up<uint64_t>(step, sjgpu::kTcTile) * sjgpu::kTcTile;
-		for (uint64_t p = step; p < np; p += step)
-			j->cuts.push_back((uint32_t) p);
+		uniform_cuts(j, np, step);
 	}
 	else if (j->grid.k == 0)
 	{
 		double		per = (double) j->nb * dimw;
 		uint64_t	step = (uint64_t) std::max(1.0, std::floor(segment_work(false) / per));
 
-		step = std::min(step, spread_step(j, np));
-		for (uint64_t p = step; p < np; p += step)
-			j->cuts.push_back((uint32_t) p);
+		uniform_cuts(j, np, std::min(step, spread_step(j, np)));
 	}
 	else
 	{
@@ -1900,14 +1904,9 @@ plan_segments(SjGpuEpsJoin *j, bool self)
 		double		bound = (double) np * (rows * kRowCost +
 										   rows * 3.0 * (double) j->max_cell * dimw);
 
-		if (bound <= segment_work(true) && j->claim.units)
-		{
-			uint64_t	step = spread_step(j, np);
-
-			for (uint64_t p = step; p < np; p += step)
-				j->cuts.push_back((uint32_t) p);
-		}
-		else if (bound > segment_work(true))
+		if (bound <= segment_work(true))
+			uniform_cuts(j, np, spread_step(j, np));	/* none unless spread */
+		else
 		{
 			JoinArgs	a = join_args(j, self);
 			PassArgs	pa = pass_args(j, 0, np);

@@ -372,7 +372,7 @@ JaccardDevice::plan_units()
 {
 	uint32_t	a = next_u_,
 				b = nsets_;
-	uint64_t	k = (uint64_t) kUnitsPerDevice * std::max(1, claim_.units->workers());
+	uint64_t	k = claim_.units->target_units();
 	uint64_t	w0 = work_prefix_[a],
 				span = work_prefix_[b] - w0;
 

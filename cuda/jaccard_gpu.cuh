@@ -39,11 +39,10 @@ constexpr size_t kMinRecords = 256;
 
 /*
  * Spread over several devices (shared units, sjgpu_multi.cuh): each index
- * partition's probes are cut into this many blocks of equal estimated work
- * a device, which the devices claim.  A join spreads from this many tokens
+ * partition's probes are cut into SharedUnits::target_units() blocks of
+ * equal estimated work, which the devices claim.  A join spreads from this many tokens
  * in its inputs on (1 M sets of 25 tokens ran 544 ms on one H200).
  */
-constexpr uint32_t kUnitsPerDevice = 8;
 constexpr int kJobGroups = 0;	/* SharedUnits::first: pairs inside groups */
 constexpr double kSpreadMinTokens = 1.0e7;
 

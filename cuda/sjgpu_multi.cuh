@@ -33,6 +33,7 @@
 #ifndef SJGPU_MULTI_CUH
 #define SJGPU_MULTI_CUH
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -47,6 +48,9 @@ namespace sjgpu
  * chunks, a partition of an index) is cut into n units by each device
  * alike; claim() hands each unit to exactly one device.
  */
+/* Units a task of a join spread with shared units is cut into, a device. */
+constexpr uint32_t kUnitsPerDevice = 8;
+
 class SharedUnits
 {
 public:
@@ -76,6 +80,15 @@ public:
 	int			workers() const
 	{
 		return (int) taken_.size();
+	}
+
+	/*
+	 * Units a task should be cut into, at least: kUnitsPerDevice a device,
+	 * so that the hand-out balances units of unequal work.
+	 */
+	uint64_t	target_units() const
+	{
+		return (uint64_t) kUnitsPerDevice * (uint64_t) std::max(1, workers());
 	}
 
 	/* Units worker took, and all taken. */

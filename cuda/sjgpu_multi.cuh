@@ -129,6 +129,7 @@ uint64_t	plan_digest(const uint32_t *cuts, size_t n,
  * options?  Only where they are alike (the same compute capability): a
  * unit's positions must name the same rows on every device, and the plan
  * depends on the architecture (tensor cores, CUB's temporary sizes).
+ * Throws SJ_ERR_NO_DEVICE where the list names a device that does not exist.
  */
 bool		devices_alike(const SjJoinOptions *options);
 

@@ -1391,25 +1391,11 @@ void
 upload_rows(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
 			double *dst)
 {
-	EventTimer &t = j->timer;
-
-	cudaStream_t st = j->compute.get();
 	size_t		row = (size_t) n * sizeof(double);
-	size_t		pitch = (size_t) v->n * sizeof(double);
 
-	t.start(st);
-	if (first == 0 && n == v->n)
-		SJGPU_CHECK(cudaMemcpyAsync(dst, v->coords, row * j->dim, cudaMemcpyHostToDevice, st));
-	else if (pitch < ((size_t) 1 << 31))
-		SJGPU_CHECK(cudaMemcpy2DAsync(dst, row, v->coords + first, pitch, row,
-									  (size_t) j->dim, cudaMemcpyHostToDevice, st));
-	else
-		for (int k = 0; k < j->dim; k++)
-			SJGPU_CHECK(cudaMemcpyAsync(dst + (size_t) k * n,
-										v->coords + (size_t) k * v->n + first, row,
-										cudaMemcpyHostToDevice, st));
-	t.stop(st);
-	j->timings.transfer_ms += t.elapsed_ms();
+	j->timings.transfer_ms += sjgpu::upload_2d(dst, row, v->coords + first,
+											   (size_t) v->n * sizeof(double), row,
+											   (size_t) j->dim, j->compute.get());
 }
 
 /*

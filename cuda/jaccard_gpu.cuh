@@ -157,9 +157,7 @@ upload(Budget *budget, const T *src, size_t n, const char *what,
 {
 	DeviceBuffer<T> buf(budget, n > 0 ? n : 1, what);
 
-	if (n > 0)
-		SJGPU_CHECK(cudaMemcpyAsync(buf.get(), src, n * sizeof(T),
-									cudaMemcpyHostToDevice, stream));
+	sjgpu::upload_bytes(buf.get(), src, n * sizeof(T), stream);
 	return buf;
 }
 

@@ -339,8 +339,7 @@ template <class T>
 static void
 upload(T *dst, const T *src, size_t n, cudaStream_t s)
 {
-	if (n > 0)
-		SJGPU_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyHostToDevice, s));
+	sjgpu::upload_bytes(dst, src, n * sizeof(T), s);
 }
 
 /*

@@ -361,6 +361,27 @@ private:
 	Event		stop_;
 };
 
+/*
+ * Copy `height` rows of `width` bytes from host memory (row pitch spitch)
+ * to device memory (row pitch dpitch), after the work already queued on
+ * `stream`.  Small copies are one cudaMemcpy2DAsync on the stream.  Large
+ * ones go through pinned staging blocks, filled by several host threads
+ * (each with its own stream and two halves of a block, so its next copy
+ * into pinned memory overlaps its last transfer): a pageable copy is
+ * staged by one driver thread at a fraction of the link's speed.  Either
+ * way the copy has completed, or failed, when this returns.  Returns the
+ * host milliseconds it took.
+ */
+double		upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+					  size_t width, size_t height, cudaStream_t stream);
+
+/* upload_2d of one contiguous array of `bytes` bytes. */
+inline double
+upload_bytes(void *dst, const void *src, size_t bytes, cudaStream_t stream)
+{
+	return upload_2d(dst, bytes, src, bytes, bytes, bytes ? 1 : 0, stream);
+}
+
 /* Ceiling division for sizes. */
 template <class T>
 constexpr T

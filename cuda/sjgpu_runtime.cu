@@ -10,6 +10,7 @@
  * devices.  The outcome of that first probe is cached for the process.
  */
 #include <algorithm>
+#include <atomic>
 #include <cstdarg>
 #include <cstring>
 #include <mutex>
@@ -319,7 +320,7 @@ DeviceMemory::reset() noexcept
  * all.  It is never freed explicitly (process exit releases it; freeing in
  * a static destructor could run after the CUDA runtime is gone).
  */
-constexpr int kPinnedSlots = 8;
+constexpr int kPinnedSlots = 16;
 constexpr size_t kPinnedCacheBytes = (size_t) 160 << 20;
 
 static std::mutex pinned_lock;
@@ -386,6 +387,178 @@ pinned_free(void *ptr, size_t bytes) noexcept
 	}
 	(void) cudaFreeHost(ptr);
 }
+
+/*
+ * Staged uploads (upload_2d).  Below kStageMin bytes a copy is one
+ * cudaMemcpy2DAsync.  Above, up to kStageThreads host threads (the caller
+ * and helpers, signals blocked) claim kStageChunk-byte pieces of the
+ * source in order, copy each into one half of their own pinned block and
+ * queue its transfer on their own stream; a half is refilled once its last
+ * transfer has completed.
+ */
+constexpr size_t kStageMin = (size_t) 32 << 20;
+constexpr size_t kStageChunk = (size_t) 8 << 20;
+constexpr int kStageThreads = 4;
+
+static long stage_test_chunk;	/* test hook: > 0 stages all, in such pieces */
+
+/* One staging thread's share of upload_2d; false (and *why) on failure. */
+static bool
+stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
+		   const unsigned char *src, size_t spitch, size_t width, size_t total,
+		   size_t chunk, std::atomic<size_t> *next, std::atomic<bool> *stop, Error *why)
+{
+	Stream		s;
+	Event		done[2];
+	PinnedBuffer<unsigned char> block;	/* freed after s has drained */
+	size_t		used = 0;
+
+	try
+	{
+		SJGPU_CHECK(cudaSetDevice(device));
+		s.create();
+		done[0].create(false);
+		done[1].create(false);
+		SJGPU_CHECK(cudaStreamWaitEvent(s.get(), after, 0));
+		for (;;)
+		{
+			size_t		c = next->fetch_add(1);
+			size_t		off = c * chunk;
+			size_t		end;
+			unsigned char *half;
+
+			if (off >= total || stop->load())
+				break;
+			end = std::min(total, off + chunk);
+			if (!block.get())
+				block.allocate(2 * chunk);
+			half = block.get() + (used & 1) * chunk;
+			if (used >= 2)
+				done[used & 1].synchronize();
+			/* the piece may span rows: copy and send each row's part */
+			for (size_t o = off; o < end;)
+			{
+				size_t		row = o / width,
+							col = o % width,
+							len = std::min(end - o, width - col);
+
+				memcpy(half + (o - off), src + row * spitch + col, len);
+				SJGPU_CHECK(cudaMemcpyAsync(dst + row * dpitch + col, half + (o - off), len,
+											cudaMemcpyHostToDevice, s.get()));
+				o += len;
+			}
+			done[used & 1].record(s.get());
+			used++;
+		}
+		s.synchronize();
+		return true;
+	}
+	catch (const Error &e)
+	{
+		*why = e;
+	}
+	catch (const std::bad_alloc &)
+	{
+		*why = Error(SJ_ERR_NOMEM, "out of host memory staging an upload");
+	}
+	stop->store(true);
+	if (s.get())
+		(void) cudaStreamSynchronize(s.get());
+	(void) cudaGetLastError();
+	return false;
+}
+
+double
+upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+		  size_t height, cudaStream_t stream)
+{
+	double		t0 = clock_ms();
+	size_t		total = width * height;
+	size_t		chunk = stage_test_chunk > 0 ? (size_t) stage_test_chunk : kStageChunk;
+	bool		staged = stage_test_chunk > 0 ||
+		(stage_test_chunk == 0 && total >= kStageMin);
+
+	if (total == 0)
+		return 0;
+	if (spitch == width && dpitch == width)
+	{
+		width = total;			/* contiguous: one row */
+		height = 1;
+	}
+	if (!staged)
+	{
+		if (height == 1)
+			SJGPU_CHECK(cudaMemcpyAsync(dst, src, width, cudaMemcpyHostToDevice, stream));
+		else if (std::max(spitch, dpitch) >= ((size_t) 1 << 31))
+			for (size_t r = 0; r < height; r++)	/* past cudaMemcpy2D's pitch limit */
+				SJGPU_CHECK(cudaMemcpyAsync((unsigned char *) dst + r * dpitch,
+											(const unsigned char *) src + r * spitch, width,
+											cudaMemcpyHostToDevice, stream));
+		else
+			SJGPU_CHECK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height,
+										  cudaMemcpyHostToDevice, stream));
+		SJGPU_CHECK(cudaStreamSynchronize(stream));
+		return clock_ms() - t0;
+	}
+
+	int			device;
+	int			nthreads = (int) std::min<size_t>(kStageThreads,
+												   div_up(total, chunk));
+	Event		after;
+	std::atomic<size_t> next(0);
+	std::atomic<bool> stop(false);
+	std::vector<Error> why(nthreads, Error(SJ_ERR_INTERNAL, "upload failed"));
+	std::vector<char> ok(nthreads, 0);
+	std::vector<std::thread> helpers;
+	sigset_t	all,
+				old;
+
+	SJGPU_CHECK(cudaGetDevice(&device));
+	after.create(false);
+	after.record(stream);
+	auto		part = [&](int t) {
+		ok[t] = stage_part(device, after.get(), (unsigned char *) dst, dpitch,
+						   (const unsigned char *) src, spitch, width, total, chunk,
+						   &next, &stop, &why[t]);
+	};
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (int t = 1; t < nthreads; t++)
+	{
+		try
+		{
+			helpers.emplace_back(part, t);
+		}
+		catch (...)
+		{
+			ok[t] = 1;			/* no thread: the others take its pieces */
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	part(0);
+	for (std::thread &h : helpers)
+		h.join();
+	for (int t = 0; t < nthreads; t++)
+		if (!ok[t])
+			throw why[t];
+	return clock_ms() - t0;
+}
+
+}								/* namespace sjgpu */
+
+/*
+ * Test hook (not in sjgpu.h): chunk > 0 stages every upload in pieces of
+ * that many bytes, -1 never stages, 0 (the default) decides by size.
+ */
+extern "C" void
+sjgpu_set_test_upload_chunk(long chunk)
+{
+	sjgpu::stage_test_chunk = chunk;
+}
+
+namespace sjgpu
+{
 
 void
 Stream::create()

@@ -1318,11 +1318,9 @@ upload_table(SjGpuThetaJoin *j, const SjThetaTable *t, const bool *used,
 			src = v + pos;
 			srcn = nu ? nu + pos : nullptr;
 		}
-		SJGPU_CHECK(cudaMemcpyAsync(dt.vals[c].get(), src, (size_t) n * sizeof(long long),
-									cudaMemcpyHostToDevice, s));
+		sjgpu::upload_bytes(dt.vals[c].get(), src, (size_t) n * sizeof(long long), s);
 		if (srcn)
-			SJGPU_CHECK(cudaMemcpyAsync(dt.nuls[c].get(), srcn, n,
-										cudaMemcpyHostToDevice, s));
+			sjgpu::upload_bytes(dt.nuls[c].get(), srcn, n, s);
 	}
 	j->stream.synchronize();
 	j->timings.transfer_ms += now_ms() - t0;

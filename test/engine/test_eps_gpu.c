@@ -38,10 +38,12 @@
 #pragma weak sjgpu_eps_set_test_segment_work
 #pragma weak sjgpu_eps_set_test_pruning
 #pragma weak sjgpu_eps_set_test_spread
+#pragma weak sjgpu_set_test_upload_chunk
 extern void sjgpu_eps_set_test_strategy(int strategy);
 extern void sjgpu_eps_set_test_segment_work(double units);
 extern void sjgpu_eps_set_test_pruning(int on);
 extern void sjgpu_eps_set_test_spread(int always);
+extern void sjgpu_set_test_upload_chunk(long chunk);
 
 typedef SjTestPair GPair;
 typedef SjTestPairs GPairs;
@@ -651,6 +653,72 @@ SJ_TEST(eps_gpu_tiny_memory)
 		SJ_CHECK(run_gpu(&L, self ? NULL : &R, 0.3, &o, NULL, &count, NULL, why), "%s", why);
 		SJ_CHECK(count == exp.n, "count_only %llu, expected %zu",
 				 (unsigned long long) count, exp.n);
+		free(exp.p);
+		free(got.p);
+		free(lc);
+		free(rc);
+	}
+}
+
+/*
+ * Uploads staged through pinned blocks by several threads, in odd-sized
+ * pieces that split rows and values: a 2-D self-join whose build side is
+ * uploaded in chunks (rows [first, first + n) of each dimension, pitched)
+ * and a 64-D two-table join, against the oracle.
+ */
+SJ_TEST(eps_gpu_staged_upload)
+{
+	if (!sj_test_gpu_usable() || !sjgpu_set_test_upload_chunk)
+	{
+		sj_test_skip(sj_test_gpu_usable() ? "no upload hook" : "no GPU");
+		return;
+	}
+	g_seed(2611);
+	for (int t = 0; t < 2; t++)
+	{
+		int			dim = t == 0 ? 2 : 64;
+		uint32_t	nl = t == 0 ? 60000 : 3000,
+					nr = 2500;
+		double		pool[64 * 6];
+		double	   *lc,
+				   *rc;
+		SjVectors	L,
+					R;
+		SjJoinOptions o;
+		GPairs		exp = {0},
+					got = {0};
+		uint64_t	count;
+		SjTimings	tm;
+		char		why[512];
+		double		eps = t == 0 ? 0.02 : sqrt(dim / 6.0 - 1.5 * sqrt(0.0389 * dim));
+
+		for (int i = 0; i < 6 * dim; i++)
+			pool[i] = (t == 0 ? 1.0 : 10.0) * sj_test_unit(&g_rng);
+		lc = gen(t == 0 ? G_UNIFORM : G_CLUSTERS, nl, dim, pool, 6);
+		rc = gen(G_CLUSTERS, nr, dim, pool, 6);
+		L.n = nl;
+		L.dim = dim;
+		L.coords = lc;
+		R.n = nr;
+		R.dim = dim;
+		R.coords = rc;
+		memset(&o, 0, sizeof(o));
+		if (t == 0)
+			o.gpu_memory_limit = 2 << 20;
+		if (t == 0)
+			oracle_sweep(&L, NULL, eps, &exp);
+		else
+			sj_test_brute_join(&L, &R, eps, g_dist, &exp);
+		sjgpu_set_test_upload_chunk(4099);
+		SJ_CHECK(run_gpu(&L, t == 0 ? NULL : &R, eps, &o, &got, &count, &tm, why),
+				 "dim %d: %s", dim, why);
+		sjgpu_set_test_upload_chunk(0);
+		printf("     dim %d: %zu pairs, %s, transfer %.1f ms\n", dim, got.n, tm.strategy,
+			   tm.transfer_ms);
+		SJ_CHECK(exp.n > 100, "dim %d: only %zu pairs", dim, exp.n);
+		if (t == 0)
+			SJ_CHECK(strstr(tm.strategy, "chunks") != NULL, "no chunks: %s", tm.strategy);
+		SJ_CHECK(compare_pairs(&exp, &got, why), "dim %d (%zu pairs): %s", dim, exp.n, why);
 		free(exp.p);
 		free(got.p);
 		free(lc);
@@ -1658,6 +1726,9 @@ SJ_TEST(eps_gpu_hd_bench)
 	/* SJ_EPS_BENCH_PRUNE=0: the tensor filter computes every tile pair */
 	if (getenv("SJ_EPS_BENCH_PRUNE") && sjgpu_eps_set_test_pruning)
 		sjgpu_eps_set_test_pruning(strcmp(getenv("SJ_EPS_BENCH_PRUNE"), "0") != 0);
+	/* SJ_BENCH_UPLOAD_CHUNK=-1: uploads not staged (pageable copies) */
+	if (getenv("SJ_BENCH_UPLOAD_CHUNK") && sjgpu_set_test_upload_chunk)
+		sjgpu_set_test_upload_chunk(atol(getenv("SJ_BENCH_UPLOAD_CHUNK")));
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
 	{
 		/* SJ_EPS_BENCH=1 runs every case, another value the cases it names */
@@ -1672,4 +1743,6 @@ SJ_TEST(eps_gpu_hd_bench)
 				cases[c].cpu && !(cpu_env && strcmp(cpu_env, "0") == 0), sj_failed_);
 		free(x);
 	}
+	if (sjgpu_set_test_upload_chunk)
+		sjgpu_set_test_upload_chunk(0);
 }

@@ -987,6 +987,7 @@ struct SjGpuEpsJoin
 	sjgpu::MultiJoin *multi = nullptr;	/* set: the join runs on several
 										 * devices, and nothing below is used */
 	sjgpu::UnitClaim claim;		/* units set: a device of a spread join */
+	size_t		uploads = 0;	/* upload_rows calls so far (spread: shared) */
 
 	/* plan */
 	Budget		budget;
@@ -1392,10 +1393,17 @@ upload_rows(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
 			double *dst)
 {
 	size_t		row = (size_t) n * sizeof(double);
+	size_t		pitch = (size_t) v->n * sizeof(double);
 
-	j->timings.transfer_ms += sjgpu::upload_2d(dst, row, v->coords + first,
-											   (size_t) v->n * sizeof(double), row,
-											   (size_t) j->dim, j->compute.get());
+	/* a spread join's devices each upload a share and copy the rest from the others */
+	if (j->claim.units && j->claim.units->workers() > 1)
+		j->timings.transfer_ms +=
+			j->claim.units->upload(j->claim.worker, j->uploads++, j->device,
+								   (unsigned char *) dst, (const unsigned char *) (v->coords + first),
+								   pitch, row, (size_t) j->dim, j->compute.get());
+	else
+		j->timings.transfer_ms += sjgpu::upload_2d(dst, row, v->coords + first, pitch, row,
+												   (size_t) j->dim, j->compute.get());
 }
 
 /*

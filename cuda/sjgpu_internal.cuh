@@ -364,16 +364,19 @@ private:
 /*
  * Copy `height` rows of `width` bytes from host memory (row pitch spitch)
  * to device memory (row pitch dpitch), after the work already queued on
- * `stream`.  Small copies are one cudaMemcpy2DAsync on the stream.  Large
- * ones go through pinned staging blocks, filled by several host threads
- * (each with its own stream and two halves of a block, so its next copy
- * into pinned memory overlaps its last transfer): a pageable copy is
- * staged by one driver thread at a fraction of the link's speed.  Either
- * way the copy has completed, or failed, when this returns.  Returns the
- * host milliseconds it took.
+ * `stream`; only bytes [lo, hi) of the rows taken as one run of
+ * width * height bytes, where a range is given.  Small copies are one
+ * cudaMemcpy2DAsync on the stream.  Large ones (and ranges) go through
+ * pinned staging blocks, filled by several host threads (each with its own
+ * stream and two halves of a block, so its next copy into pinned memory
+ * overlaps its last transfer): a pageable copy is staged by one driver
+ * thread at a fraction of the link's speed.  Either way the copy has
+ * completed, or failed, when this returns.  Returns the host milliseconds
+ * it took.
  */
 double		upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
-					  size_t width, size_t height, cudaStream_t stream);
+					  size_t width, size_t height, cudaStream_t stream, size_t lo = 0,
+					  size_t hi = SIZE_MAX);
 
 /* upload_2d of one contiguous array of `bytes` bytes. */
 inline double

@@ -395,6 +395,8 @@ start_workers(std::unique_ptr<MultiJoin> m, const SjJoinOptions *options, bool c
 			m->running++;
 			started++;
 		}
+		else if (m->units)
+			m->units->drop(w->index);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	if (started == 0)
@@ -595,6 +597,151 @@ SharedUnits::cancel()
 	std::lock_guard<std::mutex> lk(mu_);
 
 	cancelled_ = true;
+	cv_.notify_all();
+}
+
+void
+SharedUnits::drop(int worker)
+{
+	std::lock_guard<std::mutex> lk(mu_);
+
+	(void) worker;
+	participants_--;
+	cv_.notify_all();
+}
+
+constexpr int kMaxPeers = 64;	/* device ordinals peer_reachable remembers */
+
+static bool peer_copies = true; /* test hook: false, every share from the host */
+
+/* Can device read peer's memory directly?  Enables it on first use. */
+static bool
+peer_reachable(int device, int peer)
+{
+	static std::mutex mu;
+	static signed char known[kMaxPeers][kMaxPeers];	/* 0 unknown, 1, -1 */
+	std::lock_guard<std::mutex> lk(mu);
+	int			can = 0;
+
+	if (!peer_copies)
+		return false;
+	if (device == peer)
+		return true;
+	if (device < 0 || peer < 0 || device >= kMaxPeers || peer >= kMaxPeers)
+		return false;
+	if (known[device][peer] == 0)
+	{
+		cudaError_t err = cudaDeviceCanAccessPeer(&can, device, peer);
+
+		/* the calling thread's current device is `device` */
+		if (err == cudaSuccess && can)
+		{
+			err = cudaDeviceEnablePeerAccess(peer, 0);
+			if (err == cudaErrorPeerAccessAlreadyEnabled)
+				err = cudaSuccess;
+		}
+		(void) cudaGetLastError();
+		known[device][peer] = err == cudaSuccess && can ? 1 : -1;
+	}
+	return known[device][peer] > 0;
+}
+
+double
+SharedUnits::upload(int worker, size_t seq, int device, unsigned char *dst,
+					const unsigned char *src, size_t spitch, size_t width, size_t height,
+					cudaStream_t stream)
+{
+	double		t0 = now_ms();
+	int			n = workers();
+	size_t		total = width * height;
+	auto		range = [&](int k, size_t *lo, size_t *hi) {
+		/* 256-byte aligned shares of the bytes, the last takes the rest */
+		*lo = k == 0 ? 0 : (size_t) ((double) total * k / n) & ~(size_t) 255;
+		*hi = k + 1 == n ? total : (size_t) ((double) total * (k + 1) / n) & ~(size_t) 255;
+	};
+	size_t		lo,
+				hi;
+	Exchange   *e;
+	bool		ok = true;
+	Error		why(SJ_ERR_INTERNAL, "shared upload failed");
+
+	range(worker, &lo, &hi);
+	upload_2d(dst, width, src, spitch, width, height, stream, lo, hi);
+	{
+		std::unique_lock<std::mutex> lk(mu_);
+
+		e = &exchanges_[seq];
+		if (e->dst.empty())
+		{
+			e->dst.assign(n, nullptr);
+			e->device.assign(n, -1);
+			e->total = total;
+		}
+		if (e->total != total || e->go)
+			throw Error(SJ_ERR_INTERNAL,
+						"the devices of a spread join uploaded differently (%zu bytes, not %zu)",
+						total, e->total);
+		e->dst[worker] = dst;
+		e->device[worker] = device;
+		e->arrived++;
+		cv_.notify_all();
+		cv_.wait(lk, [&] { return e->go || e->arrived >= participants_ || cancelled_; });
+		if (!e->go && e->arrived < participants_)
+		{
+			/* stopped before every device arrived: nobody has read anything */
+			e->dst[worker] = nullptr;
+			if (--e->arrived == 0)
+				exchanges_.erase(seq);
+			throw Error(SJ_ERR_INTERNAL, "the spread join stopped during an upload");
+		}
+		if (!e->go)
+		{
+			e->go = true;
+			e->readers = e->arrived;
+		}
+	}
+
+	/* the others' shares: from their devices, else from the host */
+	try
+	{
+		for (int k = 0; k < n; k++)
+		{
+			size_t		l,
+						h;
+
+			range(k, &l, &h);
+			if (k == worker || l >= h)
+				continue;
+			if (e->dst[k] && peer_reachable(device, e->device[k]))
+				SJGPU_CHECK(cudaMemcpyPeerAsync(dst + l, device, e->dst[k] + l, e->device[k],
+												h - l, stream));
+			else
+				upload_2d(dst, width, src, spitch, width, height, stream, l, h);
+		}
+		SJGPU_CHECK(cudaStreamSynchronize(stream));
+	}
+	catch (const Error &err)
+	{
+		why = err;
+		ok = false;
+		(void) cudaStreamSynchronize(stream);
+		(void) cudaGetLastError();
+	}
+
+	/* nobody goes on (and may free or overwrite its rows) until all have read */
+	{
+		std::unique_lock<std::mutex> lk(mu_);
+		int			readers = e->readers;
+
+		e->finished++;
+		cv_.notify_all();
+		cv_.wait(lk, [&] { return e->finished >= readers; });
+		if (++e->left == readers)
+			exchanges_.erase(seq);
+	}
+	if (!ok)
+		throw why;
+	return now_ms() - t0;
 }
 
 bool
@@ -858,3 +1005,14 @@ multi_end(MultiJoin *m) noexcept
 }
 
 }								/* namespace sjgpu */
+
+/*
+ * Test hook (not in sjgpu.h): on = 0 makes every device of a spread join
+ * upload the others' shares from the host instead of copying them from
+ * their devices.
+ */
+extern "C" void
+sjgpu_set_test_peer_copies(int on)
+{
+	sjgpu::peer_copies = on != 0;
+}

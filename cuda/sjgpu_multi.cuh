@@ -34,6 +34,8 @@
 #define SJGPU_MULTI_CUH
 
 #include <algorithm>
+#include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -54,7 +56,7 @@ constexpr uint32_t kUnitsPerDevice = 8;
 class SharedUnits
 {
 public:
-	explicit	SharedUnits(int nworkers) : taken_(nworkers, 0) {}
+	explicit	SharedUnits(int nworkers) : participants_(nworkers), taken_(nworkers, 0) {}
 
 	/*
 	 * The next unit of task for worker, whose plan of the task has n units
@@ -75,6 +77,23 @@ public:
 	 * identical sets)?  Exactly one worker gets true.
 	 */
 	bool		first(int worker, int job);
+
+	/*
+	 * Upload rows to every device of the join at once (upload_2d's
+	 * arguments; dst contiguous): worker's call number seq, the same call
+	 * on every device.  Each device uploads its 1/n of the bytes from the
+	 * host, waits for the others, then copies theirs from their devices
+	 * (peer to peer; from the host where it cannot reach another's memory,
+	 * or another never started), and returns once every device has read
+	 * what it needs of the others'.  Returns host milliseconds.  Throws,
+	 * also where the join stopped before every device arrived.
+	 */
+	double		upload(int worker, size_t seq, int device, unsigned char *dst,
+					   const unsigned char *src, size_t spitch, size_t width, size_t height,
+					   cudaStream_t stream);
+
+	/* A worker whose thread never started: no upload waits for it. */
+	void		drop(int worker);
 
 	/* The devices sharing the join. */
 	int			workers() const
@@ -103,7 +122,23 @@ private:
 		uint32_t	next = 0;
 	};
 
+	/* One upload shared by the devices (upload()). */
+	struct Exchange
+	{
+		std::vector<unsigned char *> dst;	/* NULL: that worker is not in it */
+		std::vector<int> device;
+		size_t		total = 0;
+		int			arrived = 0;
+		int			readers = 0;	/* arrived when all had: the copying starts */
+		int			finished = 0;
+		int			left = 0;
+		bool		go = false;
+	};
+
 	mutable std::mutex mu_;
+	std::condition_variable cv_;	/* an upload's arrivals, finishes; cancel */
+	std::map<size_t, Exchange> exchanges_;
+	int			participants_;
 	std::vector<Task> tasks_;
 	std::vector<uint64_t> taken_;
 	std::vector<int> owner_;	/* a one-off job's worker, -1: not asked yet */

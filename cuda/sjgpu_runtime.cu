@@ -405,7 +405,7 @@ static long stage_test_chunk;	/* test hook: > 0 stages all, in such pieces */
 /* One staging thread's share of upload_2d; false (and *why) on failure. */
 static bool
 stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
-		   const unsigned char *src, size_t spitch, size_t width, size_t total,
+		   const unsigned char *src, size_t spitch, size_t width, size_t lo, size_t hi,
 		   size_t chunk, std::atomic<size_t> *next, std::atomic<bool> *stop, Error *why)
 {
 	Stream		s;
@@ -423,13 +423,13 @@ stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
 		for (;;)
 		{
 			size_t		c = next->fetch_add(1);
-			size_t		off = c * chunk;
+			size_t		off = lo + c * chunk;
 			size_t		end;
 			unsigned char *half;
 
-			if (off >= total || stop->load())
+			if (off >= hi || stop->load())
 				break;
-			end = std::min(total, off + chunk);
+			end = std::min(hi, off + chunk);
 			if (!block.get())
 				block.allocate(2 * chunk);
 			half = block.get() + (used & 1) * chunk;
@@ -470,16 +470,18 @@ stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
 
 double
 upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-		  size_t height, cudaStream_t stream)
+		  size_t height, cudaStream_t stream, size_t lo, size_t hi)
 {
 	double		t0 = clock_ms();
 	size_t		total = width * height;
 	size_t		chunk = stage_test_chunk > 0 ? (size_t) stage_test_chunk : kStageChunk;
-	bool		staged = stage_test_chunk > 0 ||
-		(stage_test_chunk == 0 && total >= kStageMin);
+	bool		staged;
 
-	if (total == 0)
+	hi = std::min(hi, total);
+	if (lo >= hi)
 		return 0;
+	staged = stage_test_chunk > 0 || (stage_test_chunk == 0 && hi - lo >= kStageMin) ||
+		lo > 0 || hi < total;
 	if (spitch == width && dpitch == width)
 	{
 		width = total;			/* contiguous: one row */
@@ -503,7 +505,7 @@ upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width
 
 	int			device;
 	int			nthreads = (int) std::min<size_t>(kStageThreads,
-												   div_up(total, chunk));
+												   div_up(hi - lo, chunk));
 	Event		after;
 	std::atomic<size_t> next(0);
 	std::atomic<bool> stop(false);
@@ -518,7 +520,7 @@ upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width
 	after.record(stream);
 	auto		part = [&](int t) {
 		ok[t] = stage_part(device, after.get(), (unsigned char *) dst, dpitch,
-						   (const unsigned char *) src, spitch, width, total, chunk,
+						   (const unsigned char *) src, spitch, width, lo, hi, chunk,
 						   &next, &stop, &why[t]);
 	};
 

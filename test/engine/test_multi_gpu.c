@@ -25,11 +25,13 @@
 #pragma weak sjgpu_eps_set_test_spread
 #pragma weak sjgpu_jaccard_set_test_spread
 #pragma weak sjgpu_jaccard_set_test_strategy
+#pragma weak sjgpu_set_test_peer_copies
 extern void sjgpu_eps_set_test_strategy(int strategy);
 extern void sjgpu_eps_set_test_pruning(int on);
 extern void sjgpu_eps_set_test_spread(int always);
 extern void sjgpu_jaccard_set_test_spread(int always);
 extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
+extern void sjgpu_set_test_peer_copies(int on);
 
 /* The strategy and devices lines of the last spread join of m_case. */
 static char m_strategy[128];
@@ -638,6 +640,14 @@ SJ_TEST(multi_gpu_eps_tensor)
 			 "384-D chunks: %s", why);
 	SJ_CHECK(m_case(6000, 3000, 384, 0, SJ_METRIC_L2, 0, 0, 5000, 48 << 20, why),
 			 "384-D chunks two tables: %s", why);
+	/* every device's shares of the uploads from the host, none from a peer */
+	if (sjgpu_set_test_peer_copies)
+	{
+		sjgpu_set_test_peer_copies(0);
+		SJ_CHECK(m_case(6000, 3000, 384, 1, SJ_METRIC_COSINE, 0, 0, 5000, 48 << 20, why),
+				 "384-D chunks, uploads from the host: %s", why);
+		sjgpu_set_test_peer_copies(1);
+	}
 	/* no pruning: every tile pair, shared alike */
 	if (sjgpu_eps_set_test_pruning)
 	{

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "sjgpu_multi.cuh"
 
@@ -55,6 +56,29 @@ size_t
 memory_limit(size_t options_limit)
 {
 	return options_limit ? options_limit : ((size_t) 1 << 30);
+}
+
+/*
+ * Stub: no GPU here, so the CUDA calls of the shared upload fail; ignored.
+ * (No device can reach another's memory, so every share a device does not
+ * upload itself comes through upload_2d below, from the "host".)
+ */
+void
+check_cuda(cudaError_t, const char *, const char *, int)
+{
+}
+
+/* Stub: "device" memory is host memory; bytes [lo, hi), after a random sleep. */
+double
+upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+		  size_t height, cudaStream_t, size_t lo, size_t hi)
+{
+	hi = std::min(hi, width * height);
+	std::this_thread::sleep_for(std::chrono::microseconds(rand() % 300));
+	for (size_t o = lo; o < hi; o++)
+		((unsigned char *) dst)[(o / width) * dpitch + o % width] =
+			((const unsigned char *) src)[(o / width) * spitch + o % width];
+	return 0.0;
 }
 
 /* Stubs: the operators' joins with shared units are not linked here. */
@@ -96,6 +120,7 @@ SjStatus	sjgpu_theta_next(SjGpuThetaJoin *, SjPairBatch *, int *, char *) { retu
 void		sjgpu_theta_timings(const SjGpuThetaJoin *, SjTimings *) {}
 SjThetaDataError sjgpu_theta_data_error(const SjGpuThetaJoin *) { return SJ_THETA_OK; }
 void		sjgpu_theta_end(SjGpuThetaJoin *) {}
+SjStatus	sjgpu_device_count(int *count, char *) { *count = 4; return SJ_OK; }	/* as use_device */
 }
 
 static std::atomic<int> fail_begin_at{-1};
@@ -417,6 +442,70 @@ run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
 	return true;
 }
 
+/*
+ * SharedUnits::upload: k devices (nrun of them running, the others
+ * dropped) upload four pitched arrays in turn; each must end up with all
+ * of every one.  cancel_after_ms >= 0: only nrun run and none is dropped,
+ * so the uploads wait until the cancel, and every device must throw.
+ */
+static bool
+check_upload(int k, int nrun, size_t width, size_t height, int cancel_after_ms)
+{
+	SharedUnits units(k);
+	size_t		spitch = width + 13;
+	std::vector<unsigned char> src(spitch * height + 1);
+	std::vector<std::vector<unsigned char>> dst(k);
+	std::atomic<int> threw{0};
+	std::vector<std::thread> th;
+	bool		ok = true;
+
+	for (auto &c : src)
+		c = (unsigned char) rand();
+	if (cancel_after_ms < 0)
+		for (int w = nrun; w < k; w++)
+			units.drop(w);
+	for (int w = 0; w < nrun; w++)
+		th.emplace_back([&, w] {
+			dst[w].assign(width * height, 0);
+			try
+			{
+				for (size_t seq = 0; seq < 4; seq++)
+				{
+					const unsigned char *from = src.data() + seq % 2;
+
+					units.upload(w, seq, w, dst[w].data(), from, spitch, width, height, nullptr);
+					/* a wrong byte is reported, and the device goes on to the next upload */
+					for (size_t o = 0; o < width * height; o++)
+						if (dst[w][o] != from[(o / width) * spitch + o % width])
+						{
+							printf("shared upload: %d devices, %zu x %zu: device %d byte %zu wrong\n",
+								   k, width, height, w, o);
+							threw += 1000;
+							break;
+						}
+				}
+			}
+			catch (const Error &)
+			{
+				threw++;
+			}
+		});
+	if (cancel_after_ms >= 0)
+	{
+		std::this_thread::sleep_for(std::chrono::milliseconds(cancel_after_ms));
+		units.cancel();
+	}
+	for (auto &t : th)
+		t.join();
+	if (cancel_after_ms >= 0 ? threw != nrun : threw != 0)
+	{
+		printf("shared upload: %d devices (%d running), cancel %d: %d threw\n", k, nrun,
+			   cancel_after_ms, threw.load());
+		ok = false;
+	}
+	return ok;
+}
+
 int
 main()
 {
@@ -472,7 +561,17 @@ main()
 			ok = false;
 		}
 	}
-	printf("multi-device driver: %d joins and 9 failure or early-end cases: %s\n", n,
-		   ok ? "ok" : "FAILED");
+	/* the shared upload: shares, pitches, dropped devices, a stop mid-upload */
+	for (int k = 1; k <= 4; k++)
+		for (size_t total : {(size_t) 1, (size_t) 300, (size_t) 5000, (size_t) 70001})
+		{
+			ok &= check_upload(k, k, total, 1, -1);
+			ok &= check_upload(k, k, total / 7 + 1, 7, -1);
+			if (k > 1)
+				ok &= check_upload(k, k - 1, total / 3 + 1, 3, -1);
+		}
+	ok &= check_upload(3, 2, 4000, 5, 30);
+	printf("multi-device driver: %d joins, 9 failure or early-end cases, shared uploads: %s\n",
+		   n, ok ? "ok" : "FAILED");
 	return ok ? 0 : 1;
 }

@@ -770,11 +770,14 @@ SjResetRun(SjScanState *state)
 	state->matched = NULL;
 	state->sides = NULL;
 	state->side_done[0] = state->side_done[1] = false;
+	state->side_shared[0] = state->side_shared[1] = false;
 	state->inner_readers = 0;
 	state->inner_parts = 0;
 	state->inner_read = 0;
 	state->index_role = SJ_INDEX_ROLE_NONE;
 	state->index_ms = 0;
+	state->prep_role = SJ_INDEX_ROLE_NONE;
+	state->prep_ms = 0;
 	state->loaded = false;
 	state->finished = false;
 }

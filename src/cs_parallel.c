@@ -285,6 +285,7 @@ SjReadInnerShare(SjScanState *state, SjInnerShare *share, int slotno)
 static void
 SjInnerMergeParts(SjScanState *state, int nshares, const int64 *base)
 {
+	/* (rows[1].n: all of the inner rows, base[nshares]) */
 	SjSharedInner *sh = state->shared;
 	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
 	SjParts		parts;
@@ -303,7 +304,7 @@ SjInnerMergeParts(SjScanState *state, int nshares, const int64 *base)
 	parts.part = palloc(nshares * sizeof(char *));
 	for (p = 0; p < nshares; p++)
 		parts.part[p] = dsa_get_address(area, sh->share[p].part);
-	parts.rows = state->rows[1].n;
+	parts.rows = base[nshares];
 	if (!SjSideSpec(state, 1, &kind, &side, &ncols, positions, typids))
 		elog(ERROR, "shared inner parts without a side");
 	SjSideAddParts(state, 1, side, &parts);
@@ -313,6 +314,139 @@ SjInnerMergeParts(SjScanState *state, int nshares, const int64 *base)
 			(keys[i] & ((INT64CONST(1) << SJ_SHARE_KEY_BITS) - 1));
 	pfree(parts.part);
 	state->inner_parts = nshares;
+}
+
+/*
+ * The shared inner side prepared once (SjSideMethods.export): the kept
+ * rows' order, then the side as its methods exported it.
+ */
+typedef struct SjPreparedInner
+{
+	int64		nrows;			/* kept rows: all of the inner's */
+	bool		ordered;		/* kept row k is tuple order[k] (else k) */
+	Size		side;			/* offset of the exported side */
+	/* then: nrows uint32 (ordered), the side MAXALIGNed */
+} SjPreparedInner;
+
+#define SjPreparedOrder(p)	((const uint32 *) ((char *) (p) + MAXALIGN(sizeof(SjPreparedInner))))
+
+/*
+ * Prepare the inner side once for all participants: merge the shares'
+ * parts (their keys (share, place) become tuple numbers, base[p] the first
+ * of share p), lay the side out in its order and write it, with the order
+ * the kept rows take, into the DSA area; free the parts, now unused.
+ */
+static dsa_pointer
+SjInnerPrepare(SjScanState *state, int nshares, const int64 *base)
+{
+	SjSharedInner *sh = state->shared;
+	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
+	int64		nrows = base[nshares];
+	uint32	   *order;
+	Size		side_size,
+				off;
+	dsa_pointer dp;
+	SjPreparedInner *prep;
+	int			p;
+
+	state->rows[1].n = nrows;
+	SjInnerMergeParts(state, nshares, base);
+	order = state->side_ops->order(state, 1, nrows);
+	side_size = state->side_ops->export(state, 1, NULL);
+	off = MAXALIGN(sizeof(SjPreparedInner));
+	if (order)
+		off = add_size(off, MAXALIGN(mul_size(nrows, sizeof(uint32))));
+	dp = dsa_allocate_extended(area, add_size(off, Max(side_size, 1)), DSA_ALLOC_HUGE);
+	prep = dsa_get_address(area, dp);
+	prep->nrows = nrows;
+	prep->ordered = order != NULL;
+	prep->side = off;
+	if (order)
+	{
+		uint32	   *to = (uint32 *) SjPreparedOrder(prep);
+		int64		n;
+		int64		k,
+					at;
+		bool	   *named;
+
+		/* the engine's rows first, in its order, then the others as read */
+		state->side_ops->keys(state, 1, NULL, &n);
+		named = palloc_extended(Max(nrows, 1) * sizeof(bool),
+								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		for (k = 0; k < n; k++)
+		{
+			to[k] = order[k];
+			named[order[k]] = true;
+		}
+		for (at = 0; at < nrows && k < nrows; at++)
+			if (!named[at])
+				to[k++] = (uint32) at;
+		pfree(named);
+		pfree(order);
+	}
+	state->side_ops->export(state, 1, (char *) prep + off);
+	/* the parts are merged: nobody reads them any more */
+	for (p = 0; p < nshares; p++)
+	{
+		if (DsaPointerIsValid(sh->share[p].part))
+			dsa_free(area, sh->share[p].part);
+		sh->share[p].part = InvalidDsaPointer;
+	}
+	return dp;
+}
+
+/*
+ * The inner side prepared once (SjInnerPrepare): by the first participant
+ * to get here, the others waiting for it (idle), or waited for.  An ERROR
+ * while preparing aborts the query, and with it the participants waiting.
+ */
+static SjPreparedInner *
+SjInnerPrepared(SjScanState *state, int nshares, const int64 *base)
+{
+	SjSharedInner *sh = state->shared;
+	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
+	double		t0 = sj_now_ms();
+	bool		build = false;
+
+	SpinLockAcquire(&sh->mutex);
+	if (sh->prep_state == SJ_INDEX_NONE)
+	{
+		sh->prep_state = SJ_INDEX_BUILDING;
+		build = true;
+	}
+	SpinLockRelease(&sh->mutex);
+	if (build)
+	{
+		dsa_pointer dp;
+
+		state->prep_role = SJ_INDEX_ROLE_BUILT;	/* the others wait: all threads */
+		dp = SjInnerPrepare(state, nshares, base);
+
+		SpinLockAcquire(&sh->mutex);
+		sh->prepared = dp;
+		sh->prep_state = SJ_INDEX_READY;
+		SpinLockRelease(&sh->mutex);
+		ConditionVariableBroadcast(&sh->prep_cv);
+	}
+	else
+	{
+		ConditionVariablePrepareToSleep(&sh->prep_cv);
+		for (;;)
+		{
+			int			st;
+
+			SpinLockAcquire(&sh->mutex);
+			st = sh->prep_state;
+			SpinLockRelease(&sh->mutex);
+			if (st != SJ_INDEX_BUILDING)
+				break;
+			ConditionVariableSleep(&sh->prep_cv, PG_WAIT_EXTENSION);
+		}
+		ConditionVariableCancelSleep();
+	}
+	state->prep_role = build ? SJ_INDEX_ROLE_BUILT : SJ_INDEX_ROLE_PROBED;
+	state->prep_ms = sj_now_ms() - t0;
+	return dsa_get_address(area, sh->prepared);
 }
 
 /*
@@ -334,7 +468,12 @@ SjReadInnerShared(SjScanState *state)
 	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
 	int64	   *base;
 	int64		total = 0;
+	int64		k;
 	bool		all_parts = true;
+	bool		merge;
+	SjPreparedInner *prep = NULL;
+	MinimalTuple *tuples;
+	const uint32 *order;
 	int			nshares,
 				p;
 
@@ -357,7 +496,7 @@ SjReadInnerShared(SjScanState *state)
 	}
 	BarrierDetach(&sh->barrier);
 
-	/* phase 1: nobody writes any more */
+	/* phase 1: nobody writes the shares any more */
 	nshares = sh->nshares;
 	base = palloc((nshares + 1) * sizeof(int64));
 	for (p = 0; p < nshares; p++)
@@ -369,8 +508,12 @@ SjReadInnerShared(SjScanState *state)
 	}
 	base[nshares] = total;
 	state->inner_readers = nshares;
-	SjRowsAlloc(rows, state->natts[1], Max(total, 1));
-	for (p = 0; p < nshares; p++)
+	merge = all_parts && nshares > 0 && state->source == SJ_SRC_ENGINE;
+	if (merge && state->side_ops->export != NULL)
+		prep = SjInnerPrepared(state, nshares, base);
+	/* the tuples in place, in the prepared order if any */
+	tuples = palloc_extended(Max(total, 1) * sizeof(MinimalTuple), MCXT_ALLOC_HUGE);
+	for (p = 0, k = 0; p < nshares; p++)
 	{
 		dsa_pointer dp;
 
@@ -382,19 +525,32 @@ SjReadInnerShared(SjScanState *state)
 
 			for (n = 0; n < chunk->ntuples; n++)
 			{
-				MinimalTuple mt = (MinimalTuple) (SjInnerChunkData(chunk) + off);
-
-				SjDeformMinimal(mt, desc, rows->values + rows->n * rows->natts,
-								rows->isnull + rows->n * rows->natts);
-				rows->n++;
-				off += MAXALIGN(mt->t_len);
+				tuples[k++] = (MinimalTuple) (SjInnerChunkData(chunk) + off);
+				off += MAXALIGN(tuples[k - 1]->t_len);
 			}
 			dp = chunk->next;
 		}
-		Assert(rows->n == base[p + 1]);
+		Assert(k == base[p + 1]);
 	}
-	Assert(rows->n == total);
-	if (all_parts && nshares > 0 && state->source == SJ_SRC_ENGINE)
+	Assert(k == total);
+	order = prep && prep->ordered ? SjPreparedOrder(prep) : NULL;
+	SjRowsAlloc(rows, state->natts[1], Max(total, 1));
+	for (k = 0; k < total; k++)
+	{
+		SjDeformMinimal(tuples[order ? order[k] : k], desc,
+						rows->values + k * rows->natts,
+						rows->isnull + k * rows->natts);
+		rows->n++;
+	}
+	pfree(tuples);
+	if (prep)
+	{
+		state->side_ops->import(state, 1, (const char *) prep + prep->side);
+		state->side_done[1] = true;
+		state->side_shared[1] = true;
+		state->inner_parts = nshares;
+	}
+	else if (merge)
 		SjInnerMergeParts(state, nshares, base);
 	pfree(base);
 	return true;
@@ -543,6 +699,11 @@ SjInnerReset(SjSharedInner *sh, dsa_area *area)
 	if (area != NULL && DsaPointerIsValid(sh->index))
 		dsa_free(area, sh->index);
 	sh->index = InvalidDsaPointer;
+	if (area != NULL && DsaPointerIsValid(sh->prepared))
+		dsa_free(area, sh->prepared);
+	sh->prepared = InvalidDsaPointer;
+	sh->prep_state = SJ_INDEX_NONE;
+	ConditionVariableInit(&sh->prep_cv);
 	memset(SjWorkerReports(sh), 0, (sh->maxshares - 1) * sizeof(SjWorkerReport));
 	sh->index_state = SJ_INDEX_NONE;
 	ConditionVariableInit(&sh->index_cv);
@@ -618,6 +779,8 @@ SjShutdownScan(CustomScanState *node)
 		r = &reports[ParallelWorkerNumber];
 		r->index_role = state->index_role;
 		r->index_ms = state->index_ms;
+		r->prep_role = state->prep_role;
+		r->prep_ms = state->prep_ms;
 		r->inner_read = state->inner_read;
 		r->stats = state->stats;
 		pg_write_barrier();

@@ -112,10 +112,16 @@ typedef struct SjSideRows
  * (partial) inner plan into chunks of minimal tuples in the query's DSA
  * area and, where the operator's part format can hold the join columns,
  * marshals their values as it goes into a part of its own, then arrives.
- * In phase 1 nobody writes: every participant has all of the inner rows,
- * shares in slot order, each share's rows in reading order, read in place,
- * and merges the parts into its engine input instead of marshalling every
- * inner row itself.
+ * In phase 1 nobody writes the shares: every participant has all of the
+ * inner rows, shares in slot order, each share's rows in reading order,
+ * read in place, and merges the parts into its engine input instead of
+ * marshalling every inner row itself.  Where the operator's sides can be
+ * exported (SjSideMethods.export: PostGIS points), the first participant
+ * past the barrier merges the parts once, lays the side out (its spatial
+ * order) and writes the engine's input and the kept rows' order into the
+ * DSA area (prepared, SjPreparedInner in cs_parallel.c); the others wait
+ * for it, then read the engine's input in place and deform the rows in
+ * that order.
  */
 typedef struct SjInnerShare
 {
@@ -133,6 +139,10 @@ typedef struct SjSharedInner
 	int			index_state;	/* SjIndexState, under mutex */
 	dsa_pointer index;			/* the engine's index, once READY */
 	ConditionVariable index_cv; /* index_state left BUILDING */
+	int			prep_state;		/* SjIndexState of the prepared inner,
+								 * under mutex */
+	dsa_pointer prepared;		/* SjPreparedInner, once READY */
+	ConditionVariable prep_cv;	/* prep_state left BUILDING */
 	SjInnerShare share[FLEXIBLE_ARRAY_MEMBER];
 	/* then, MAXALIGNed, an SjWorkerReport per planned worker */
 } SjSharedInner;
@@ -148,6 +158,8 @@ typedef struct SjWorkerReport
 	bool		filled;			/* written, after the fields below */
 	int			index_role;
 	double		index_ms;
+	int			prep_role;
+	double		prep_ms;
 	int64		inner_read;
 	SjStats		stats;
 } SjWorkerReport;
@@ -242,6 +254,8 @@ typedef struct SjScanState
 	void	   *sides;			/* the engine's input being built
 								 * (cs_sides.c; theta: SjThetaPrepared) */
 	bool		side_done[2];	/* side read by workers and finished */
+	bool		side_shared[2]; /* ... prepared once for all participants:
+								 * read only, in shared memory */
 	int64		rows_out;
 	SjSharedInner *shared;		/* parallel-aware: the shared inner input */
 	int64		inner_read;		/* inner rows this participant read */
@@ -249,6 +263,9 @@ typedef struct SjScanState
 	int			inner_parts;	/* their parts merged (0: marshalled here) */
 	int			index_role;		/* SJ_INDEX_ROLE_* */
 	double		index_ms;		/* building or waiting for the shared index */
+	int			prep_role;		/* SJ_INDEX_ROLE_*: the prepared inner side
+								 * built (BUILT) or read (PROBED) */
+	double		prep_ms;		/* preparing or waiting for it */
 	SjWorkerReport *reports;	/* leader: the workers', copied at shutdown */
 	int			nreports;
 	SjStats		stats;
@@ -281,6 +298,17 @@ typedef struct SjSideMethods
 	int64	   *(*keys) (SjScanState *state, int s, void *side, int64 *n);
 	/* both sides in: the engine's job, state->spec's arg, keys and rows */
 	void		(*end) (SjScanState *state);
+
+	/*
+	 * The shared inner side prepared once (cs_parallel.c), or NULL where
+	 * each participant prepares its own: side s, its parts merged, laid
+	 * out in the order its nrows kept rows are to take (NULL: theirs, see
+	 * SjRowsPermute's from); written into dst (NULL: its size); read in
+	 * place from src by every participant, the kept rows in that order.
+	 */
+	uint32	   *(*order) (SjScanState *state, int s, int64 nrows);
+	Size		(*export) (SjScanState *state, int s, char *dst);
+	void		(*import) (SjScanState *state, int s, const char *src);
 } SjSideMethods;
 
 /* The paths offered for a join. */

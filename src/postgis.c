@@ -980,6 +980,85 @@ SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out)
 	SjPointSideFinish((SjPointScan *) side, parts, out);
 }
 
+/* A custom scan's side of points as one participant exports it. */
+typedef struct SjPointExport
+{
+	int32		have_srid;
+	int32		srid;
+	int32		scan_dim;		/* the side's dim, -1 if no point */
+	int32		dim;			/* the engine input's */
+	int64		n;
+	int64		skipped;
+	int32		has_keys;
+	int32		pad;
+	/* then, MAXALIGNed: dim * n coordinates, n keys */
+} SjPointExport;
+
+#define SJ_POINT_EXPORT_SIZE	MAXALIGN(sizeof(SjPointExport))
+
+/*
+ * Write a custom scan's side of points, its engine input in (merged), into
+ * dst for the other participants of a parallel join (dst NULL: the bytes it
+ * takes), then free in's arrays: the side is read from dst from then on
+ * (SjPointSideImport).
+ */
+Size
+SjPointSideExport(void *side, SjVectorInput *in, char *dst)
+{
+	SjPointScan *scan = (SjPointScan *) side;
+	Size		coords = (Size) in->vectors.dim * in->vectors.n * sizeof(double);
+	Size		keys = in->keys ? (Size) in->vectors.n * sizeof(int64) : 0;
+	SjPointExport *h = (SjPointExport *) dst;
+
+	if (dst == NULL)
+		return SJ_POINT_EXPORT_SIZE + MAXALIGN(coords) + keys;
+	memset(h, 0, sizeof(*h));
+	h->have_srid = scan->have_srid;
+	h->srid = scan->srid;
+	h->scan_dim = scan->eps.dim;
+	h->dim = in->vectors.dim;
+	h->n = in->vectors.n;
+	h->skipped = in->skipped;
+	h->has_keys = in->keys != NULL;
+	memcpy(dst + SJ_POINT_EXPORT_SIZE, in->vectors.coords, coords);
+	if (keys > 0)
+		memcpy(dst + SJ_POINT_EXPORT_SIZE + MAXALIGN(coords), in->keys, keys);
+	if (in->vectors.coords)
+		pfree((void *) in->vectors.coords);
+	if (in->keys)
+		pfree(in->keys);
+	if (scan->eps.keys == in->keys)
+		scan->eps.keys = NULL;
+	memset(in, 0, sizeof(*in));
+	return SJ_POINT_EXPORT_SIZE + MAXALIGN(coords) + keys;
+}
+
+/*
+ * A custom scan's side of points as a participant exported it into src
+ * (SjPointSideExport): its engine input *out, read in place, and what its
+ * points had in common.
+ */
+void
+SjPointSideImport(void *side, const char *src, SjVectorInput *out)
+{
+	SjPointScan *scan = (SjPointScan *) side;
+	const SjPointExport *h = (const SjPointExport *) src;
+	Size		coords = (Size) h->dim * h->n * sizeof(double);
+
+	scan->have_srid = h->have_srid;
+	scan->srid = h->srid;
+	scan->eps.dim = h->scan_dim;
+	scan->eps.n = h->n;
+	scan->eps.skipped = h->skipped;
+	memset(out, 0, sizeof(*out));
+	out->vectors.n = (uint32_t) h->n;
+	out->vectors.dim = h->dim;
+	out->vectors.coords = (const double *) (src + SJ_POINT_EXPORT_SIZE);
+	out->keys = h->has_keys ?
+		(int64 *) (src + SJ_POINT_EXPORT_SIZE + MAXALIGN(coords)) : NULL;
+	out->skipped = h->skipped;
+}
+
 /*
  * The eps the engine runs a custom scan's join at, for the eps (or
  * tolerance) d of its condition (gis: its SJ_GIS_* flags): one that keeps

@@ -51,6 +51,9 @@ typedef struct SjInnerChunk
 #define SJ_INNER_CHUNK_HEADER	MAXALIGN(sizeof(SjInnerChunk))
 #define SjInnerChunkData(chunk)	((char *) (chunk) + SJ_INNER_CHUNK_HEADER)
 
+/* Tuples asked of the memory ahead of the one deformed. */
+#define SJ_DEFORM_PREFETCH		16
+
 /*
  * What workers need to build side s of a counting node: its kind, the
  * operator's side, and its columns as positions in the child's rows with
@@ -333,8 +336,14 @@ typedef struct SjPreparedInner
 /*
  * Prepare the inner side once for all participants: merge the shares'
  * parts (their keys (share, place) become tuple numbers, base[p] the first
- * of share p), lay the side out in its order and write it, with the order
- * the kept rows take, into the DSA area; free the parts, now unused.
+ * of share p), and write the side, its engine rows laid out in its order
+ * (a gather straight into the DSA area), with the order the kept rows take
+ * then; free the parts, now unused.  The DSA area grows by the engine's
+ * input (dim doubles and a key a point) and 4 bytes a kept row, less than
+ * the parts freed (a key and dim doubles a point, and their headers) and
+ * the tuples' chunks: the shared inner's memory stays about what it was
+ * (it used to be the parts' while each participant held its own merged
+ * copy and spatial order in private memory).
  */
 static dsa_pointer
 SjInnerPrepare(SjScanState *state, int nshares, const int64 *base)
@@ -352,7 +361,7 @@ SjInnerPrepare(SjScanState *state, int nshares, const int64 *base)
 	state->rows[1].n = nrows;
 	SjInnerMergeParts(state, nshares, base);
 	order = state->side_ops->order(state, 1, nrows);
-	side_size = state->side_ops->export(state, 1, NULL);
+	side_size = state->side_ops->export(state, 1, order, NULL);
 	off = MAXALIGN(sizeof(SjPreparedInner));
 	if (order)
 		off = add_size(off, MAXALIGN(mul_size(nrows, sizeof(uint32))));
@@ -363,28 +372,30 @@ SjInnerPrepare(SjScanState *state, int nshares, const int64 *base)
 	prep->side = off;
 	if (order)
 	{
-		uint32	   *to = (uint32 *) SjPreparedOrder(prep);
+		uint32	   *from = (uint32 *) SjPreparedOrder(prep);
+		int64	   *keys;
 		int64		n;
 		int64		k,
 					at;
 		bool	   *named;
 
-		/* the engine's rows first, in its order, then the others as read */
-		state->side_ops->keys(state, 1, NULL, &n);
+		/* the engine's rows' kept rows first, in its order, then the others */
+		keys = state->side_ops->keys(state, 1, NULL, &n);
 		named = palloc_extended(Max(nrows, 1) * sizeof(bool),
 								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 		for (k = 0; k < n; k++)
 		{
-			to[k] = order[k];
-			named[order[k]] = true;
+			from[k] = (uint32) keys[order[k]];
+			named[from[k]] = true;
 		}
 		for (at = 0; at < nrows && k < nrows; at++)
 			if (!named[at])
-				to[k++] = (uint32) at;
+				from[k++] = (uint32) at;
 		pfree(named);
-		pfree(order);
 	}
-	state->side_ops->export(state, 1, (char *) prep + off);
+	state->side_ops->export(state, 1, order, (char *) prep + off);
+	if (order)
+		pfree(order);
 	/* the parts are merged: nobody reads them any more */
 	for (p = 0; p < nshares; p++)
 	{
@@ -534,11 +545,23 @@ SjReadInnerShared(SjScanState *state)
 	}
 	Assert(k == total);
 	order = prep && prep->ordered ? SjPreparedOrder(prep) : NULL;
+	if (order)
+	{
+		MinimalTuple *ordered = palloc_extended(Max(total, 1) * sizeof(MinimalTuple),
+												MCXT_ALLOC_HUGE);
+
+		for (k = 0; k < total; k++)
+			ordered[k] = tuples[order[k]];
+		pfree(tuples);
+		tuples = ordered;
+	}
 	SjRowsAlloc(rows, state->natts[1], Max(total, 1));
 	for (k = 0; k < total; k++)
 	{
-		SjDeformMinimal(tuples[order ? order[k] : k], desc,
-						rows->values + k * rows->natts,
+		/* in spatial order, the tuples lie scattered: ask for them ahead */
+		if (k + SJ_DEFORM_PREFETCH < total)
+			__builtin_prefetch(tuples[k + SJ_DEFORM_PREFETCH]);
+		SjDeformMinimal(tuples[k], desc, rows->values + k * rows->natts,
 						rows->isnull + k * rows->natts);
 		rows->n++;
 	}

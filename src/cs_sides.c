@@ -224,20 +224,18 @@ SjSpreadBits(uint32 v)
 }
 
 /*
- * The Morton order of side s's points (the first two coordinates, on a
- * 2^12 grid over the side's bounds), for side s of nrows kept rows: lays
- * the engine's rows out in it (in's coordinates in place, its keys become
- * 0 .. n - 1) and returns from, engine row k's kept row before (the kept
- * rows are to follow: SjRowsPermute), or NULL where the side keeps its
- * order.  The engines hand pairs out by grid cell, and a cell's rows are
- * then next to each other in the kept rows too: forming a pair reads lines
- * of memory the pairs before it read, where in reading order (spatially
- * random) nearly every pair missed the caches on each side.  A stable
- * radix sort of the codes, so the order only depends on the input.
- * Geometry only (a geography side holds more than its dim coordinates).
+ * The Morton order of a side's points (the first two coordinates, on a
+ * 2^12 grid over the side's bounds), for a side of nrows kept rows: order,
+ * the engine row to take place k, or NULL where the side keeps its order.
+ * The engines hand pairs out by grid cell, and a cell's rows are then next
+ * to each other in the kept rows too: forming a pair reads lines of memory
+ * the pairs before it read, where in reading order (spatially random)
+ * nearly every pair missed the caches on each side.  A stable radix sort
+ * of the codes, so the order only depends on the input.  Geometry only (a
+ * geography side holds more than its dim coordinates).
  */
 static uint32 *
-SjPointOrder(SjScanState *state, SjVectorInput *in, int64 nrows)
+SjPointOrder(SjScanState *state, const SjVectorInput *in, int64 nrows)
 {
 	uint32		n = in->vectors.n;
 	int			dim = in->vectors.dim;
@@ -248,8 +246,6 @@ SjPointOrder(SjScanState *state, SjVectorInput *in, int64 nrows)
 	double		scale[2];
 	uint64	   *code;
 	uint32	   *order;
-	double	   *coords;
-	double	   *column;
 	uint32		k;
 	int			d;
 	int			threads;
@@ -287,12 +283,36 @@ SjPointOrder(SjScanState *state, SjVectorInput *in, int64 nrows)
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory ordering %u points", n)));
 	pfree(code);
-	/* the coordinates in place, a column at a time (order[k]: the row at k) */
+	return order;
+}
+
+/*
+ * Lay side s's engine rows and kept rows out in the Morton order of their
+ * points (SjPointOrder), the engine's row k becoming kept row k: the
+ * coordinates in place, the keys the row numbers.  Not where no rows are
+ * kept (counting), nor for a side prepared in shared memory, which its
+ * preparer laid out (SjPointSidesExport).
+ */
+static void
+SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
+{
+	SjSideRows *rows = &state->rows[s];
+	uint32		n = in->vectors.n;
+	uint32	   *order;
+	double	   *column;
+	uint32		k;
+	int			d;
+
+	if (rows->values == NULL || state->side_shared[s])
+		return;
+	order = SjPointOrder(state, in, rows->n);
+	if (order == NULL)
+		return;
+	/* the coordinates, a column at a time (order[k]: the row at k) */
 	column = palloc_extended((Size) n * sizeof(double), MCXT_ALLOC_HUGE);
-	coords = (double *) in->vectors.coords;
-	for (d = 0; d < dim; d++)
+	for (d = 0; d < in->vectors.dim; d++)
 	{
-		double	   *c = coords + (Size) d * n;
+		double	   *c = (double *) in->vectors.coords + (Size) d * n;
 
 		for (k = 0; k < n; k++)
 			column[k] = c[order[k]];
@@ -304,31 +324,11 @@ SjPointOrder(SjScanState *state, SjVectorInput *in, int64 nrows)
 		order[k] = (uint32) in->keys[order[k]];
 	for (k = 0; k < n; k++)
 		in->keys[k] = k;
-	return order;
-}
-
-/*
- * Lay side s's engine rows and kept rows out in the Morton order of their
- * points (SjPointOrder), the engine's row k becoming kept row k; not where
- * no rows are kept (counting), nor for a side prepared in shared memory,
- * which its preparer laid out (SjPointSidesOrder).
- */
-static void
-SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
-{
-	SjSideRows *rows = &state->rows[s];
-	uint32	   *order;
-
-	if (rows->values == NULL || state->side_shared[s])
-		return;
-	order = SjPointOrder(state, in, rows->n);
-	if (order == NULL)
-		return;
-	SjRowsPermute(rows, order, in->vectors.n);
+	SjRowsPermute(rows, order, n);
 	pfree(order);
 }
 
-/* SjSideMethods.order: side s (parts merged) in its points' spatial order. */
+/* SjSideMethods.order: side s (parts merged), its points' spatial order. */
 static uint32 *
 SjPointSidesOrder(SjScanState *state, int s, int64 nrows)
 {
@@ -338,15 +338,16 @@ SjPointSidesOrder(SjScanState *state, int s, int64 nrows)
 }
 
 /*
- * SjSideMethods.export: side s (parts merged) into dst for the other
- * participants (dst NULL: its size).  Its local copy is freed once written.
+ * SjSideMethods.export: side s (parts merged), its engine rows in order,
+ * into dst for the other participants (dst NULL: its size).  Its local
+ * copy is freed once written.
  */
 static Size
-SjPointSidesExport(SjScanState *state, int s, char *dst)
+SjPointSidesExport(SjScanState *state, int s, const uint32 *order, char *dst)
 {
 	SjPointSides *sd = state->sides;
 
-	return SjPointSideExport(sd->scan[s], &sd->in[s], dst);
+	return SjPointSideExport(sd->scan[s], &sd->in[s], order, dst);
 }
 
 /* SjSideMethods.import: side s as a participant exported it, read in place. */

@@ -301,13 +301,15 @@ typedef struct SjSideMethods
 
 	/*
 	 * The shared inner side prepared once (cs_parallel.c), or NULL where
-	 * each participant prepares its own: side s, its parts merged, laid
-	 * out in the order its nrows kept rows are to take (NULL: theirs, see
-	 * SjRowsPermute's from); written into dst (NULL: its size); read in
-	 * place from src by every participant, the kept rows in that order.
+	 * each participant prepares its own: the order side s's engine rows
+	 * are to take, its parts merged, for its nrows kept rows (the engine
+	 * row at each place; NULL: theirs); the side written into dst in that
+	 * order, the engine's row k then its kept row k (dst NULL: its size);
+	 * read in place from src by every participant.
 	 */
 	uint32	   *(*order) (SjScanState *state, int s, int64 nrows);
-	Size		(*export) (SjScanState *state, int s, char *dst);
+	Size		(*export) (SjScanState *state, int s, const uint32 *order,
+						   char *dst);
 	void		(*import) (SjScanState *state, int s, const char *src);
 } SjSideMethods;
 

@@ -999,16 +999,22 @@ typedef struct SjPointExport
 /*
  * Write a custom scan's side of points, its engine input in (merged), into
  * dst for the other participants of a parallel join (dst NULL: the bytes it
- * takes), then free in's arrays: the side is read from dst from then on
- * (SjPointSideImport).
+ * takes), its rows in order (the row to take each place; NULL: as they
+ * are) and the keys then 0 .. n - 1, and free in's arrays: the side is
+ * read from dst from then on (SjPointSideImport).
  */
 Size
-SjPointSideExport(void *side, SjVectorInput *in, char *dst)
+SjPointSideExport(void *side, SjVectorInput *in, const uint32 *order, char *dst)
 {
 	SjPointScan *scan = (SjPointScan *) side;
-	Size		coords = (Size) in->vectors.dim * in->vectors.n * sizeof(double);
-	Size		keys = in->keys ? (Size) in->vectors.n * sizeof(int64) : 0;
+	size_t		n = in->vectors.n;
+	Size		coords = (Size) in->vectors.dim * n * sizeof(double);
+	Size		keys = in->keys ? (Size) n * sizeof(int64) : 0;
 	SjPointExport *h = (SjPointExport *) dst;
+	double	   *c;
+	int64	   *kd;
+	size_t		k;
+	int			d;
 
 	if (dst == NULL)
 		return SJ_POINT_EXPORT_SIZE + MAXALIGN(coords) + keys;
@@ -1017,12 +1023,31 @@ SjPointSideExport(void *side, SjVectorInput *in, char *dst)
 	h->srid = scan->srid;
 	h->scan_dim = scan->eps.dim;
 	h->dim = in->vectors.dim;
-	h->n = in->vectors.n;
+	h->n = n;
 	h->skipped = in->skipped;
 	h->has_keys = in->keys != NULL;
-	memcpy(dst + SJ_POINT_EXPORT_SIZE, in->vectors.coords, coords);
-	if (keys > 0)
-		memcpy(dst + SJ_POINT_EXPORT_SIZE + MAXALIGN(coords), in->keys, keys);
+	c = (double *) (dst + SJ_POINT_EXPORT_SIZE);
+	kd = (int64 *) (dst + SJ_POINT_EXPORT_SIZE + MAXALIGN(coords));
+	if (order == NULL)
+	{
+		memcpy(c, in->vectors.coords, coords);
+		if (keys > 0)
+			memcpy(kd, in->keys, keys);
+	}
+	else
+	{
+		/* a column at a time */
+		for (d = 0; d < in->vectors.dim; d++)
+		{
+			const double *from = in->vectors.coords + (size_t) d * n;
+			double	   *to = c + (size_t) d * n;
+
+			for (k = 0; k < n; k++)
+				to[k] = from[order[k]];
+		}
+		for (k = 0; k < n && keys > 0; k++)
+			kd[k] = k;
+	}
 	if (in->vectors.coords)
 		pfree((void *) in->vectors.coords);
 	if (in->keys)

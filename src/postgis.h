@@ -115,7 +115,8 @@ extern int	SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold,
 						   bool *strict);
 extern void *SjPointSideNew(bool geography, const char *what);
 extern void SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out);
-extern Size SjPointSideExport(void *side, SjVectorInput *in, char *dst);
+extern Size SjPointSideExport(void *side, SjVectorInput *in, const uint32 *order,
+							   char *dst);
 extern void SjPointSideImport(void *side, const char *src, SjVectorInput *out);
 extern double SjPointEngineEps(void *left, void *right, SjVectorInput *lin,
 							   SjVectorInput *rin, double d, int gis, double *lo,

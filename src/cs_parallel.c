@@ -339,11 +339,11 @@ typedef struct SjPreparedInner
  * of share p), and write the side, its engine rows laid out in its order
  * (a gather straight into the DSA area), with the order the kept rows take
  * then; free the parts, now unused.  The DSA area grows by the engine's
- * input (dim doubles and a key a point) and 4 bytes a kept row, less than
- * the parts freed (a key and dim doubles a point, and their headers) and
- * the tuples' chunks: the shared inner's memory stays about what it was
- * (it used to be the parts' while each participant held its own merged
- * copy and spatial order in private memory).
+ * input (dim doubles and a key a point) and 4 bytes a kept row, and the
+ * parts freed held as much but for those 4 bytes (a key and dim doubles a
+ * point): the shared inner takes about what it took (its tuples' chunks,
+ * several times that, and the parts), where each participant also held
+ * its own merged copy and its spatial order's arrays in private memory.
  */
 static dsa_pointer
 SjInnerPrepare(SjScanState *state, int nshares, const int64 *base)

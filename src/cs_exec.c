@@ -116,7 +116,7 @@ static void SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values
 						 const bool *nulls);
 
 /* Read one input to its end, keeping each row's values. */
-static void
+void
 SjReadSide(SjScanState *state, int s)
 {
 	PlanState  *child = list_nth(state->css.custom_ps, s);
@@ -395,12 +395,12 @@ SjLoad(SjScanState *state)
 	 * together, then the outer's parallel scan, which every participant then
 	 * starts at about the same time (past the inner's barrier): the leader
 	 * no longer takes most of the outer rows, and of the pairs to form,
-	 * while the workers start.
+	 * while the workers start (SjReadInnerShared reads both).
 	 */
 	if (state->streaming && SjReadBothParallel(state))
 		;						/* both read by workers */
 	else if (SjReadInnerShared(state))
-		SjReadSide(state, 0);
+		;						/* the inner shared, then the outer */
 	else
 	{
 		SjReadSide(state, 0);

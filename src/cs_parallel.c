@@ -407,16 +407,14 @@ SjInnerPrepare(SjScanState *state, int nshares, const int64 *base)
 }
 
 /*
- * The inner side prepared once (SjInnerPrepare): by the first participant
- * to get here, the others waiting for it (idle), or waited for.  An ERROR
- * while preparing aborts the query, and with it the participants waiting.
+ * Is this participant the one to prepare the inner side (SjInnerPrepare)?
+ * The first to ask is; it prepares it at once (SjInnerPublish), while the
+ * others read their outer rows, then wait for it (SjInnerPrepared).
  */
-static SjPreparedInner *
-SjInnerPrepared(SjScanState *state, int nshares, const int64 *base)
+static bool
+SjInnerClaim(SjScanState *state)
 {
 	SjSharedInner *sh = state->shared;
-	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
-	double		t0 = sj_now_ms();
 	bool		build = false;
 
 	SpinLockAcquire(&sh->mutex);
@@ -426,20 +424,40 @@ SjInnerPrepared(SjScanState *state, int nshares, const int64 *base)
 		build = true;
 	}
 	SpinLockRelease(&sh->mutex);
-	if (build)
-	{
-		dsa_pointer dp;
+	return build;
+}
 
-		state->prep_role = SJ_INDEX_ROLE_BUILT;	/* the others wait: all threads */
-		dp = SjInnerPrepare(state, nshares, base);
+/* Prepare the inner side and hand it to the participants waiting for it. */
+static void
+SjInnerPublish(SjScanState *state, int nshares, const int64 *base)
+{
+	SjSharedInner *sh = state->shared;
+	double		t0 = sj_now_ms();
+	dsa_pointer dp;
 
-		SpinLockAcquire(&sh->mutex);
-		sh->prepared = dp;
-		sh->prep_state = SJ_INDEX_READY;
-		SpinLockRelease(&sh->mutex);
-		ConditionVariableBroadcast(&sh->prep_cv);
-	}
-	else
+	state->prep_role = SJ_INDEX_ROLE_BUILT;
+	dp = SjInnerPrepare(state, nshares, base);
+	SpinLockAcquire(&sh->mutex);
+	sh->prepared = dp;
+	sh->prep_state = SJ_INDEX_READY;
+	SpinLockRelease(&sh->mutex);
+	ConditionVariableBroadcast(&sh->prep_cv);
+	state->prep_ms = sj_now_ms() - t0;
+}
+
+/*
+ * The inner side prepared once, waited for where another participant is
+ * still preparing it.  An ERROR while preparing aborts the query, and with
+ * it the participants waiting.
+ */
+static SjPreparedInner *
+SjInnerPrepared(SjScanState *state)
+{
+	SjSharedInner *sh = state->shared;
+	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
+	double		t0 = sj_now_ms();
+
+	if (state->prep_role != SJ_INDEX_ROLE_BUILT)
 	{
 		ConditionVariablePrepareToSleep(&sh->prep_cv);
 		for (;;)
@@ -454,20 +472,24 @@ SjInnerPrepared(SjScanState *state, int nshares, const int64 *base)
 			ConditionVariableSleep(&sh->prep_cv, PG_WAIT_EXTENSION);
 		}
 		ConditionVariableCancelSleep();
+		state->prep_role = SJ_INDEX_ROLE_PROBED;
+		state->prep_ms = sj_now_ms() - t0;
 	}
-	state->prep_role = build ? SJ_INDEX_ROLE_BUILT : SJ_INDEX_ROLE_PROBED;
-	state->prep_ms = sj_now_ms() - t0;
 	return dsa_get_address(area, sh->prepared);
 }
 
 /*
  * Parallel-aware node: take a share of the inner input if it is still
  * being read (SjReadInnerShare), wait until every participant reading it is
- * done, then deform all of its rows, in place in shared memory, into
- * rows[1], and merge the shares' parts into the engine's input where each
- * wrote one.  False, having read nothing, where the node runs without
- * shared memory (no Gather set it up): the inner plan then returns all of
- * its rows to this process alone.
+ * done, then read the outer input (SjReadSide: its parallel scan, which
+ * every participant then starts at about the same time, past the inner's
+ * barrier, but the one preparing the inner side first: the others take
+ * more of the outer rows), deform all of the inner rows, in place in shared
+ * memory, into rows[1], and merge the shares' parts into the engine's
+ * input where each wrote one, or read the side prepared once where it can
+ * be (SjInnerPrepare).  False, having read nothing, where the node runs
+ * without shared memory (no Gather set it up): the inner plan then returns
+ * all of its rows to this process alone.
  */
 bool
 SjReadInnerShared(SjScanState *state)
@@ -520,8 +542,12 @@ SjReadInnerShared(SjScanState *state)
 	base[nshares] = total;
 	state->inner_readers = nshares;
 	merge = all_parts && nshares > 0 && state->source == SJ_SRC_ENGINE;
+	if (merge && state->side_ops->export != NULL && SjInnerClaim(state))
+		SjInnerPublish(state, nshares, base);
+	/* the outer rows, while the inner side is being prepared */
+	SjReadSide(state, 0);
 	if (merge && state->side_ops->export != NULL)
-		prep = SjInnerPrepared(state, nshares, base);
+		prep = SjInnerPrepared(state);
 	/* the tuples in place, in the prepared order if any */
 	tuples = palloc_extended(Max(total, 1) * sizeof(MinimalTuple), MCXT_ALLOC_HUGE);
 	for (p = 0, k = 0; p < nshares; p++)

@@ -356,6 +356,7 @@ SjPlanKeepsCpu(SjScanState *state)
 
 /* cs_exec.c */
 extern Node *SjCreateScanState(CustomScan *cscan);
+extern void SjReadSide(SjScanState *state, int s);
 
 /* cs_sides.c */
 extern const SjSideMethods *SjSideMethodsOf(SjOperator op, int gis);

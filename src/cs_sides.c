@@ -381,9 +381,7 @@ SjPointSidesEnd(SjScanState *state)
 	/* a superset of PostGIS's pairs; its own clause decides the band */
 	job->eps = SjPointEngineEps(sd->scan[0], sd->scan[1], &job->left,
 								&job->right, state->param, state->gis,
-								&state->gis_lo, &state->geog);
-	if (state->geog)
-		state->gis_lo = 0.0;	/* a settled pair's value is -inf */
+								&state->gis_bounds);
 	job->metric = SJ_METRIC_L2;
 	SjEpsJobReady(state, job);
 }

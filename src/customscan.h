@@ -44,6 +44,7 @@ typedef struct SjJoinPlanInfo
 	Expr	   *outer_arg;		/* eps/jaccard: argument over the outer */
 	Expr	   *inner_arg;
 	Expr	   *threshold;
+	Expr	   *spheroid;		/* geography: use_spheroid, not a constant */
 	List	   *engine_clauses; /* Exprs the engine evaluates */
 	List	   *residual;		/* other join clauses (Exprs) */
 	List	   *other_quals;	/* outer joins: filters above the join */
@@ -81,7 +82,9 @@ enum
 /* Indexes of CustomScan.custom_exprs (a list of lists). */
 enum
 {
-	SJ_EXPR_ARGS,				/* eps/jaccard: outer arg, inner arg, threshold */
+	SJ_EXPR_ARGS,				/* eps/jaccard: outer arg, inner arg, threshold
+								 * (geography: then a use_spheroid that is not
+								 * a constant) */
 	SJ_EXPR_ENGINE,				/* clauses the engine evaluates */
 	SJ_EXPR_RESIDUAL,			/* other join clauses */
 	SJ_EXPR_N
@@ -215,6 +218,7 @@ typedef struct SjScanState
 	ExprState  *arg[2];			/* eps/jaccard arguments, outer and inner */
 	int			arg_var[2];		/* >= 0: the argument is that column */
 	ExprState  *threshold;
+	ExprState  *spheroid;		/* geography: use_spheroid, not a constant */
 	ExprState  *engine_qual;	/* the engine's clauses, for the nested loop */
 	ExprState  *residual;		/* other join clauses, but for compares */
 	SjColumnCompare *compares;	/* join clauses decided on the kept values */
@@ -244,11 +248,8 @@ typedef struct SjScanState
 	int64		unmatched_pos;
 	bool		pairs_done;
 	double		param;			/* the threshold the engine runs with */
-	double		gis_lo;			/* points: a distance <= this surely joins */
-	double		pair_value;		/* the engine's value of the last pair
-								 * (geography: -inf settled within d, +inf
-								 * for PostGIS) */
-	struct SjGeogBand *geog;	/* geography: settles candidates, or NULL */
+	SjPointBounds gis_bounds;	/* points: settle candidates (SjPointSettle) */
+	SjSettle	pair_settled;	/* ... the last pair */
 	bool		streaming;		/* marshal while reading, keep no rows */
 	const struct SjSideMethods *side_ops;	/* the operator's sides */
 	void	   *sides;			/* the engine's input being built

@@ -120,7 +120,7 @@ static void SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values
 						 const bool *nulls);
 
 /* Read one input to its end, keeping each row's values. */
-void
+static void
 SjReadSide(SjScanState *state, int s)
 {
 	PlanState  *child = list_nth(state->css.custom_ps, s);
@@ -399,12 +399,17 @@ SjLoad(SjScanState *state)
 	 * together, then the outer's parallel scan, which every participant then
 	 * starts at about the same time (past the inner's barrier): the leader
 	 * no longer takes most of the outer rows, and of the pairs to form,
-	 * while the workers start (SjReadInnerShared reads both).
+	 * while the workers start.  The inner's rows come last: the one
+	 * participant preparing its side for all (cs_parallel.c) does so while
+	 * the others read their outer rows.
 	 */
 	if (state->streaming && SjReadBothParallel(state))
 		;						/* both read by workers */
 	else if (SjReadInnerShared(state))
-		;						/* the inner shared, then the outer */
+	{
+		SjReadSide(state, 0);
+		SjReadInnerRows(state);
+	}
 	else
 	{
 		SjReadSide(state, 0);

@@ -479,41 +479,58 @@ SjInnerPrepared(SjScanState *state)
 }
 
 /*
+ * The shares of the shared inner input, in phase 1: base[p], the first
+ * tuple of share p (base[nshares] all of them), and whether the shares'
+ * parts are to be merged (each wrote one, and the engine runs).
+ */
+static int64 *
+SjInnerBases(SjScanState *state, int *nshares, bool *merge)
+{
+	SjSharedInner *sh = state->shared;
+	int64	   *base;
+	int64		total = 0;
+	bool		all_parts = true;
+	int			p;
+
+	*nshares = sh->nshares;
+	base = palloc((*nshares + 1) * sizeof(int64));
+	for (p = 0; p < *nshares; p++)
+	{
+		base[p] = total;
+		total += sh->share[p].ntuples;
+		if (!DsaPointerIsValid(sh->share[p].part))
+			all_parts = false;
+	}
+	base[*nshares] = total;
+	*merge = all_parts && *nshares > 0 && state->source == SJ_SRC_ENGINE;
+	return base;
+}
+
+/*
  * Parallel-aware node: take a share of the inner input if it is still
- * being read (SjReadInnerShare), wait until every participant reading it is
- * done, then read the outer input (SjReadSide: its parallel scan, which
- * every participant then starts at about the same time, past the inner's
- * barrier, but the one preparing the inner side first: the others take
- * more of the outer rows), deform all of the inner rows, in place in shared
- * memory, into rows[1], and merge the shares' parts into the engine's
- * input where each wrote one, or read the side prepared once where it can
- * be (SjInnerPrepare).  False, having read nothing, where the node runs
- * without shared memory (no Gather set it up): the inner plan then returns
- * all of its rows to this process alone.
+ * being read (SjReadInnerShare) and wait until every participant reading
+ * it is done; where the operator's side can be prepared once for all
+ * (SjInnerPrepare), prepare it if this participant is the first to ask.
+ * The caller then reads the outer input (its parallel scan, which every
+ * participant starts at about the same time, past the inner's barrier,
+ * but the one preparing the inner side last: the others take more of the
+ * outer rows), then the inner's rows (SjReadInnerRows).  False, having
+ * read nothing, where the node runs without shared memory (no Gather set
+ * it up): the inner plan then returns all of its rows to this process
+ * alone.
  */
 bool
 SjReadInnerShared(SjScanState *state)
 {
 	SjSharedInner *sh = state->shared;
-	PlanState  *child = list_nth(state->css.custom_ps, 1);
-	TupleDesc	desc = ExecGetResultType(child);
-	SjSideRows *rows = &state->rows[1];
 	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
 	int64	   *base;
-	int64		total = 0;
-	int64		k;
-	bool		all_parts = true;
 	bool		merge;
-	SjPreparedInner *prep = NULL;
-	MinimalTuple *tuples;
-	const uint32 *order;
-	int			nshares,
-				p;
+	int			nshares;
 
 	/* counting marshals rows as they are read (never parallel-aware) */
 	if (sh == NULL || area == NULL || state->streaming)
 		return false;
-	Assert(desc->natts == state->natts[1]);
 	state->inner_read = 0;
 	if (BarrierAttach(&sh->barrier) == 0)
 	{
@@ -530,22 +547,42 @@ SjReadInnerShared(SjScanState *state)
 	BarrierDetach(&sh->barrier);
 
 	/* phase 1: nobody writes the shares any more */
-	nshares = sh->nshares;
-	base = palloc((nshares + 1) * sizeof(int64));
-	for (p = 0; p < nshares; p++)
-	{
-		base[p] = total;
-		total += sh->share[p].ntuples;
-		if (!DsaPointerIsValid(sh->share[p].part))
-			all_parts = false;
-	}
-	base[nshares] = total;
+	base = SjInnerBases(state, &nshares, &merge);
 	state->inner_readers = nshares;
-	merge = all_parts && nshares > 0 && state->source == SJ_SRC_ENGINE;
 	if (merge && state->side_ops->export != NULL && SjInnerClaim(state))
 		SjInnerPublish(state, nshares, base);
-	/* the outer rows, while the inner side is being prepared */
-	SjReadSide(state, 0);
+	pfree(base);
+	return true;
+}
+
+/*
+ * The shared inner input's rows (SjReadInnerShared having returned true):
+ * deform all of them, in place in shared memory, into rows[1], and merge
+ * the shares' parts into the engine's input where each wrote one, or read
+ * the side prepared once, waiting for it if need be, and deform the rows
+ * in the order it gives.
+ */
+void
+SjReadInnerRows(SjScanState *state)
+{
+	SjSharedInner *sh = state->shared;
+	PlanState  *child = list_nth(state->css.custom_ps, 1);
+	TupleDesc	desc = ExecGetResultType(child);
+	SjSideRows *rows = &state->rows[1];
+	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
+	int64	   *base;
+	int64		total;
+	int64		k;
+	bool		merge;
+	SjPreparedInner *prep = NULL;
+	MinimalTuple *tuples;
+	const uint32 *order;
+	int			nshares,
+				p;
+
+	Assert(desc->natts == state->natts[1]);
+	base = SjInnerBases(state, &nshares, &merge);
+	total = base[nshares];
 	if (merge && state->side_ops->export != NULL)
 		prep = SjInnerPrepared(state);
 	/* the tuples in place, in the prepared order if any */
@@ -602,7 +639,6 @@ SjReadInnerShared(SjScanState *state)
 	else if (merge)
 		SjInnerMergeParts(state, nshares, base);
 	pfree(base);
-	return true;
 }
 
 /*

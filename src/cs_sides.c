@@ -250,9 +250,8 @@ SjPointOrder(SjScanState *state, const SjVectorInput *in, int64 nrows)
 	int			d;
 	int			threads;
 
-	/* the other participants wait for the one preparing a shared side */
-	threads = state->prep_role == SJ_INDEX_ROLE_BUILT ? sj_cpu_threads :
-		Max(1, sj_cpu_threads / (state->workers + 1));
+	/* each participant of a parallel join its share of the threads */
+	threads = Max(1, sj_cpu_threads / (state->workers + 1));
 	if (n < 2 || dim < 2 || in->keys == NULL || (int64) n > nrows ||
 		!(state->gis & SJ_GIS_GEOMETRY))
 		return NULL;

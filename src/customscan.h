@@ -122,9 +122,9 @@ typedef struct SjSideRows
  * exported (SjSideMethods.export: PostGIS points), the first participant
  * past the barrier merges the parts once, lays the side out (its spatial
  * order) and writes the engine's input and the kept rows' order into the
- * DSA area (prepared, SjPreparedInner in cs_parallel.c); the others wait
- * for it, then read the engine's input in place and deform the rows in
- * that order.
+ * DSA area (prepared, SjPreparedInner in cs_parallel.c), while the others
+ * read their outer rows; then each reads the engine's input in place and
+ * deforms the rows in that order.
  */
 typedef struct SjInnerShare
 {
@@ -357,7 +357,6 @@ SjPlanKeepsCpu(SjScanState *state)
 
 /* cs_exec.c */
 extern Node *SjCreateScanState(CustomScan *cscan);
-extern void SjReadSide(SjScanState *state, int s);
 
 /* cs_sides.c */
 extern const SjSideMethods *SjSideMethodsOf(SjOperator op, int gis);
@@ -376,6 +375,7 @@ extern void SjRowsPermute(SjSideRows *rows, const uint32 *from, int64 n);
 extern bool SjReadSideParallel(SjScanState *state, int s);
 extern bool SjReadBothParallel(SjScanState *state);
 extern bool SjReadInnerShared(SjScanState *state);
+extern void SjReadInnerRows(SjScanState *state);
 extern const void *SjSharedIndex(SjScanState *state);
 extern Size SjEstimateDSM(CustomScanState *node, ParallelContext *pcxt);
 extern void SjInitializeDSM(CustomScanState *node, ParallelContext *pcxt,

@@ -804,6 +804,7 @@ SjResetRun(SjScanState *state)
 	state->side_shared[0] = state->side_shared[1] = false;
 	state->inner_readers = 0;
 	state->inner_parts = 0;
+	state->inner_merge = false;
 	state->inner_read = 0;
 	state->index_role = SJ_INDEX_ROLE_NONE;
 	state->index_ms = 0;

@@ -481,7 +481,8 @@ SjInnerPrepared(SjScanState *state)
 /*
  * The shares of the shared inner input, in phase 1: base[p], the first
  * tuple of share p (base[nshares] all of them), and whether the shares'
- * parts are to be merged (each wrote one, and the engine runs).
+ * parts are to be merged (each wrote one, and the engine runs): to be
+ * asked before the side is prepared, which frees the parts.
  */
 static int64 *
 SjInnerBases(SjScanState *state, int *nshares, bool *merge)
@@ -549,6 +550,7 @@ SjReadInnerShared(SjScanState *state)
 	/* phase 1: nobody writes the shares any more */
 	base = SjInnerBases(state, &nshares, &merge);
 	state->inner_readers = nshares;
+	state->inner_merge = merge;
 	if (merge && state->side_ops->export != NULL && SjInnerClaim(state))
 		SjInnerPublish(state, nshares, base);
 	pfree(base);
@@ -582,6 +584,7 @@ SjReadInnerRows(SjScanState *state)
 
 	Assert(desc->natts == state->natts[1]);
 	base = SjInnerBases(state, &nshares, &merge);
+	merge = state->inner_merge; /* the parts may be freed by now */
 	total = base[nshares];
 	if (merge && state->side_ops->export != NULL)
 		prep = SjInnerPrepared(state);

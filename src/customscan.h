@@ -262,6 +262,7 @@ typedef struct SjScanState
 	int64		inner_read;		/* inner rows this participant read */
 	int			inner_readers;	/* participants that read the inner */
 	int			inner_parts;	/* their parts merged (0: marshalled here) */
+	bool		inner_merge;	/* ... to be merged (SjReadInnerShared) */
 	int			index_role;		/* SJ_INDEX_ROLE_* */
 	double		index_ms;		/* building or waiting for the shared index */
 	int			prep_role;		/* SJ_INDEX_ROLE_*: the prepared inner side

@@ -97,7 +97,8 @@ SELECT * FROM gcheck_scan('SELECT l.id AS l, r.id AS r FROM gbl l JOIN gbr r ON 
 SELECT * FROM gcheck_scan('SELECT l.id AS l, r.id AS r FROM gbl l JOIN gbr r ON ST_Distance(r.g, l.g, false) < 1000');
 SELECT * FROM gcheck_scan('SELECT l.id AS l, r.id AS r FROM gbr l LEFT JOIN gbl r ON ST_DWithin(l.g, r.g, 1000, true)');
 SELECT * FROM gcheck_scan('SELECT l.id AS l FROM gbr l WHERE NOT EXISTS (SELECT FROM gbl r WHERE ST_DWithin(r.g, l.g, 1000, false))');
--- use_spheroid from a column: PostGIS decides every candidate
+-- use_spheroid from a column: the inner bound (of either model) settles
+-- candidates, PostGIS decides the rest; NULL never joins
 CREATE TABLE gbs (id int, g geography(Point, 4326), sph boolean);
 INSERT INTO gbs SELECT id, g, id % 2 = 0 FROM gbr;
 SELECT * FROM gcheck_scan('SELECT l.id AS l, r.id AS r FROM gbl l JOIN gbs r ON ST_DWithin(l.g, r.g, 90000, r.sph)');
@@ -126,6 +127,24 @@ SELECT pairs > 10000 AS many_candidates, decided * 100 < pairs AS postgis_decide
 FROM simjoin_last_stats();
 SELECT count(*) > 10000 AS many_pairs FROM gcl a JOIN gcl b ON ST_DWithin(a.g, b.g, 3000);
 SELECT pairs > 10000 AS many_candidates, decided * 100 < pairs AS postgis_decided_few
+FROM simjoin_last_stats();
+-- use_spheroid not a constant: the inner bound, which holds on the
+-- spheroid and on the sphere, settles the candidates well within d (as for
+-- eps_join without a band), PostGIS decides the rest; where use_spheroid is
+-- NULL a pair never joins (PostGIS's functions are strict)
+SET simjoin.enable_customscan = off;
+SELECT count(*) AS postgis_count FROM gcl a JOIN gcl b ON ST_DWithin(a.g, b.g, 3000, a.id % 2 = 0) \gset
+SELECT count(*) AS postgis_null_count FROM gcl a JOIN gcl b
+    ON ST_DWithin(a.g, b.g, 3000, NULLIF(a.id % 3, 0) > 1) \gset
+RESET simjoin.enable_customscan;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM gcl a JOIN gcl b ON ST_DWithin(a.g, b.g, 3000, a.id % 2 = 0);
+SELECT count(*) = :postgis_count AS count_is_postgis
+FROM gcl a JOIN gcl b ON ST_DWithin(a.g, b.g, 3000, a.id % 2 = 0);
+SELECT pairs > 10000 AS many_candidates, decided * 10 < pairs AS postgis_decided_few
+FROM simjoin_last_stats();
+SELECT count(*) = :postgis_null_count AS count_is_postgis
+FROM gcl a JOIN gcl b ON ST_DWithin(a.g, b.g, 3000, NULLIF(a.id % 3, 0) > 1);
+SELECT pairs > 10000 AS many_candidates, decided * 10 < pairs AS postgis_decided_few
 FROM simjoin_last_stats();
 RESET enable_nestloop;
 RESET enable_hashjoin;

@@ -89,7 +89,9 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->plan_cpu = intVal(list_nth(priv, SJ_PRIV_CPU));
 	state->metric = intVal(list_nth(priv, SJ_PRIV_METRIC));
 	state->gis = intVal(list_nth(priv, SJ_PRIV_GIS));
-	state->gis_lo = -1.0;		/* until the sides are known: PostGIS decides */
+	/* until the sides are known: PostGIS decides */
+	state->gis_bounds.lo = -1.0;
+	state->gis_bounds.band = NULL;
 	state->ops = state->gis ? &sj_point_methods : sj_op_methods[state->op];
 	state->side_ops = SjSideMethodsOf(state->op, state->gis);
 	state->engine_exprs = lsecond(cscan->custom_exprs);
@@ -104,6 +106,8 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 		state->arg_var[1] = SjArgColumn(lsecond(args), state->nprefix + state->natts[0],
 										state->natts[1]);
 		state->threshold = ExecInitExpr(lthird(args), &node->ss.ps);
+		if (list_length(args) > 3)
+			state->spheroid = ExecInitExpr(lfourth(args), &node->ss.ps);
 	}
 	state->engine_qual = ExecInitQual(state->engine_exprs, &node->ss.ps);
 	state->residual = ExecInitQual(SjColumnComparesInit(state, lthird(cscan->custom_exprs)),
@@ -395,12 +399,17 @@ SjLoad(SjScanState *state)
 	 * together, then the outer's parallel scan, which every participant then
 	 * starts at about the same time (past the inner's barrier): the leader
 	 * no longer takes most of the outer rows, and of the pairs to form,
-	 * while the workers start.
+	 * while the workers start.  The inner's rows come last: the one
+	 * participant preparing its side for all (cs_parallel.c) does so while
+	 * the others read their outer rows.
 	 */
 	if (state->streaming && SjReadBothParallel(state))
 		;						/* both read by workers */
 	else if (SjReadInnerShared(state))
+	{
 		SjReadSide(state, 0);
+		SjReadInnerRows(state);
+	}
 	else
 	{
 		SjReadSide(state, 0);
@@ -570,17 +579,20 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 					return SjNextAsidePair(state, i, j);
 				*i = state->batch.left[state->pos];
 				*j = state->batch.right[state->pos];
-				state->pair_value = state->batch.value ? state->batch.value[state->pos] : NAN;
-				state->pos++;
-				if (state->geog)
+				if (state->gis)
 				{
-					/* geography: settled by the bounds, or PostGIS's to decide */
-					int			settled = SjGeogSettle(state->geog, (uint32) *i, (uint32) *j);
-
-					if (settled > 0)
+					/* points: settled by the bounds, or PostGIS's to decide */
+					state->pair_settled =
+						SjPointSettle(&state->gis_bounds, (uint32) *i, (uint32) *j,
+									  state->batch.value ?
+									  state->batch.value[state->pos] : NAN);
+					if (state->pair_settled == SJ_SETTLE_OUT)
+					{
+						state->pos++;
 						continue;
-					state->pair_value = settled < 0 ? -INFINITY : INFINITY;
+					}
 				}
+				state->pos++;
 				if (state->keys[0])
 				{
 					*i = state->keys[0][*i];
@@ -606,6 +618,22 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 			return false;
 	}
 	return false;
+}
+
+/*
+ * Is the use_spheroid argument of a geography clause that is not a
+ * constant NULL on the pair in the scan tuple?  Then PostGIS's function,
+ * strict, returns NULL and the pair does not join, whatever the bounds say.
+ */
+static bool
+SjSpheroidNull(SjScanState *state, ExprContext *econtext)
+{
+	bool		isnull;
+
+	if (state->spheroid == NULL)
+		return false;
+	(void) ExecEvalExprSwitchContext(state->spheroid, econtext, &isnull);
+	return isnull;
 }
 
 /* Publish the statistics of a finished run. */
@@ -652,12 +680,12 @@ SjNextRow(SjScanState *state)
 		{
 			/*
 			 * PostGIS's clause decides the pairs of an eps join of points,
-			 * but for those the engine's distance puts surely within d
-			 * (geometry: within PostGIS's own rounding; postgis.c)
+			 * but for those the bounds settle within d (SjPointSettle,
+			 * eps_join's rule)
 			 */
 			bool		by_pg = state->source == SJ_SRC_NESTLOOP || state->engine_done ||
 				(state->gis && !(state->source == SJ_SRC_ENGINE &&
-								 state->pair_value <= state->gis_lo));
+								 state->pair_settled == SJ_SETTLE_IN));
 
 			econtext->ecxt_scantuple = slot;
 			ResetExprContext(econtext);
@@ -666,6 +694,9 @@ SjNextRow(SjScanState *state)
 			if (by_pg && state->gis)
 				state->stats.decided++;
 			if (by_pg && !ExecQual(state->engine_qual, econtext))
+				continue;
+			/* settled within d, but PostGIS's strict clause is NULL */
+			if (!by_pg && state->gis && SjSpheroidNull(state, econtext))
 				continue;
 			if (!state->residual_first && !ExecQual(state->residual, econtext))
 				continue;
@@ -770,11 +801,15 @@ SjResetRun(SjScanState *state)
 	state->matched = NULL;
 	state->sides = NULL;
 	state->side_done[0] = state->side_done[1] = false;
+	state->side_shared[0] = state->side_shared[1] = false;
 	state->inner_readers = 0;
 	state->inner_parts = 0;
+	state->inner_merge = false;
 	state->inner_read = 0;
 	state->index_role = SJ_INDEX_ROLE_NONE;
 	state->index_ms = 0;
+	state->prep_role = SJ_INDEX_ROLE_NONE;
+	state->prep_ms = 0;
 	state->loaded = false;
 	state->finished = false;
 }

@@ -16,6 +16,7 @@
 
 /* SJ_INDEX_ROLE_* (customscan.h) as EXPLAIN names them */
 static const char *const sj_index_role_names[] = {"none", "built", "probed"};
+static const char *const sj_prep_role_names[] = {"none", "prepared", "read"};
 
 /* A phase time for EXPLAIN ANALYZE. */
 static void
@@ -53,9 +54,12 @@ SjExplainWorkers(SjScanState *state, ExplainState *es)
 			appendStringInfoSpaces(es->str, es->indent * 2);
 			appendStringInfo(es->str, "Worker %d:  Pairs: " INT64_FORMAT "  Run Device: %s"
 							 "  Shared Inner Rows Read: " INT64_FORMAT
-							 "  Shared Inner Index: %s  Scan and Marshal Time: %.3f ms",
+							 "  Shared Inner Index: %s  Shared Inner Side: %s (%.3f ms)"
+							 "  Scan and Marshal Time: %.3f ms",
 							 n, r->stats.pairs, r->stats.device, r->inner_read,
-							 sj_index_role_names[r->index_role], r->stats.scan_ms);
+							 sj_index_role_names[r->index_role],
+							 sj_prep_role_names[r->prep_role], r->prep_ms,
+							 r->stats.scan_ms);
 			if (gpu && r->stats.devices[0])
 				appendStringInfo(es->str, "  GPU Devices: %s", r->stats.devices);
 			if (gpu)
@@ -71,6 +75,8 @@ SjExplainWorkers(SjScanState *state, ExplainState *es)
 		ExplainPropertyText("Run Device", r->stats.device, es);
 		ExplainPropertyInteger("Shared Inner Rows Read", NULL, r->inner_read, es);
 		ExplainPropertyText("Shared Inner Index", sj_index_role_names[r->index_role], es);
+		ExplainPropertyText("Shared Inner Side", sj_prep_role_names[r->prep_role], es);
+		SjExplainMs("Shared Inner Side Time", r->prep_ms, es);
 		SjExplainMs("Scan and Marshal Time", r->stats.scan_ms, es);
 		if (gpu && r->stats.devices[0])
 			ExplainPropertyText("GPU Devices", r->stats.devices, es);	/* the one it took */
@@ -171,6 +177,13 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 					SjExplainMs(state->index_role == SJ_INDEX_ROLE_BUILT ?
 								"Shared Index Build Time" : "Shared Index Wait Time",
 								state->index_ms, es);
+				/* the side merged and laid out once (cs_parallel.c) */
+				ExplainPropertyText("Shared Inner Side",
+									sj_prep_role_names[state->prep_role], es);
+				if (state->prep_role != SJ_INDEX_ROLE_NONE)
+					SjExplainMs(state->prep_role == SJ_INDEX_ROLE_BUILT ?
+								"Shared Side Prepare Time" : "Shared Side Wait Time",
+								state->prep_ms, es);
 			}
 			SjExplainMs("Scan and Marshal Time", state->stats.scan_ms, es);
 			if (strcmp(state->stats.device, "gpu") == 0)

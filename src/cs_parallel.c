@@ -51,6 +51,9 @@ typedef struct SjInnerChunk
 #define SJ_INNER_CHUNK_HEADER	MAXALIGN(sizeof(SjInnerChunk))
 #define SjInnerChunkData(chunk)	((char *) (chunk) + SJ_INNER_CHUNK_HEADER)
 
+/* Tuples asked of the memory ahead of the one deformed. */
+#define SJ_DEFORM_PREFETCH		16
+
 /*
  * What workers need to build side s of a counting node: its kind, the
  * operator's side, and its columns as positions in the child's rows with
@@ -285,6 +288,7 @@ SjReadInnerShare(SjScanState *state, SjInnerShare *share, int slotno)
 static void
 SjInnerMergeParts(SjScanState *state, int nshares, const int64 *base)
 {
+	/* (rows[1].n: all of the inner rows, base[nshares]) */
 	SjSharedInner *sh = state->shared;
 	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
 	SjParts		parts;
@@ -303,7 +307,7 @@ SjInnerMergeParts(SjScanState *state, int nshares, const int64 *base)
 	parts.part = palloc(nshares * sizeof(char *));
 	for (p = 0; p < nshares; p++)
 		parts.part[p] = dsa_get_address(area, sh->share[p].part);
-	parts.rows = state->rows[1].n;
+	parts.rows = base[nshares];
 	if (!SjSideSpec(state, 1, &kind, &side, &ncols, positions, typids))
 		elog(ERROR, "shared inner parts without a side");
 	SjSideAddParts(state, 1, side, &parts);
@@ -316,32 +320,218 @@ SjInnerMergeParts(SjScanState *state, int nshares, const int64 *base)
 }
 
 /*
+ * The shared inner side prepared once (SjSideMethods.export): the kept
+ * rows' order, then the side as its methods exported it.
+ */
+typedef struct SjPreparedInner
+{
+	int64		nrows;			/* kept rows: all of the inner's */
+	bool		ordered;		/* kept row k is tuple order[k] (else k) */
+	Size		side;			/* offset of the exported side */
+	/* then: nrows uint32 (ordered), the side MAXALIGNed */
+} SjPreparedInner;
+
+#define SjPreparedOrder(p)	((const uint32 *) ((char *) (p) + MAXALIGN(sizeof(SjPreparedInner))))
+
+/*
+ * Prepare the inner side once for all participants: merge the shares'
+ * parts (their keys (share, place) become tuple numbers, base[p] the first
+ * of share p), and write the side, its engine rows laid out in its order
+ * (a gather straight into the DSA area), with the order the kept rows take
+ * then; free the parts, now unused.  The DSA area grows by the engine's
+ * input (dim doubles and a key a point) and 4 bytes a kept row, and the
+ * parts freed held as much but for those 4 bytes (a key and dim doubles a
+ * point): the shared inner takes about what it took (its tuples' chunks,
+ * several times that, and the parts), where each participant also held
+ * its own merged copy and its spatial order's arrays in private memory.
+ */
+static dsa_pointer
+SjInnerPrepare(SjScanState *state, int nshares, const int64 *base)
+{
+	SjSharedInner *sh = state->shared;
+	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
+	int64		nrows = base[nshares];
+	uint32	   *order;
+	Size		side_size,
+				off;
+	dsa_pointer dp;
+	SjPreparedInner *prep;
+	int			p;
+
+	state->rows[1].n = nrows;
+	SjInnerMergeParts(state, nshares, base);
+	order = state->side_ops->order(state, 1, nrows);
+	side_size = state->side_ops->export(state, 1, order, NULL);
+	off = MAXALIGN(sizeof(SjPreparedInner));
+	if (order)
+		off = add_size(off, MAXALIGN(mul_size(nrows, sizeof(uint32))));
+	dp = dsa_allocate_extended(area, add_size(off, Max(side_size, 1)), DSA_ALLOC_HUGE);
+	prep = dsa_get_address(area, dp);
+	prep->nrows = nrows;
+	prep->ordered = order != NULL;
+	prep->side = off;
+	if (order)
+	{
+		uint32	   *from = (uint32 *) SjPreparedOrder(prep);
+		int64	   *keys;
+		int64		n;
+		int64		k,
+					at;
+		bool	   *named;
+
+		/* the engine's rows' kept rows first, in its order, then the others */
+		keys = state->side_ops->keys(state, 1, NULL, &n);
+		named = palloc_extended(Max(nrows, 1) * sizeof(bool),
+								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		for (k = 0; k < n; k++)
+		{
+			from[k] = (uint32) keys[order[k]];
+			named[from[k]] = true;
+		}
+		for (at = 0; at < nrows && k < nrows; at++)
+			if (!named[at])
+				from[k++] = (uint32) at;
+		pfree(named);
+	}
+	state->side_ops->export(state, 1, order, (char *) prep + off);
+	if (order)
+		pfree(order);
+	/* the parts are merged: nobody reads them any more */
+	for (p = 0; p < nshares; p++)
+	{
+		if (DsaPointerIsValid(sh->share[p].part))
+			dsa_free(area, sh->share[p].part);
+		sh->share[p].part = InvalidDsaPointer;
+	}
+	return dp;
+}
+
+/*
+ * Is this participant the one to prepare the inner side (SjInnerPrepare)?
+ * The first to ask is; it prepares it at once (SjInnerPublish), while the
+ * others read their outer rows, then wait for it (SjInnerPrepared).
+ */
+static bool
+SjInnerClaim(SjScanState *state)
+{
+	SjSharedInner *sh = state->shared;
+	bool		build = false;
+
+	SpinLockAcquire(&sh->mutex);
+	if (sh->prep_state == SJ_INDEX_NONE)
+	{
+		sh->prep_state = SJ_INDEX_BUILDING;
+		build = true;
+	}
+	SpinLockRelease(&sh->mutex);
+	return build;
+}
+
+/* Prepare the inner side and hand it to the participants waiting for it. */
+static void
+SjInnerPublish(SjScanState *state, int nshares, const int64 *base)
+{
+	SjSharedInner *sh = state->shared;
+	double		t0 = sj_now_ms();
+	dsa_pointer dp;
+
+	state->prep_role = SJ_INDEX_ROLE_BUILT;
+	dp = SjInnerPrepare(state, nshares, base);
+	SpinLockAcquire(&sh->mutex);
+	sh->prepared = dp;
+	sh->prep_state = SJ_INDEX_READY;
+	SpinLockRelease(&sh->mutex);
+	ConditionVariableBroadcast(&sh->prep_cv);
+	state->prep_ms = sj_now_ms() - t0;
+}
+
+/*
+ * The inner side prepared once, waited for where another participant is
+ * still preparing it.  An ERROR while preparing aborts the query, and with
+ * it the participants waiting.
+ */
+static SjPreparedInner *
+SjInnerPrepared(SjScanState *state)
+{
+	SjSharedInner *sh = state->shared;
+	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
+	double		t0 = sj_now_ms();
+
+	if (state->prep_role != SJ_INDEX_ROLE_BUILT)
+	{
+		ConditionVariablePrepareToSleep(&sh->prep_cv);
+		for (;;)
+		{
+			int			st;
+
+			SpinLockAcquire(&sh->mutex);
+			st = sh->prep_state;
+			SpinLockRelease(&sh->mutex);
+			if (st != SJ_INDEX_BUILDING)
+				break;
+			ConditionVariableSleep(&sh->prep_cv, PG_WAIT_EXTENSION);
+		}
+		ConditionVariableCancelSleep();
+		state->prep_role = SJ_INDEX_ROLE_PROBED;
+		state->prep_ms = sj_now_ms() - t0;
+	}
+	return dsa_get_address(area, sh->prepared);
+}
+
+/*
+ * The shares of the shared inner input, in phase 1: base[p], the first
+ * tuple of share p (base[nshares] all of them), and whether the shares'
+ * parts are to be merged (each wrote one, and the engine runs): to be
+ * asked before the side is prepared, which frees the parts.
+ */
+static int64 *
+SjInnerBases(SjScanState *state, int *nshares, bool *merge)
+{
+	SjSharedInner *sh = state->shared;
+	int64	   *base;
+	int64		total = 0;
+	bool		all_parts = true;
+	int			p;
+
+	*nshares = sh->nshares;
+	base = palloc((*nshares + 1) * sizeof(int64));
+	for (p = 0; p < *nshares; p++)
+	{
+		base[p] = total;
+		total += sh->share[p].ntuples;
+		if (!DsaPointerIsValid(sh->share[p].part))
+			all_parts = false;
+	}
+	base[*nshares] = total;
+	*merge = all_parts && *nshares > 0 && state->source == SJ_SRC_ENGINE;
+	return base;
+}
+
+/*
  * Parallel-aware node: take a share of the inner input if it is still
- * being read (SjReadInnerShare), wait until every participant reading it is
- * done, then deform all of its rows, in place in shared memory, into
- * rows[1], and merge the shares' parts into the engine's input where each
- * wrote one.  False, having read nothing, where the node runs without
- * shared memory (no Gather set it up): the inner plan then returns all of
- * its rows to this process alone.
+ * being read (SjReadInnerShare) and wait until every participant reading
+ * it is done; where the operator's side can be prepared once for all
+ * (SjInnerPrepare), prepare it if this participant is the first to ask.
+ * The caller then reads the outer input (its parallel scan, which every
+ * participant starts at about the same time, past the inner's barrier,
+ * but the one preparing the inner side last: the others take more of the
+ * outer rows), then the inner's rows (SjReadInnerRows).  False, having
+ * read nothing, where the node runs without shared memory (no Gather set
+ * it up): the inner plan then returns all of its rows to this process
+ * alone.
  */
 bool
 SjReadInnerShared(SjScanState *state)
 {
 	SjSharedInner *sh = state->shared;
-	PlanState  *child = list_nth(state->css.custom_ps, 1);
-	TupleDesc	desc = ExecGetResultType(child);
-	SjSideRows *rows = &state->rows[1];
 	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
 	int64	   *base;
-	int64		total = 0;
-	bool		all_parts = true;
-	int			nshares,
-				p;
+	bool		merge;
+	int			nshares;
 
 	/* counting marshals rows as they are read (never parallel-aware) */
 	if (sh == NULL || area == NULL || state->streaming)
 		return false;
-	Assert(desc->natts == state->natts[1]);
 	state->inner_read = 0;
 	if (BarrierAttach(&sh->barrier) == 0)
 	{
@@ -357,20 +547,50 @@ SjReadInnerShared(SjScanState *state)
 	}
 	BarrierDetach(&sh->barrier);
 
-	/* phase 1: nobody writes any more */
-	nshares = sh->nshares;
-	base = palloc((nshares + 1) * sizeof(int64));
-	for (p = 0; p < nshares; p++)
-	{
-		base[p] = total;
-		total += sh->share[p].ntuples;
-		if (!DsaPointerIsValid(sh->share[p].part))
-			all_parts = false;
-	}
-	base[nshares] = total;
+	/* phase 1: nobody writes the shares any more */
+	base = SjInnerBases(state, &nshares, &merge);
 	state->inner_readers = nshares;
-	SjRowsAlloc(rows, state->natts[1], Max(total, 1));
-	for (p = 0; p < nshares; p++)
+	state->inner_merge = merge;
+	if (merge && state->side_ops->export != NULL && SjInnerClaim(state))
+		SjInnerPublish(state, nshares, base);
+	pfree(base);
+	return true;
+}
+
+/*
+ * The shared inner input's rows (SjReadInnerShared having returned true):
+ * deform all of them, in place in shared memory, into rows[1], and merge
+ * the shares' parts into the engine's input where each wrote one, or read
+ * the side prepared once, waiting for it if need be, and deform the rows
+ * in the order it gives.
+ */
+void
+SjReadInnerRows(SjScanState *state)
+{
+	SjSharedInner *sh = state->shared;
+	PlanState  *child = list_nth(state->css.custom_ps, 1);
+	TupleDesc	desc = ExecGetResultType(child);
+	SjSideRows *rows = &state->rows[1];
+	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
+	int64	   *base;
+	int64		total;
+	int64		k;
+	bool		merge;
+	SjPreparedInner *prep = NULL;
+	MinimalTuple *tuples;
+	const uint32 *order;
+	int			nshares,
+				p;
+
+	Assert(desc->natts == state->natts[1]);
+	base = SjInnerBases(state, &nshares, &merge);
+	merge = state->inner_merge; /* the parts may be freed by now */
+	total = base[nshares];
+	if (merge && state->side_ops->export != NULL)
+		prep = SjInnerPrepared(state);
+	/* the tuples in place, in the prepared order if any */
+	tuples = palloc_extended(Max(total, 1) * sizeof(MinimalTuple), MCXT_ALLOC_HUGE);
+	for (p = 0, k = 0; p < nshares; p++)
 	{
 		dsa_pointer dp;
 
@@ -382,22 +602,46 @@ SjReadInnerShared(SjScanState *state)
 
 			for (n = 0; n < chunk->ntuples; n++)
 			{
-				MinimalTuple mt = (MinimalTuple) (SjInnerChunkData(chunk) + off);
-
-				SjDeformMinimal(mt, desc, rows->values + rows->n * rows->natts,
-								rows->isnull + rows->n * rows->natts);
-				rows->n++;
-				off += MAXALIGN(mt->t_len);
+				tuples[k++] = (MinimalTuple) (SjInnerChunkData(chunk) + off);
+				off += MAXALIGN(tuples[k - 1]->t_len);
 			}
 			dp = chunk->next;
 		}
-		Assert(rows->n == base[p + 1]);
+		Assert(k == base[p + 1]);
 	}
-	Assert(rows->n == total);
-	if (all_parts && nshares > 0 && state->source == SJ_SRC_ENGINE)
+	Assert(k == total);
+	order = prep && prep->ordered ? SjPreparedOrder(prep) : NULL;
+	if (order)
+	{
+		MinimalTuple *ordered = palloc_extended(Max(total, 1) * sizeof(MinimalTuple),
+												MCXT_ALLOC_HUGE);
+
+		for (k = 0; k < total; k++)
+			ordered[k] = tuples[order[k]];
+		pfree(tuples);
+		tuples = ordered;
+	}
+	SjRowsAlloc(rows, state->natts[1], Max(total, 1));
+	for (k = 0; k < total; k++)
+	{
+		/* in spatial order, the tuples lie scattered: ask for them ahead */
+		if (k + SJ_DEFORM_PREFETCH < total)
+			__builtin_prefetch(tuples[k + SJ_DEFORM_PREFETCH]);
+		SjDeformMinimal(tuples[k], desc, rows->values + k * rows->natts,
+						rows->isnull + k * rows->natts);
+		rows->n++;
+	}
+	pfree(tuples);
+	if (prep)
+	{
+		state->side_ops->import(state, 1, (const char *) prep + prep->side);
+		state->side_done[1] = true;
+		state->side_shared[1] = true;
+		state->inner_parts = nshares;
+	}
+	else if (merge)
 		SjInnerMergeParts(state, nshares, base);
 	pfree(base);
-	return true;
 }
 
 /*
@@ -543,6 +787,11 @@ SjInnerReset(SjSharedInner *sh, dsa_area *area)
 	if (area != NULL && DsaPointerIsValid(sh->index))
 		dsa_free(area, sh->index);
 	sh->index = InvalidDsaPointer;
+	if (area != NULL && DsaPointerIsValid(sh->prepared))
+		dsa_free(area, sh->prepared);
+	sh->prepared = InvalidDsaPointer;
+	sh->prep_state = SJ_INDEX_NONE;
+	ConditionVariableInit(&sh->prep_cv);
 	memset(SjWorkerReports(sh), 0, (sh->maxshares - 1) * sizeof(SjWorkerReport));
 	sh->index_state = SJ_INDEX_NONE;
 	ConditionVariableInit(&sh->index_cv);
@@ -618,6 +867,8 @@ SjShutdownScan(CustomScanState *node)
 		r = &reports[ParallelWorkerNumber];
 		r->index_role = state->index_role;
 		r->index_ms = state->index_ms;
+		r->prep_role = state->prep_role;
+		r->prep_ms = state->prep_ms;
 		r->inner_read = state->inner_read;
 		r->stats = state->stats;
 		pg_write_barrier();

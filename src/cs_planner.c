@@ -235,8 +235,9 @@ SjMatchGis(PlannerInfo *root, Expr *clause, Relids outer, Relids inner,
 	Expr	   *a,
 			   *b,
 			   *threshold;
+	Expr	   *spheroid;
 	bool		strict;
-	int			gis = SjGisCondition(clause, &a, &b, &threshold, &strict);
+	int			gis = SjGisCondition(clause, &a, &b, &threshold, &strict, &spheroid);
 
 	if (gis == 0 || !SjIsThreshold((Node *) threshold))
 		return false;
@@ -259,6 +260,7 @@ SjMatchGis(PlannerInfo *root, Expr *clause, Relids outer, Relids inner,
 	info->strict = strict;
 	info->gis = gis;
 	info->threshold = threshold;
+	info->spheroid = spheroid;
 	return true;
 }
 
@@ -899,6 +901,8 @@ SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	if (info->op != SJ_OP_THETA)
 		args = list_make3(copyObject(info->outer_arg), copyObject(info->inner_arg),
 						  copyObject(info->threshold));
+	if (info->gis && info->spheroid)
+		args = lappend(args, copyObject(info->spheroid));
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = copyObject(info->other_quals);

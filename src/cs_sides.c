@@ -224,21 +224,19 @@ SjSpreadBits(uint32 v)
 }
 
 /*
- * Lay side s's engine rows and kept rows out in the Morton order of their
- * points (the first two coordinates, on a 2^12 grid over the side's
- * bounds), the engine's row k becoming kept row k.  The engines hand pairs
- * out by grid cell, and a cell's rows are then next to each other in the
- * kept rows too: forming a pair reads lines of memory the pairs before it
- * read, where in reading order (spatially random) nearly every pair missed
- * the caches on each side.  A stable radix sort of the codes, so the order
- * only depends on the input: participants sharing an inner index lay its
- * rows out alike.  Geometry only (a geography side holds more than its
- * dim coordinates); not where no rows are kept (counting).
+ * The Morton order of a side's points (the first two coordinates, on a
+ * 2^12 grid over the side's bounds), for a side of nrows kept rows: order,
+ * the engine row to take place k, or NULL where the side keeps its order.
+ * The engines hand pairs out by grid cell, and a cell's rows are then next
+ * to each other in the kept rows too: forming a pair reads lines of memory
+ * the pairs before it read, where in reading order (spatially random)
+ * nearly every pair missed the caches on each side.  A stable radix sort
+ * of the codes, so the order only depends on the input.  Geometry only (a
+ * geography side holds more than its dim coordinates).
  */
-static void
-SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
+static uint32 *
+SjPointOrder(SjScanState *state, const SjVectorInput *in, int64 nrows)
 {
-	SjSideRows *rows = &state->rows[s];
 	uint32		n = in->vectors.n;
 	int			dim = in->vectors.dim;
 	const double *x = in->vectors.coords;
@@ -248,18 +246,19 @@ SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
 	double		scale[2];
 	uint64	   *code;
 	uint32	   *order;
-	double	   *coords;
-	double	   *column;
 	uint32		k;
 	int			d;
+	int			threads;
 
-	if (n < 2 || dim < 2 || in->keys == NULL || rows->values == NULL ||
-		(int64) n > rows->n || !(state->gis & SJ_GIS_GEOMETRY))
-		return;
+	/* each participant of a parallel join its share of the threads */
+	threads = Max(1, sj_cpu_threads / (state->workers + 1));
+	if (n < 2 || dim < 2 || in->keys == NULL || (int64) n > nrows ||
+		!(state->gis & SJ_GIS_GEOMETRY))
+		return NULL;
 	for (k = 0; k < n; k++)
 	{
-		if (in->keys[k] < 0 || in->keys[k] >= rows->n)
-			return;
+		if (in->keys[k] < 0 || in->keys[k] >= nrows)
+			return NULL;
 		mn[0] = Min(mn[0], x[k]);
 		mx[0] = Max(mx[0], x[k]);
 		mn[1] = Min(mn[1], y[k]);
@@ -278,17 +277,41 @@ SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
 		order[k] = k;
 	}
 	/* the engine's stable sort: the same order on any number of threads */
-	if (!sj_radix_sort(code, order, n, 24, Max(1, sj_cpu_threads / (state->workers + 1))))
+	if (!sj_radix_sort(code, order, n, 24, threads))
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory ordering %u points", n)));
 	pfree(code);
-	/* the coordinates in place, a column at a time (order[k]: the row at k) */
+	return order;
+}
+
+/*
+ * Lay side s's engine rows and kept rows out in the Morton order of their
+ * points (SjPointOrder), the engine's row k becoming kept row k: the
+ * coordinates in place, the keys the row numbers.  Not where no rows are
+ * kept (counting), nor for a side prepared in shared memory, which its
+ * preparer laid out (SjPointSidesExport).
+ */
+static void
+SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
+{
+	SjSideRows *rows = &state->rows[s];
+	uint32		n = in->vectors.n;
+	uint32	   *order;
+	double	   *column;
+	uint32		k;
+	int			d;
+
+	if (rows->values == NULL || state->side_shared[s])
+		return;
+	order = SjPointOrder(state, in, rows->n);
+	if (order == NULL)
+		return;
+	/* the coordinates, a column at a time (order[k]: the row at k) */
 	column = palloc_extended((Size) n * sizeof(double), MCXT_ALLOC_HUGE);
-	coords = (double *) in->vectors.coords;
-	for (d = 0; d < dim; d++)
+	for (d = 0; d < in->vectors.dim; d++)
 	{
-		double	   *c = coords + (Size) d * n;
+		double	   *c = (double *) in->vectors.coords + (Size) d * n;
 
 		for (k = 0; k < n; k++)
 			column[k] = c[order[k]];
@@ -302,6 +325,37 @@ SjPointSpatialOrder(SjScanState *state, int s, SjVectorInput *in)
 		in->keys[k] = k;
 	SjRowsPermute(rows, order, n);
 	pfree(order);
+}
+
+/* SjSideMethods.order: side s (parts merged), its points' spatial order. */
+static uint32 *
+SjPointSidesOrder(SjScanState *state, int s, int64 nrows)
+{
+	SjPointSides *sd = state->sides;
+
+	return SjPointOrder(state, &sd->in[s], nrows);
+}
+
+/*
+ * SjSideMethods.export: side s (parts merged), its engine rows in order,
+ * into dst for the other participants (dst NULL: its size).  Its local
+ * copy is freed once written.
+ */
+static Size
+SjPointSidesExport(SjScanState *state, int s, const uint32 *order, char *dst)
+{
+	SjPointSides *sd = state->sides;
+
+	return SjPointSideExport(sd->scan[s], &sd->in[s], order, dst);
+}
+
+/* SjSideMethods.import: side s as a participant exported it, read in place. */
+static void
+SjPointSidesImport(SjScanState *state, int s, const char *src)
+{
+	SjPointSides *sd = state->sides;
+
+	SjPointSideImport(sd->scan[s], src, &sd->in[s]);
 }
 
 /* SjSideMethods.end: the eps job over both sides of points. */
@@ -326,9 +380,7 @@ SjPointSidesEnd(SjScanState *state)
 	/* a superset of PostGIS's pairs; its own clause decides the band */
 	job->eps = SjPointEngineEps(sd->scan[0], sd->scan[1], &job->left,
 								&job->right, state->param, state->gis,
-								&state->gis_lo, &state->geog);
-	if (state->geog)
-		state->gis_lo = 0.0;	/* a settled pair's value is -inf */
+								&state->gis_bounds);
 	job->metric = SJ_METRIC_L2;
 	SjEpsJobReady(state, job);
 }
@@ -581,23 +633,27 @@ SjThetaSidesEnd(SjScanState *state)
 
 static const SjSideMethods sj_eps_sides = {
 	SJ_PART_EPS, "vector", false, SjEpsSidesBegin, SjEpsSidesRow,
-	SjEpsSidesSide, SjEpsSidesAddParts, SjEpsSidesKeys, SjEpsSidesEnd
+	SjEpsSidesSide, SjEpsSidesAddParts, SjEpsSidesKeys, SjEpsSidesEnd,
+	NULL, NULL, NULL
 };
 
 static const SjSideMethods sj_point_sides = {
 	SJ_PART_POINTS, "point", false, SjPointSidesBegin, SjPointSidesRow,
-	SjPointSidesSide, SjPointSidesAddParts, SjPointSidesKeys, SjPointSidesEnd
+	SjPointSidesSide, SjPointSidesAddParts, SjPointSidesKeys, SjPointSidesEnd,
+	SjPointSidesOrder, SjPointSidesExport, SjPointSidesImport
 };
 
 static const SjSideMethods sj_set_sides = {
 	SJ_PART_SETS, "set", false, SjSetSidesBegin, SjSetSidesRow,
-	SjSetSidesSide, SjSetSidesAddParts, SjSetSidesKeys, SjSetSidesEnd
+	SjSetSidesSide, SjSetSidesAddParts, SjSetSidesKeys, SjSetSidesEnd,
+	NULL, NULL, NULL
 };
 
 /* (its part format ignores "what": the columns name themselves) */
 static const SjSideMethods sj_theta_sides = {
 	SJ_PART_THETA, "set", true, SjThetaSidesBegin, SjThetaSidesRow,
-	SjThetaSidesSide, SjThetaSidesAddParts, SjThetaSidesKeys, SjThetaSidesEnd
+	SjThetaSidesSide, SjThetaSidesAddParts, SjThetaSidesKeys, SjThetaSidesEnd,
+	NULL, NULL, NULL
 };
 
 /* The side methods of a node's operator (PostGIS points apart). */

@@ -44,6 +44,7 @@ typedef struct SjJoinPlanInfo
 	Expr	   *outer_arg;		/* eps/jaccard: argument over the outer */
 	Expr	   *inner_arg;
 	Expr	   *threshold;
+	Expr	   *spheroid;		/* geography: use_spheroid, not a constant */
 	List	   *engine_clauses; /* Exprs the engine evaluates */
 	List	   *residual;		/* other join clauses (Exprs) */
 	List	   *other_quals;	/* outer joins: filters above the join */
@@ -81,7 +82,9 @@ enum
 /* Indexes of CustomScan.custom_exprs (a list of lists). */
 enum
 {
-	SJ_EXPR_ARGS,				/* eps/jaccard: outer arg, inner arg, threshold */
+	SJ_EXPR_ARGS,				/* eps/jaccard: outer arg, inner arg, threshold
+								 * (geography: then a use_spheroid that is not
+								 * a constant) */
 	SJ_EXPR_ENGINE,				/* clauses the engine evaluates */
 	SJ_EXPR_RESIDUAL,			/* other join clauses */
 	SJ_EXPR_N
@@ -112,10 +115,16 @@ typedef struct SjSideRows
  * (partial) inner plan into chunks of minimal tuples in the query's DSA
  * area and, where the operator's part format can hold the join columns,
  * marshals their values as it goes into a part of its own, then arrives.
- * In phase 1 nobody writes: every participant has all of the inner rows,
- * shares in slot order, each share's rows in reading order, read in place,
- * and merges the parts into its engine input instead of marshalling every
- * inner row itself.
+ * In phase 1 nobody writes the shares: every participant has all of the
+ * inner rows, shares in slot order, each share's rows in reading order,
+ * read in place, and merges the parts into its engine input instead of
+ * marshalling every inner row itself.  Where the operator's sides can be
+ * exported (SjSideMethods.export: PostGIS points), the first participant
+ * past the barrier merges the parts once, lays the side out (its spatial
+ * order) and writes the engine's input and the kept rows' order into the
+ * DSA area (prepared, SjPreparedInner in cs_parallel.c), while the others
+ * read their outer rows; then each reads the engine's input in place and
+ * deforms the rows in that order.
  */
 typedef struct SjInnerShare
 {
@@ -133,6 +142,10 @@ typedef struct SjSharedInner
 	int			index_state;	/* SjIndexState, under mutex */
 	dsa_pointer index;			/* the engine's index, once READY */
 	ConditionVariable index_cv; /* index_state left BUILDING */
+	int			prep_state;		/* SjIndexState of the prepared inner,
+								 * under mutex */
+	dsa_pointer prepared;		/* SjPreparedInner, once READY */
+	ConditionVariable prep_cv;	/* prep_state left BUILDING */
 	SjInnerShare share[FLEXIBLE_ARRAY_MEMBER];
 	/* then, MAXALIGNed, an SjWorkerReport per planned worker */
 } SjSharedInner;
@@ -148,6 +161,8 @@ typedef struct SjWorkerReport
 	bool		filled;			/* written, after the fields below */
 	int			index_role;
 	double		index_ms;
+	int			prep_role;
+	double		prep_ms;
 	int64		inner_read;
 	SjStats		stats;
 } SjWorkerReport;
@@ -203,6 +218,7 @@ typedef struct SjScanState
 	ExprState  *arg[2];			/* eps/jaccard arguments, outer and inner */
 	int			arg_var[2];		/* >= 0: the argument is that column */
 	ExprState  *threshold;
+	ExprState  *spheroid;		/* geography: use_spheroid, not a constant */
 	ExprState  *engine_qual;	/* the engine's clauses, for the nested loop */
 	ExprState  *residual;		/* other join clauses, but for compares */
 	SjColumnCompare *compares;	/* join clauses decided on the kept values */
@@ -232,23 +248,26 @@ typedef struct SjScanState
 	int64		unmatched_pos;
 	bool		pairs_done;
 	double		param;			/* the threshold the engine runs with */
-	double		gis_lo;			/* points: a distance <= this surely joins */
-	double		pair_value;		/* the engine's value of the last pair
-								 * (geography: -inf settled within d, +inf
-								 * for PostGIS) */
-	struct SjGeogBand *geog;	/* geography: settles candidates, or NULL */
+	SjPointBounds gis_bounds;	/* points: settle candidates (SjPointSettle) */
+	SjSettle	pair_settled;	/* ... the last pair */
 	bool		streaming;		/* marshal while reading, keep no rows */
 	const struct SjSideMethods *side_ops;	/* the operator's sides */
 	void	   *sides;			/* the engine's input being built
 								 * (cs_sides.c; theta: SjThetaPrepared) */
 	bool		side_done[2];	/* side read by workers and finished */
+	bool		side_shared[2]; /* ... prepared once for all participants:
+								 * read only, in shared memory */
 	int64		rows_out;
 	SjSharedInner *shared;		/* parallel-aware: the shared inner input */
 	int64		inner_read;		/* inner rows this participant read */
 	int			inner_readers;	/* participants that read the inner */
 	int			inner_parts;	/* their parts merged (0: marshalled here) */
+	bool		inner_merge;	/* ... to be merged (SjReadInnerShared) */
 	int			index_role;		/* SJ_INDEX_ROLE_* */
 	double		index_ms;		/* building or waiting for the shared index */
+	int			prep_role;		/* SJ_INDEX_ROLE_*: the prepared inner side
+								 * built (BUILT) or read (PROBED) */
+	double		prep_ms;		/* preparing or waiting for it */
 	SjWorkerReport *reports;	/* leader: the workers', copied at shutdown */
 	int			nreports;
 	SjStats		stats;
@@ -281,6 +300,19 @@ typedef struct SjSideMethods
 	int64	   *(*keys) (SjScanState *state, int s, void *side, int64 *n);
 	/* both sides in: the engine's job, state->spec's arg, keys and rows */
 	void		(*end) (SjScanState *state);
+
+	/*
+	 * The shared inner side prepared once (cs_parallel.c), or NULL where
+	 * each participant prepares its own: the order side s's engine rows
+	 * are to take, its parts merged, for its nrows kept rows (the engine
+	 * row at each place; NULL: theirs); the side written into dst in that
+	 * order, the engine's row k then its kept row k (dst NULL: its size);
+	 * read in place from src by every participant.
+	 */
+	uint32	   *(*order) (SjScanState *state, int s, int64 nrows);
+	Size		(*export) (SjScanState *state, int s, const uint32 *order,
+						   char *dst);
+	void		(*import) (SjScanState *state, int s, const char *src);
 } SjSideMethods;
 
 /* The paths offered for a join. */
@@ -344,6 +376,7 @@ extern void SjRowsPermute(SjSideRows *rows, const uint32 *from, int64 n);
 extern bool SjReadSideParallel(SjScanState *state, int s);
 extern bool SjReadBothParallel(SjScanState *state);
 extern bool SjReadInnerShared(SjScanState *state);
+extern void SjReadInnerRows(SjScanState *state);
 extern const void *SjSharedIndex(SjScanState *state);
 extern Size SjEstimateDSM(CustomScanState *node, ParallelContext *pcxt);
 extern void SjInitializeDSM(CustomScanState *node, ParallelContext *pcxt,

@@ -604,8 +604,7 @@ typedef struct SjPointJob
 	int			dim;			/* 2 or 3 (geometry) */
 	int32		srid;
 	double		eps_user;		/* the eps asked for */
-	double		eps_lo;			/* canonical distance <= eps_lo: joins */
-	SjGeogBand *band;			/* geography: settles most pairs, or NULL */
+	SjPointBounds bounds;		/* settle candidates (SjPointSettle) */
 	int64		count;			/* pairs kept */
 	int64		decided;		/* pairs PostGIS's predicate decided */
 	MemoryContext cxt;			/* PostGIS's decisions, reset every batch */
@@ -722,20 +721,16 @@ SjPointEmit(void *arg, const SjPairBatch *batch)
 	kept.value = job->value;
 	for (i = 0; i < batch->count; i++)
 	{
-		double		v = batch->value ? batch->value[i] : 0;
+		double		v = batch->value ? batch->value[i] : NAN;
+		SjSettle	settled;
 
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
-		if (job->band)
-		{
-			/* geography: the bounds settle the pair, or PostGIS decides */
-			int			settled = SjGeogSettle(job->band, batch->left[i], batch->right[i]);
-
-			if (settled > 0)
-				continue;
-			v = settled < 0 ? 0.0 : NAN;
-		}
-		if (!(v <= job->eps_lo))
+		/* the bounds settle the pair, or PostGIS decides */
+		settled = SjPointSettle(&job->bounds, batch->left[i], batch->right[i], v);
+		if (settled == SJ_SETTLE_OUT)
+			continue;
+		if (settled == SJ_SETTLE_ASK)
 		{
 			job->decided++;
 			if (!SjPointDecide(job, batch->left[i], batch->right[i], &v))
@@ -909,16 +904,13 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 		job.eps.left.vectors.dim = 3;
 		job.eps.right.vectors.dim = 3;
 	}
-	eps_hi = SjPointBand(job.geography, job.srid, eps, &job.eps_lo);
+	eps_hi = SjPointBand(job.geography, job.srid, eps, &job.bounds.lo);
 	empty = job.eps.left.vectors.n == 0 ||
 		(!job.eps.self && job.eps.right.vectors.n == 0);
 	if (job.geography && !empty)
-	{
-		job.band = SjGeogBandOf(SjGeogDistance, job.srid, eps, true,
-								&job.eps.left, job.eps.self ? NULL : &job.eps.right);
-		if (job.band)
-			job.eps_lo = 0.0;	/* a settled pair's value is 0 (above) */
-	}
+		job.bounds.band = SjGeogBandOf(SjGeogDistance, job.srid, eps, true,
+									   &job.eps.left,
+									   job.eps.self ? NULL : &job.eps.right);
 
 	spec.name = store ? "eps_join" : "eps_join_count";
 	spec.ops = &sj_point_methods;
@@ -927,13 +919,13 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 	if (empty)
 		return SjJoinAndReport(&spec, true, &stats, t0);
 
-	if (store == NULL && !job.geography && job.eps_lo >= 0)
+	if (store == NULL && !job.geography && job.bounds.lo >= 0)
 	{
 		int64		lo,
 					hi;
 
-		/* count: the pairs within eps_lo, and the band only if it holds any */
-		job.eps.eps = job.eps_lo;
+		/* count: the pairs settled within (bounds.lo), the band only if any */
+		job.eps.eps = job.bounds.lo;
 		lo = SjRunJoin(&spec, true, &stats);
 		job.eps.eps = eps_hi;
 		hi = SjRunJoin(&spec, true, &stats);
@@ -980,20 +972,125 @@ SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out)
 	SjPointSideFinish((SjPointScan *) side, parts, out);
 }
 
+/* A custom scan's side of points as one participant exports it. */
+typedef struct SjPointExport
+{
+	int32		have_srid;
+	int32		srid;
+	int32		scan_dim;		/* the side's dim, -1 if no point */
+	int32		dim;			/* the engine input's */
+	int64		n;
+	int64		skipped;
+	int32		has_keys;
+	int32		pad;
+	/* then, MAXALIGNed: dim * n coordinates, n keys */
+} SjPointExport;
+
+#define SJ_POINT_EXPORT_SIZE	MAXALIGN(sizeof(SjPointExport))
+
+/*
+ * Write a custom scan's side of points, its engine input in (merged), into
+ * dst for the other participants of a parallel join (dst NULL: the bytes it
+ * takes), its rows in order (the row to take each place; NULL: as they
+ * are) and the keys then 0 .. n - 1, and free in's arrays: the side is
+ * read from dst from then on (SjPointSideImport).
+ */
+Size
+SjPointSideExport(void *side, SjVectorInput *in, const uint32 *order, char *dst)
+{
+	SjPointScan *scan = (SjPointScan *) side;
+	size_t		n = in->vectors.n;
+	Size		coords = (Size) in->vectors.dim * n * sizeof(double);
+	Size		keys = in->keys ? (Size) n * sizeof(int64) : 0;
+	SjPointExport *h = (SjPointExport *) dst;
+	double	   *c;
+	int64	   *kd;
+	size_t		k;
+	int			d;
+
+	if (dst == NULL)
+		return SJ_POINT_EXPORT_SIZE + MAXALIGN(coords) + keys;
+	memset(h, 0, sizeof(*h));
+	h->have_srid = scan->have_srid;
+	h->srid = scan->srid;
+	h->scan_dim = scan->eps.dim;
+	h->dim = in->vectors.dim;
+	h->n = n;
+	h->skipped = in->skipped;
+	h->has_keys = in->keys != NULL;
+	c = (double *) (dst + SJ_POINT_EXPORT_SIZE);
+	kd = (int64 *) (dst + SJ_POINT_EXPORT_SIZE + MAXALIGN(coords));
+	if (order == NULL)
+	{
+		memcpy(c, in->vectors.coords, coords);
+		if (keys > 0)
+			memcpy(kd, in->keys, keys);
+	}
+	else
+	{
+		/* a column at a time */
+		for (d = 0; d < in->vectors.dim; d++)
+		{
+			const double *from = in->vectors.coords + (size_t) d * n;
+			double	   *to = c + (size_t) d * n;
+
+			for (k = 0; k < n; k++)
+				to[k] = from[order[k]];
+		}
+		for (k = 0; k < n && keys > 0; k++)
+			kd[k] = k;
+	}
+	if (in->vectors.coords)
+		pfree((void *) in->vectors.coords);
+	if (in->keys)
+		pfree(in->keys);
+	if (scan->eps.keys == in->keys)
+		scan->eps.keys = NULL;
+	memset(in, 0, sizeof(*in));
+	return SJ_POINT_EXPORT_SIZE + MAXALIGN(coords) + keys;
+}
+
+/*
+ * A custom scan's side of points as a participant exported it into src
+ * (SjPointSideExport): its engine input *out, read in place, and what its
+ * points had in common.
+ */
+void
+SjPointSideImport(void *side, const char *src, SjVectorInput *out)
+{
+	SjPointScan *scan = (SjPointScan *) side;
+	const SjPointExport *h = (const SjPointExport *) src;
+	Size		coords = (Size) h->dim * h->n * sizeof(double);
+
+	scan->have_srid = h->have_srid;
+	scan->srid = h->srid;
+	scan->eps.dim = h->scan_dim;
+	scan->eps.n = h->n;
+	scan->eps.skipped = h->skipped;
+	memset(out, 0, sizeof(*out));
+	out->vectors.n = (uint32_t) h->n;
+	out->vectors.dim = h->dim;
+	out->vectors.coords = (const double *) (src + SJ_POINT_EXPORT_SIZE);
+	out->keys = h->has_keys ?
+		(int64 *) (src + SJ_POINT_EXPORT_SIZE + MAXALIGN(coords)) : NULL;
+	out->skipped = h->skipped;
+}
+
 /*
  * The eps the engine runs a custom scan's join at, for the eps (or
  * tolerance) d of its condition (gis: its SJ_GIS_* flags): one that keeps
- * every pair PostGIS could accept.  *lo: for geometry, a canonical distance
- * at most this is within d (and below it) for PostGIS too, so the node needs
- * no call of PostGIS for such a pair (see "Exactness" above); for geography
- * -1, and *band the bounds that settle most candidates (see "Geography
- * without PostGIS"), or NULL where use_spheroid is not a constant or the
- * bounds do not apply: PostGIS decides every candidate.  Checks that the
- * sides agree; geography sides are narrowed to their unit vectors.
+ * every pair PostGIS could accept; and *bounds, which settle candidates
+ * without PostGIS as eps_join's do (SjPointSettle): for geometry, a
+ * canonical distance at most lo is within d (and below it) for PostGIS too
+ * (see "Exactness" above); for geography, the inner bound on the chord,
+ * which holds on the spheroid and on the sphere alike, and the band of the
+ * model use_spheroid names where it is a constant and the band applies
+ * (see "Geography without PostGIS").  Checks that the sides agree;
+ * geography sides are narrowed to their unit vectors.
  */
 double
 SjPointEngineEps(void *left, void *right, SjVectorInput *lin, SjVectorInput *rin,
-				 double d, int gis, double *lo, SjGeogBand **band)
+				 double d, int gis, SjPointBounds *bounds)
 {
 	SjPointScan *l = (SjPointScan *) left;
 	SjPointScan *r = (SjPointScan *) right;
@@ -1003,19 +1100,18 @@ SjPointEngineEps(void *left, void *right, SjVectorInput *lin, SjVectorInput *rin
 		SjErrorSrid(l->srid, r->srid);
 	if (l->eps.dim >= 0 && r->eps.dim >= 0 && l->eps.dim != r->eps.dim)
 		SjErrorPointDims(l->eps.dim, r->eps.dim);
-	*lo = -1.0;
-	*band = NULL;
+	bounds->lo = -1.0;
+	bounds->band = NULL;
 	if (!l->geography)
-		return SjPointBand(false, 0, d, lo);
+		return SjPointBand(false, 0, d, &bounds->lo);
 	lin->vectors.dim = 3;
 	rin->vectors.dim = 3;
 	if (lin->vectors.n == 0 || rin->vectors.n == 0)
 		return d;
-	/* the outer bound holds for the sphere too: its R is within [rmin, rmax] */
-	hi = SjPointBand(true, l->srid, d, lo);
-	*lo = -1.0;
+	/* both bounds hold for the sphere too: its R is within [rmin, rmax] */
+	hi = SjPointBand(true, l->srid, d, &bounds->lo);
 	if (gis & (SJ_GIS_SPHEROID | SJ_GIS_SPHERE))
-		*band = SjGeogBandOf(SjGeogDistance, l->have_srid ? l->srid : r->srid,
-							 d, (gis & SJ_GIS_SPHEROID) != 0, lin, rin);
+		bounds->band = SjGeogBandOf(SjGeogDistance, l->have_srid ? l->srid : r->srid,
+									d, (gis & SJ_GIS_SPHEROID) != 0, lin, rin);
 	return hi;
 }

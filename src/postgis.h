@@ -63,45 +63,30 @@ typedef struct SjGeogBand
 	size_t		n[2];
 } SjGeogBand;
 
-/*
- * Settle candidate (l, r) of a geography join by band's bounds: -1 surely
- * within d, 1 surely beyond it, 0 for PostGIS to decide.
- */
-static inline int
-SjGeogSettle(const SjGeogBand *band, uint32 l, uint32 r)
+/* What a candidate pair of a join of points is (SjPointSettle). */
+typedef enum SjSettle
 {
-	const double *u = band->u[0];
-	const double *v = band->u[1];
-	size_t		n = band->n[0];
-	size_t		m = band->n[1];
-	double		dx,
-				dy,
-				dz,
-				c;
+	SJ_SETTLE_ASK,				/* PostGIS's clause decides it */
+	SJ_SETTLE_IN,				/* surely within d: joins */
+	SJ_SETTLE_OUT				/* surely beyond d: does not */
+} SjSettle;
 
-	if (band->spheroid)
-	{
-		/* the points on the ellipsoid: N (ux, uy, (1 - e2) uz) */
-		double		nl = band->a / sqrt(1.0 - band->e2 * u[2 * n + l] * u[2 * n + l]);
-		double		nr = band->a / sqrt(1.0 - band->e2 * v[2 * m + r] * v[2 * m + r]);
+/*
+ * The bounds that settle candidates of a join of points at d without
+ * PostGIS, for eps_join's functions and the custom scan alike: lo, an
+ * engine distance (geometry: the canonical L2; geography: the chord of the
+ * unit vectors) at most this is surely within d, -1 where none is; for
+ * geography, band, the tighter bounds of postgis_geog.c, which replace lo
+ * where they apply (NULL otherwise).
+ */
+typedef struct SjPointBounds
+{
+	double		lo;
+	const SjGeogBand *band;
+} SjPointBounds;
 
-		dx = nl * u[l] - nr * v[r];
-		dy = nl * u[n + l] - nr * v[m + r];
-		dz = (1.0 - band->e2) * (nl * u[2 * n + l] - nr * v[2 * m + r]);
-	}
-	else
-	{
-		dx = u[l] - v[r];
-		dy = u[n + l] - v[m + r];
-		dz = u[2 * n + l] - v[2 * m + r];
-	}
-	c = sqrt(dx * dx + dy * dy + dz * dz);
-	if (c <= band->lo)
-		return -1;
-	if (c >= band->hi)
-		return 1;
-	return 0;
-}
+extern SjSettle SjPointSettle(const SjPointBounds *bounds, uint32 l, uint32 r,
+							  double v);
 
 /* PostGIS's distance of two (lon, lat) points of an SRID (postgis.c) */
 typedef double (*SjGeogDistanceFn) (int32 srid, double lon1, double lat1,
@@ -112,12 +97,15 @@ extern SjGeogBand *SjGeogBandOf(SjGeogDistanceFn dist, int32 srid, double d,
 								const SjVectorInput *r);
 
 extern int	SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold,
-						   bool *strict);
+						   bool *strict, Expr **spheroid);
 extern void *SjPointSideNew(bool geography, const char *what);
 extern void SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out);
+extern Size SjPointSideExport(void *side, SjVectorInput *in, const uint32 *order,
+							   char *dst);
+extern void SjPointSideImport(void *side, const char *src, SjVectorInput *out);
 extern double SjPointEngineEps(void *left, void *right, SjVectorInput *lin,
-							   SjVectorInput *rin, double d, int gis, double *lo,
-							   struct SjGeogBand **band);
+							   SjVectorInput *rin, double d, int gis,
+							   SjPointBounds *bounds);
 
 
 /* postgis.c: PostGIS's catalog, for postgis_plan.c */

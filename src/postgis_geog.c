@@ -1,8 +1,10 @@
 /*
  * postgis_geog.c
- *		Geography candidates settled without PostGIS: the bounds that put a
- *		pair of geography points surely within or surely beyond d, for
- *		eps_join's functions and the custom scan (postgis.c, cs_exec.c).
+ *		Candidates of joins of points settled without PostGIS: the one rule
+ *		(SjPointSettle) by which eps_join's functions and the custom scan
+ *		(postgis.c, cs_exec.c) take a candidate as surely within d, surely
+ *		beyond it, or PostGIS's to decide, and the bounds that put a pair of
+ *		geography points surely within or beyond d.
  */
 #include "postgres.h"
 
@@ -169,4 +171,59 @@ SjGeogBandOf(SjGeogDistanceFn dist, int32 srid, double d, bool spheroid,
 	band->u[1] = r->vectors.coords;
 	band->n[1] = r->vectors.n;
 	return band;
+}
+
+/* Settle candidate (l, r) of a geography join by band's bounds. */
+static inline SjSettle
+SjGeogSettle(const SjGeogBand *band, uint32 l, uint32 r)
+{
+	const double *u = band->u[0];
+	const double *v = band->u[1];
+	size_t		n = band->n[0];
+	size_t		m = band->n[1];
+	double		dx,
+				dy,
+				dz,
+				c;
+
+	if (band->spheroid)
+	{
+		/* the points on the ellipsoid: N (ux, uy, (1 - e2) uz) */
+		double		nl = band->a / sqrt(1.0 - band->e2 * u[2 * n + l] * u[2 * n + l]);
+		double		nr = band->a / sqrt(1.0 - band->e2 * v[2 * m + r] * v[2 * m + r]);
+
+		dx = nl * u[l] - nr * v[r];
+		dy = nl * u[n + l] - nr * v[m + r];
+		dz = (1.0 - band->e2) * (nl * u[2 * n + l] - nr * v[2 * m + r]);
+	}
+	else
+	{
+		dx = u[l] - v[r];
+		dy = u[n + l] - v[m + r];
+		dz = u[2 * n + l] - v[2 * m + r];
+	}
+	c = sqrt(dx * dx + dy * dy + dz * dz);
+	if (c <= band->lo)
+		return SJ_SETTLE_IN;
+	if (c >= band->hi)
+		return SJ_SETTLE_OUT;
+	return SJ_SETTLE_ASK;
+}
+
+/*
+ * The rule: is candidate (l, r) of a join of points, v its engine distance
+ * (NaN: none), surely within d, surely beyond it, or for PostGIS to decide?
+ * Geography with a band: by the band's bounds on the chord of its model
+ * (spheroid or sphere); otherwise (geometry, and geography where no band
+ * applies: use_spheroid not a constant, d beyond SJ_GEOG_MAX_D) within
+ * where v <= lo, the rest PostGIS's (the engine only returns candidates
+ * within its outer bound).  Both of PostGIS's models agree on what lo
+ * settles: the sphere's radius is below rmax (postgis.c, "Inner bound").
+ */
+SjSettle
+SjPointSettle(const SjPointBounds *bounds, uint32 l, uint32 r, double v)
+{
+	if (bounds->band)
+		return SjGeogSettle(bounds->band, l, r);
+	return v <= bounds->lo ? SJ_SETTLE_IN : SJ_SETTLE_ASK;
 }

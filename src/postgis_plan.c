@@ -14,9 +14,10 @@
  * outer chord bound (geography, either use_spheroid: the sphere's radius
  * lies between the ellipsoid's extreme radii of curvature), which gives a
  * superset of the pairs; the clause itself is the node's filter on every
- * candidate but those the engine's distance settles (geometry: surely
- * within d; geography with a constant use_spheroid: surely within or
- * beyond d, postgis.c), so every row is PostGIS's own answer.
+ * candidate but those the bounds settle as for eps_join (SjPointSettle,
+ * postgis_geog.c: geometry and geography surely within d, geography with a
+ * constant use_spheroid also surely beyond d), so every row is PostGIS's
+ * own answer.
  */
 #include "postgres.h"
 
@@ -151,12 +152,17 @@ SjGisColumnDims(Expr *arg, bool geography, int32 *srid)
 /*
  * Is clause a PostGIS distance condition between two point columns that
  * the node runs (see above)?  Returns SJ_GIS_* flags (0: not one) and sets
- * the call's two point arguments in order, the threshold and strictness.
+ * the call's two point arguments in order, the threshold and strictness,
+ * and for geography *spheroid, its use_spheroid argument where that is not
+ * a constant that is not NULL (else NULL): the node checks that it is not
+ * NULL on each pair the bounds settle within d, as PostGIS's strict
+ * functions return NULL for a NULL argument.
  * Which side each argument reads, and whether the threshold is known
  * before the join, is for the caller to check.
  */
 int
-SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold, bool *strict)
+SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold, bool *strict,
+			   Expr **spheroid)
 {
 	List	   *args;
 	Expr	   *call;
@@ -170,6 +176,7 @@ SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold, bool *strict)
 	bool		geography;
 
 	*strict = false;
+	*spheroid = NULL;
 	if (IsA(clause, FuncExpr))
 	{
 		FuncExpr   *f = (FuncExpr *) clause;
@@ -253,6 +260,8 @@ SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold, bool *strict)
 		if (sph && IsA(sph, Const) && !((Const *) sph)->constisnull)
 			flags |= DatumGetBool(((Const *) sph)->constvalue) ?
 				SJ_GIS_SPHEROID : SJ_GIS_SPHERE;
+		else if (sph)
+			*spheroid = (Expr *) sph;
 	}
 	return flags | (geography ? SJ_GIS_GEOGRAPHY : SJ_GIS_GEOMETRY);
 }

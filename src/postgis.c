@@ -62,12 +62,14 @@
  * widened by SJ_GIS_RADIUS_SLACK; SJ_GIS_CHORD_PAD covers the rounding of
  * the unit vectors and of the engine's distance (each a few 1e-16).
  *
- * Size: this file stays whole (about 1,000 lines, a sixth of them this
- * comment; the geography bounds are postgis_geog.c) on purpose: the run-time lookup of PostGIS's types and
- * functions, the marshalling of points, the exactness band and its
- * decision by PostGIS, and the planner's recognition of ST_DWithin
- * conditions are one optional dependency that shares its lookups and
- * bounds, and keeping it in one file keeps PostGIS out of everything else.
+ * Size: this file stays whole (about 1,100 lines, a sixth of them this
+ * comment; the geography bounds are postgis_geog.c, the planner's
+ * recognition of ST_DWithin conditions postgis_plan.c) on purpose: the
+ * run-time lookup of PostGIS's types and functions, the marshalling of
+ * points (for the functions and for the custom scan's sides, shared inner
+ * side included), and the exactness band and its decision by PostGIS are
+ * one optional dependency that shares its lookups and bounds, and keeping
+ * it in one file keeps PostGIS out of everything else.
  */
 #include "postgres.h"
 

@@ -100,6 +100,19 @@ CREATE TABLE cmp_ineq_s AS SELECT i AS id, (sjb_u(i, 32) * 1000000)::int AS a FR
 SELECT sjb_ids(greatest(100, 30000 * :scale)::int) \gset sjc_
 CREATE TABLE cmp_mp_r AS SELECT i AS id, (sjb_u(i, 41) * 1000)::int AS a, sjb_u(i, 42) * 100 AS f FROM sjb_id;
 CREATE TABLE cmp_mp_s AS SELECT i AS id, (sjb_u(i, 43) * 1000)::int AS a, sjb_u(i, 44) * 100 AS f FROM sjb_id;
+-- PostGIS (where installed): 2 M geometry points uniform in [0, 1000]^2
+-- (postgis_bench.sql's gis2m: d = 0.9 gives 5 neighbours a point, 2.8 50)
+SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'postgis') AS sjc_gis \gset
+DROP TABLE IF EXISTS cmp_gis;
+\if :sjc_gis
+CREATE EXTENSION IF NOT EXISTS postgis;
+SELECT sjb_ids(greatest(100, 2000000 * :scale)::int) \gset sjc_
+CREATE TABLE cmp_gis AS
+SELECT i AS id, ST_SetSRID(ST_MakePoint(sjb_u(i, 51) * 1000 * sqrt(:scale),
+                                        sjb_u(i, 52) * 1000 * sqrt(:scale)), 3857)::geometry(Point, 3857) AS g
+FROM sjb_id;
+VACUUM ANALYZE cmp_gis;
+\endif
 DROP TABLE sjb_id;
 DROP TABLE IF EXISTS sjb_comp;
 VACUUM ANALYZE cmp_2d, cmp_hd128, cmp_hd384c, cmp_z50k5, cmp_eq_r, cmp_eq_s, cmp_band_r,
@@ -128,6 +141,12 @@ INSERT INTO sjc_workloads VALUES
 (60, 'theta l.a > r.a 500K x 50K (sorted ranges)', 'count', $$SELECT theta_join_count('cmp_ineq_r', 'id', 'cmp_ineq_s', 'id', 'l.a > r.a')$$),
 (70, 'theta OR 30K x 30K (nested loop)', 'count', $$SELECT theta_join_count('cmp_mp_r', 'id', 'cmp_mp_s', 'id', 'l.a = r.a OR (l.f < r.f - 99.9 AND l.a < 10)')$$),
 (80, 'eps 384-D 200K mixture cosine eps=0.002', 'count', $$SELECT eps_join_count('cmp_hd384c', 'id', 'v', 0.002, 'cosine')$$);
+\if :sjc_gis
+-- plain SQL over PostGIS points: the custom scan under Gather, every pair formed
+INSERT INTO sjc_workloads VALUES
+(90, 'postgis 2M uniform d=0.9 (5 a point)', 'sql rows, a.id < b.id', $$SELECT sum(a.id + b.id) FROM cmp_gis a JOIN cmp_gis b ON ST_DWithin(a.g, b.g, 0.9) AND a.id < b.id$$),
+(91, 'postgis 2M uniform d=2.8 (50 a point)', 'sql rows, a.id < b.id', $$SELECT sum(a.id + b.id) FROM cmp_gis a JOIN cmp_gis b ON ST_DWithin(a.g, b.g, 2.8) AND a.id < b.id$$);
+\endif
 
 \else
 

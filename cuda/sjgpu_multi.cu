@@ -51,6 +51,7 @@ struct Worker
 	double		busy_ms = 0.0;	/* in its joins, not waiting for the caller */
 	uint64_t	pairs = 0;
 	uint64_t	peak = 0;		/* largest device memory of one piece */
+	bool		dropped = false;	/* shared units: out of memory, left */
 	SjTimings	t;
 };
 
@@ -178,6 +179,14 @@ worker_run(Worker *w)
 		uint32_t	roff = pc.self ? pc.left_first : pc.right_first;
 
 		st = m->ops->begin(pc, &w->options, &g.h, msg);
+		if (st == SJ_ERR_DEVICE_NOMEM && m->units && m->units->drop(w->index))
+		{
+			/* out of memory on this device: the others share the join */
+			std::lock_guard<std::mutex> lk(m->mu);
+
+			w->dropped = true;
+			return;
+		}
 		if (st != SJ_OK)
 		{
 			m->fail(st, msg);
@@ -396,7 +405,7 @@ start_workers(std::unique_ptr<MultiJoin> m, const SjJoinOptions *options, bool c
 			started++;
 		}
 		else if (m->units)
-			m->units->drop(w->index);
+			(void) m->units->drop(w->index);	/* started == 0 fails below */
 	}
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	if (started == 0)
@@ -500,7 +509,10 @@ multi_timings(const MultiJoin *m, SjTimings *t)
 		t->device_bytes += w->peak;
 		if (len >= sizeof(t->devices))
 			continue;
-		if (m->units)
+		if (w->dropped)
+			wrote = snprintf(t->devices + len, sizeof(t->devices) - len,
+							 "%sgpu%d left (out of memory)", len ? ", " : "", w->ordinal);
+		else if (m->units)
 			wrote = snprintf(t->devices + len, sizeof(t->devices) - len,
 							 "%sgpu%d %.0f%% (%llu units) %.1f ms", len ? ", " : "",
 							 w->ordinal, share,
@@ -600,14 +612,17 @@ SharedUnits::cancel()
 	cv_.notify_all();
 }
 
-void
+bool
 SharedUnits::drop(int worker)
 {
 	std::lock_guard<std::mutex> lk(mu_);
 
-	(void) worker;
+	if (cancelled_ || participants_ <= 1 || worker < 0 || (size_t) worker >= taken_.size() ||
+		taken_[worker] > 0 || std::find(owner_.begin(), owner_.end(), worker) != owner_.end())
+		return false;
 	participants_--;
 	cv_.notify_all();
+	return true;
 }
 
 constexpr int kMaxPeers = 64;	/* device ordinals peer_reachable remembers */
@@ -791,6 +806,9 @@ plan_digest(const uint32_t *cuts, size_t n, uint64_t seed)
  * whole join (Begin with the piece's claim), its batches, timings and end,
  * with the join's one parameter (eps or threshold).
  */
+/* Test hook: the replica of this worker fails its begin, out of memory. */
+static int	replica_nomem = -1;
+
 template <typename Input, typename Join,
 		  SjStatus (*Begin) (const Input *, const Input *, double, const SjJoinOptions *,
 							 UnitClaim, Join **, char *),
@@ -808,9 +826,15 @@ public:
 					  char *errmsg) override
 	{
 		Join	   *j = nullptr;
-		SjStatus	st = Begin(&left_, self_ ? nullptr : &right_, param_, options, p.claim,
-							   &j, errmsg);
+		SjStatus	st;
 
+		if (p.claim.units && (p.claim.worker == replica_nomem || replica_nomem == -2))
+		{
+			set_errmsg(errmsg, "test: out of device memory");
+			*h = nullptr;
+			return SJ_ERR_DEVICE_NOMEM;
+		}
+		st = Begin(&left_, self_ ? nullptr : &right_, param_, options, p.claim, &j, errmsg);
 		*h = j;
 		return st;
 	}
@@ -1015,4 +1039,15 @@ extern "C" void
 sjgpu_set_test_peer_copies(int on)
 {
 	sjgpu::peer_copies = on != 0;
+}
+
+/*
+ * Test hook (not in sjgpu.h): worker >= 0 makes that entry of a spread eps
+ * or jaccard join's device list fail its begin with SJ_ERR_DEVICE_NOMEM,
+ * -2 every entry, -1 none.
+ */
+extern "C" void
+sjgpu_set_test_replica_nomem(int worker)
+{
+	sjgpu::replica_nomem = worker;
 }

@@ -92,8 +92,14 @@ public:
 					   const unsigned char *src, size_t spitch, size_t width, size_t height,
 					   cudaStream_t stream);
 
-	/* A worker whose thread never started: no upload waits for it. */
-	void		drop(int worker);
+	/*
+	 * Take worker out of the join: a thread that never started, or a
+	 * replica whose begin ran out of device memory.  Only where it has
+	 * claimed no unit and no one-off job, the join is not stopped and
+	 * another worker remains: then no upload waits for it, the others do
+	 * its share, and true is returned.
+	 */
+	bool		drop(int worker);
 
 	/* The devices sharing the join. */
 	int			workers() const

@@ -26,12 +26,14 @@
 #pragma weak sjgpu_jaccard_set_test_spread
 #pragma weak sjgpu_jaccard_set_test_strategy
 #pragma weak sjgpu_set_test_peer_copies
+#pragma weak sjgpu_set_test_replica_nomem
 extern void sjgpu_eps_set_test_strategy(int strategy);
 extern void sjgpu_eps_set_test_pruning(int on);
 extern void sjgpu_eps_set_test_spread(int always);
 extern void sjgpu_jaccard_set_test_spread(int always);
 extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
 extern void sjgpu_set_test_peer_copies(int on);
+extern void sjgpu_set_test_replica_nomem(int worker);
 
 /* The strategy and devices lines of the last spread join of m_case. */
 static char m_strategy[128];
@@ -815,4 +817,93 @@ SJ_TEST(multi_gpu_spread_small)
 	SJ_CHECK(strstr(tm.devices, "units") == NULL, "spread: %s", tm.devices);
 	free(got.p);
 	free(c);
+}
+
+/*
+ * A device whose replica runs out of memory at its begin leaves a spread
+ * join, and the others do all of it: the same pairs as one device, eps
+ * (384-D cosine, self and two tables, whichever entry of three fails);
+ * where every device runs out, the join fails as before.
+ */
+SJ_TEST(multi_gpu_spread_drop)
+{
+	int			list[3] = {0, 0, 0};
+	int			found = 0;
+	char		err[SJ_ERRMSG_LEN];
+	char		why[512] = "";
+	double	   *lc,
+			   *rc;
+	SjVectors	L,
+				R;
+	SjJoinOptions o;
+	MPairs		one,
+				many;
+	SjTimings	tm;
+
+	if (!sj_test_gpu_usable() || !sjgpu_set_test_replica_nomem)
+	{
+		sj_test_skip(sj_test_gpu_usable() ? "no replica hook" : "no GPU");
+		return;
+	}
+	(void) sjgpu_device_count(&found, err);
+	if (found > 1)
+		list[1] = 1;			/* a second card where there is one */
+	m_rng = sj_test_seed() ^ 0x6472ULL;
+	lc = m_data(5000, 384, 20, 0.02);
+	rc = m_data(3000, 384, 20, 0.02);
+	L.n = 5000;
+	L.dim = 384;
+	L.coords = lc;
+	R.n = 3000;
+	R.dim = 384;
+	R.coords = rc;
+	memset(&o, 0, sizeof(o));
+	o.metric = SJ_METRIC_COSINE;
+	o.max_batch_pairs = 5000;
+	m_spread(1);
+	for (int self = 1; self >= 0; self--)
+	{
+		SJ_CHECK(m_run(&L, self ? NULL : &R, 0.001, &o, &one, NULL, why), "one device: %s", why);
+		for (int fail = 0; fail < 3; fail++)
+		{
+			o.gpu_ndevices = 3;
+			o.gpu_devices = list;
+			sjgpu_set_test_replica_nomem(fail);
+			SJ_CHECK(m_run(&L, self ? NULL : &R, 0.001, &o, &many, &tm, why) &&
+					 m_same(&one, &many, why), "self %d, entry %d out of memory: %s",
+					 self, fail, why);
+			sjgpu_set_test_replica_nomem(-1);
+			SJ_CHECK(strstr(tm.devices, "left (out of memory)") != NULL,
+					 "no device left: \"%s\"", tm.devices);
+			if (self && fail == 1)
+				printf("     %s\n", tm.devices);
+			free(many.p);
+			o.gpu_ndevices = 0;
+			o.gpu_devices = NULL;
+		}
+		free(one.p);
+	}
+	/* every device out of memory: the join fails, with the last one's error */
+	{
+		SjGpuEpsJoin *j = NULL;
+		int			two[2] = {0, 0};
+		SjPairBatch b;
+		int			done = 0;
+		SjStatus	st;
+
+		o.gpu_ndevices = 2;
+		o.gpu_devices = two;
+		sjgpu_set_test_replica_nomem(-2);
+		st = sjgpu_eps_begin(&L, NULL, 0.001, &o, &j, err);
+		while (st == SJ_OK && !done)
+			st = sjgpu_eps_next(j, &b, &done, err);
+		sjgpu_eps_end(j);
+		sjgpu_set_test_replica_nomem(-1);
+		SJ_CHECK(st == SJ_ERR_DEVICE_NOMEM, "both out of memory: status %d (%s)", st, err);
+		o.gpu_ndevices = 0;
+		o.gpu_devices = NULL;
+	}
+	m_spread(0);
+	free(lc);
+	free(rc);
 }

@@ -246,6 +246,7 @@ struct SharedFake : FakeBatches	/* all: the current unit's pairs */
 static std::atomic<int> shared_live{0};
 static std::atomic<int> shared_skew{-1};	/* this worker plans differently */
 static std::atomic<bool> shared_sparse{false};	/* units past the first: no pairs, 2 ms each */
+static std::atomic<int> shared_nomem{-1};	/* this worker's begin: out of device memory */
 
 /* The fake operator spread with shared units: each unit a band of left rows. */
 class SharedFakeOps : public PieceOps
@@ -256,7 +257,7 @@ public:
 	bool		self = false;
 	size_t		batch = 1;
 
-	SjStatus	begin(const Piece &p, const SjJoinOptions *o, void **h, char *) override
+	SjStatus	begin(const Piece &p, const SjJoinOptions *o, void **h, char *err) override
 	{
 		SharedFake *j = new SharedFake();
 
@@ -268,6 +269,11 @@ public:
 		j->self = self;
 		j->batch = batch;
 		j->count_only = o->count_only != 0;
+		if (p.claim.worker == shared_nomem)
+		{
+			set_errmsg(err, "out of device memory");
+			return SJ_ERR_DEVICE_NOMEM;
+		}
 		return SJ_OK;
 	}
 
@@ -542,6 +548,13 @@ main()
 	shared_skew = 1;
 	ok &= run(300, 300, true, {0, 0}, 10, false, -1, SJ_ERR_INTERNAL, true);
 	shared_skew = -1;
+	/* a replica out of memory at its begin leaves; the others do the join */
+	shared_nomem = 1;
+	ok &= run(300, 300, true, {0, 1}, 10, false, -1, SJ_OK, true);
+	ok &= run(300, 200, false, {0, 1, 2}, 7, true, -1, SJ_OK, true);
+	shared_nomem = 0;
+	ok &= run(300, 300, true, {0}, 10, false, -1, SJ_ERR_DEVICE_NOMEM, true);
+	shared_nomem = -1;
 
 	/*
 	 * Ended early while the replicas return empty batches (6,400 units of
@@ -571,7 +584,7 @@ main()
 				ok &= check_upload(k, k - 1, total / 3 + 1, 3, -1);
 		}
 	ok &= check_upload(3, 2, 4000, 5, 30);
-	printf("multi-device driver: %d joins, 9 failure or early-end cases, shared uploads: %s\n",
+	printf("multi-device driver: %d joins, 12 failure, early-end or drop-out cases, shared uploads: %s\n",
 		   n, ok ? "ok" : "FAILED");
 	return ok ? 0 : 1;
 }

@@ -404,8 +404,11 @@ start_workers(std::unique_ptr<MultiJoin> m, const SjJoinOptions *options, bool c
 			m->running++;
 			started++;
 		}
-		else if (m->units)
-			(void) m->units->drop(w->index);	/* started == 0 fails below */
+		else if (m->units && !m->units->drop(w->index) && started > 0)
+		{
+			/* no thread and no leaving (another left already): the join fails */
+			m->fail_locked(SJ_ERR_INTERNAL, "could not start a thread for a GPU");
+		}
 	}
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	if (started == 0)
@@ -739,6 +742,19 @@ SharedUnits::upload(int worker, size_t seq, int device, unsigned char *dst,
 	{
 		why = err;
 		ok = false;
+	}
+	catch (const std::bad_alloc &)
+	{
+		why = Error(SJ_ERR_NOMEM, "out of host memory in a shared upload");
+		ok = false;
+	}
+	catch (...)
+	{
+		why = Error(SJ_ERR_INTERNAL, "unknown exception in a shared upload");
+		ok = false;
+	}
+	if (!ok)
+	{
 		(void) cudaStreamSynchronize(stream);
 		(void) cudaGetLastError();
 	}

@@ -394,7 +394,8 @@ pinned_free(void *ptr, size_t bytes) noexcept
  * and helpers, signals blocked) claim kStageChunk-byte pieces of the
  * source in order, copy each into one half of their own pinned block and
  * queue its transfer on their own stream; a half is refilled once its last
- * transfer has completed.
+ * transfer has completed.  A thread that cannot have a pinned block (pinned
+ * memory short) sends its pieces as pageable copies instead.
  */
 constexpr size_t kStageMin = (size_t) 32 << 20;
 constexpr size_t kStageChunk = (size_t) 8 << 20;
@@ -412,6 +413,8 @@ stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
 	Event		done[2];
 	PinnedBuffer<unsigned char> block;	/* freed after s has drained */
 	size_t		used = 0;
+	size_t		piece = std::min(chunk, hi - lo);	/* a half of the block */
+	bool		pageable = false;	/* no pinned block: the driver's copies */
 
 	try
 	{
@@ -430,10 +433,19 @@ stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
 			if (off >= hi || stop->load())
 				break;
 			end = std::min(hi, off + chunk);
-			if (!block.get())
-				block.allocate(2 * chunk);
-			half = block.get() + (used & 1) * chunk;
-			if (used >= 2)
+			if (!block.get() && !pageable)
+			{
+				try
+				{
+					block.allocate(2 * piece);
+				}
+				catch (const Error &)
+				{
+					pageable = true;	/* pinned memory short: copy as before */
+				}
+			}
+			half = pageable ? nullptr : block.get() + (used & 1) * piece;
+			if (used >= 2 && !pageable)
 				done[used & 1].synchronize();
 			/* the piece may span rows: copy and send each row's part */
 			for (size_t o = off; o < end;)
@@ -441,9 +453,14 @@ stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
 				size_t		row = o / width,
 							col = o % width,
 							len = std::min(end - o, width - col);
+				const unsigned char *from = src + row * spitch + col;
 
-				memcpy(half + (o - off), src + row * spitch + col, len);
-				SJGPU_CHECK(cudaMemcpyAsync(dst + row * dpitch + col, half + (o - off), len,
+				if (!pageable)
+				{
+					memcpy(half + (o - off), from, len);
+					from = half + (o - off);
+				}
+				SJGPU_CHECK(cudaMemcpyAsync(dst + row * dpitch + col, from, len,
 											cudaMemcpyHostToDevice, s.get()));
 				o += len;
 			}
@@ -460,6 +477,10 @@ stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
 	catch (const std::bad_alloc &)
 	{
 		*why = Error(SJ_ERR_NOMEM, "out of host memory staging an upload");
+	}
+	catch (...)
+	{
+		*why = Error(SJ_ERR_INTERNAL, "unknown exception staging an upload");
 	}
 	stop->store(true);
 	if (s.get())
@@ -480,12 +501,28 @@ upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width
 	hi = std::min(hi, total);
 	if (lo >= hi)
 		return 0;
-	staged = stage_test_chunk > 0 || (stage_test_chunk == 0 && hi - lo >= kStageMin) ||
-		lo > 0 || hi < total;
+	staged = stage_test_chunk > 0 || (stage_test_chunk == 0 && hi - lo >= kStageMin);
 	if (spitch == width && dpitch == width)
 	{
 		width = total;			/* contiguous: one row */
 		height = 1;
+	}
+	if (!staged && (lo > 0 || hi < total))
+	{
+		/* part of the rows, small: each row's part, copied by the driver */
+		for (size_t o = lo; o < hi;)
+		{
+			size_t		row = o / width,
+						col = o % width,
+						len = std::min(hi - o, width - col);
+
+			SJGPU_CHECK(cudaMemcpyAsync((unsigned char *) dst + row * dpitch + col,
+										(const unsigned char *) src + row * spitch + col, len,
+										cudaMemcpyHostToDevice, stream));
+			o += len;
+		}
+		SJGPU_CHECK(cudaStreamSynchronize(stream));
+		return clock_ms() - t0;
 	}
 	if (!staged)
 	{

@@ -453,9 +453,12 @@ run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
  * dropped) upload four pitched arrays in turn; each must end up with all
  * of every one.  cancel_after_ms >= 0: only nrun run and none is dropped,
  * so the uploads wait until the cancel, and every device must throw.
+ * late_drop: the others are dropped only after 20 ms, while the running
+ * ones wait for them.
  */
 static bool
-check_upload(int k, int nrun, size_t width, size_t height, int cancel_after_ms)
+check_upload(int k, int nrun, size_t width, size_t height, int cancel_after_ms,
+			 bool late_drop = false)
 {
 	SharedUnits units(k);
 	size_t		spitch = width + 13;
@@ -467,7 +470,7 @@ check_upload(int k, int nrun, size_t width, size_t height, int cancel_after_ms)
 
 	for (auto &c : src)
 		c = (unsigned char) rand();
-	if (cancel_after_ms < 0)
+	if (cancel_after_ms < 0 && !late_drop)
 		for (int w = nrun; w < k; w++)
 			units.drop(w);
 	for (int w = 0; w < nrun; w++)
@@ -500,6 +503,16 @@ check_upload(int k, int nrun, size_t width, size_t height, int cancel_after_ms)
 	{
 		std::this_thread::sleep_for(std::chrono::milliseconds(cancel_after_ms));
 		units.cancel();
+	}
+	else if (late_drop)
+	{
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		for (int w = nrun; w < k; w++)
+			if (!units.drop(w))
+			{
+				printf("shared upload: device %d could not leave\n", w);
+				ok = false;
+			}
 	}
 	for (auto &t : th)
 		t.join();
@@ -584,6 +597,8 @@ main()
 				ok &= check_upload(k, k - 1, total / 3 + 1, 3, -1);
 		}
 	ok &= check_upload(3, 2, 4000, 5, 30);
+	ok &= check_upload(3, 2, 4000, 5, -1, true);
+	ok &= check_upload(4, 1, 999, 3, -1, true);
 	printf("multi-device driver: %d joins, 12 failure, early-end or drop-out cases, shared uploads: %s\n",
 		   n, ok ? "ok" : "FAILED");
 	return ok ? 0 : 1;

@@ -11,7 +11,10 @@
 #      PGOPTIONS (default: auto, i.e. the GPU where one is usable);
 #   2. the engine tests (test/engine, no server);
 #   3. the differential tests (test/diff: GPU vs CPU where a GPU is usable,
-#      and both against plain-SQL oracles).
+#      and both against plain-SQL oracles);
+#   4. where nvcc is found, the multi-device driver's host-only check
+#      (make multi-check: its threads, shared units and shared uploads
+#      against a fake operator; no GPU needed).
 # Ends with one line "N passed, N failed" over the suites.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,6 +45,11 @@ suite "file graph" bash test/tools/filegraph.sh
 suite "pg_regress" regress
 suite "engine tests" make -s engine-check
 suite "differential tests" bash test/diff/run.sh
+if command -v nvcc >/dev/null 2>&1 || [[ -x ${CUDA_HOME:-/usr/local/cuda}/bin/nvcc ]]; then
+    suite "multi-device driver" make -s multi-check
+else
+    echo "== multi-device driver: skipped (no nvcc)"
+fi
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -446,6 +446,30 @@ SjInnerPublish(SjScanState *state, int nshares, const int64 *base)
 }
 
 /*
+ * Sleep on cv until *field (an SjIndexState of sh, under its mutex) is no
+ * longer SJ_INDEX_BUILDING: another participant builds what it stands for.
+ * Returns the state it ended in.
+ */
+static int
+SjAwaitBuilt(SjSharedInner *sh, int *field, ConditionVariable *cv)
+{
+	int			st;
+
+	ConditionVariablePrepareToSleep(cv);
+	for (;;)
+	{
+		SpinLockAcquire(&sh->mutex);
+		st = *field;
+		SpinLockRelease(&sh->mutex);
+		if (st != SJ_INDEX_BUILDING)
+			break;
+		ConditionVariableSleep(cv, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	return st;
+}
+
+/*
  * The inner side prepared once, waited for where another participant is
  * still preparing it.  An ERROR while preparing aborts the query, and with
  * it the participants waiting.
@@ -459,19 +483,7 @@ SjInnerPrepared(SjScanState *state)
 
 	if (state->prep_role != SJ_INDEX_ROLE_BUILT)
 	{
-		ConditionVariablePrepareToSleep(&sh->prep_cv);
-		for (;;)
-		{
-			int			st;
-
-			SpinLockAcquire(&sh->mutex);
-			st = sh->prep_state;
-			SpinLockRelease(&sh->mutex);
-			if (st != SJ_INDEX_BUILDING)
-				break;
-			ConditionVariableSleep(&sh->prep_cv, PG_WAIT_EXTENSION);
-		}
-		ConditionVariableCancelSleep();
+		(void) SjAwaitBuilt(sh, &sh->prep_state, &sh->prep_cv);
 		state->prep_role = SJ_INDEX_ROLE_PROBED;
 		state->prep_ms = sj_now_ms() - t0;
 	}
@@ -740,19 +752,7 @@ SjSharedIndex(SjScanState *state)
 		ConditionVariableBroadcast(&sh->index_cv);
 	}
 	else
-	{
-		ConditionVariablePrepareToSleep(&sh->index_cv);
-		for (;;)
-		{
-			SpinLockAcquire(&sh->mutex);
-			st = sh->index_state;
-			SpinLockRelease(&sh->mutex);
-			if (st != SJ_INDEX_BUILDING)
-				break;
-			ConditionVariableSleep(&sh->index_cv, PG_WAIT_EXTENSION);
-		}
-		ConditionVariableCancelSleep();
-	}
+		st = SjAwaitBuilt(sh, &sh->index_state, &sh->index_cv);
 	state->index_ms = sj_now_ms() - t0;
 	if (st != SJ_INDEX_READY)
 		return NULL;

@@ -125,10 +125,13 @@ guard(char *errmsg, F &&body) noexcept
  * Devices
  * ------------------------------------------------------------------------ */
 
+/* Throw SJ_ERR_NO_DEVICE unless `ordinal` names a device found. */
+void		check_ordinal(int ordinal);
+
 /*
  * Initialise CUDA lazily (once per process) and make `ordinal` the current
  * device of the calling thread, after waiting for sjgpu_start_device's
- * thread.  Throws SJ_ERR_NO_DEVICE when no device is usable or the ordinal
+ * thread to start that device (not the others it starts).  Throws SJ_ERR_NO_DEVICE when no device is usable or the ordinal
  * is out of range.  Returns the milliseconds it took: the device's start-up,
  * or what was left of it, on a process's first join.
  */

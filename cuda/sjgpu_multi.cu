@@ -564,20 +564,14 @@ bool
 devices_alike(const SjJoinOptions *options)
 {
 	int			major0 = -1,
-				minor0 = -1,
-				found = 0;
-	char		err[SJ_ERRMSG_LEN];
+				minor0 = -1;
 
-	if (sjgpu_device_count(&found, err) != SJ_OK)
-		throw Error(SJ_ERR_NO_DEVICE, "%s", err);
 	for (int i = 0; i < options->gpu_ndevices; i++)
 	{
 		int			major,
 					minor;
 
-		if (options->gpu_devices[i] < 0 || options->gpu_devices[i] >= found)
-			throw Error(SJ_ERR_NO_DEVICE, "GPU device %d does not exist (%d found)",
-						options->gpu_devices[i], found);
+		check_ordinal(options->gpu_devices[i]);
 		if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
 								   options->gpu_devices[i]) != cudaSuccess ||
 			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,

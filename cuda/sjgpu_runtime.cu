@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstring>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -117,11 +118,52 @@ probe_devices()
 }
 
 /*
+ * Throw SJ_ERR_NO_DEVICE unless the ordinal names a device found (none
+ * found: why, where the runtime said).
+ */
+void
+check_ordinal(int ordinal)
+{
+	probe_devices();
+	if (probe_count == 0 && probe_error != cudaSuccess)
+		throw Error(SJ_ERR_NO_DEVICE, "no usable GPU: %s",
+					cudaGetErrorString(probe_error));
+	if (probe_count == 0)
+		throw Error(SJ_ERR_NO_DEVICE, "no usable GPU: no CUDA device found");
+	if (ordinal < 0 || ordinal >= probe_count)
+		throw Error(SJ_ERR_NO_DEVICE, "GPU device %d does not exist (%d found)",
+					ordinal, probe_count);
+}
+
+/*
+ * How this process's host threads wait for the current device, set once a
+ * device: they sleep until the device wakes them (blocking sync) rather
+ * than spin.  A server runs many processes of a parallel plan at once,
+ * each with a context, forming rows while its next batch computes; the
+ * runtime's default (spin while a process has fewer contexts than cores)
+ * would take their cores from the processes forming rows.  Failures are
+ * ignored: the default then stays.
+ */
+static std::once_flag sync_once[SJGPU_MAX_DEVICES];
+
+static void
+set_blocking_sync(int ordinal)
+{
+	if (ordinal < 0 || ordinal >= SJGPU_MAX_DEVICES)
+		return;
+	std::call_once(sync_once[ordinal], [] {
+		if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess)
+			(void) cudaGetLastError();
+	});
+}
+
+/*
  * Starting the device in the background.  Creating a process's CUDA context
  * takes 0.15-0.3 s, and each of several processes doing it at once waits
- * for all of them (the workers of a parallel plan are new processes).  sjgpu_start_device() does it on a
- * thread of its own while the caller reads its inputs; use_device() waits
- * for that thread before touching the device.  The thread blocks every
+ * for all of them (the workers of a parallel plan are new processes).
+ * sjgpu_start_devices() does it on a thread of its own (one more a device)
+ * while the caller reads its inputs; use_device() waits until the device
+ * it asks for has started, not for the others.  The thread blocks every
  * signal, calls only the CUDA runtime, and ignores failures: the join's own
  * calls meet and report them.
  */
@@ -131,6 +173,15 @@ static bool start_running;		/* start_thread is to be joined */
 static bool start_begun;		/* one was started in this process */
 static int	start_ordinals[SJGPU_MAX_DEVICES];
 static int	start_count;
+
+/*
+ * Each device's start is waited for on its own: a join on one device of a
+ * list that starts several (simjoin.devices) does not wait for the others.
+ */
+static std::mutex started_mutex;
+static std::condition_variable started_cv;
+static bool started[SJGPU_MAX_DEVICES];	/* this device's start is over */
+static bool started_all = true;	/* the thread is done, or none runs */
 
 static double
 clock_ms()
@@ -155,8 +206,18 @@ start_main(void *)
 		int			ord = start_count < 0 ? i : start_ordinals[i];
 		auto		start_one = [ord] {
 			if (ord < probe_count && cudaSetDevice(ord) == cudaSuccess)
+			{
+				set_blocking_sync(ord);
 				(void) cudaFree(nullptr);	/* makes sure the context exists */
+			}
 			(void) cudaGetLastError();
+			if (ord >= 0 && ord < SJGPU_MAX_DEVICES)
+			{
+				std::lock_guard<std::mutex> lock(started_mutex);
+
+				started[ord] = true;
+			}
+			started_cv.notify_all();
 		};
 
 		if (i == n - 1)
@@ -175,7 +236,25 @@ start_main(void *)
 	}
 	for (std::thread &t : others)
 		t.join();
+	{
+		std::lock_guard<std::mutex> lock(started_mutex);
+
+		started_all = true;
+	}
+	started_cv.notify_all();
 	return nullptr;
+}
+
+/* Wait until the start of this device (if it is one started) is over. */
+static void
+wait_started(int ordinal)
+{
+	std::unique_lock<std::mutex> lock(started_mutex);
+
+	started_cv.wait(lock, [ordinal] {
+		return started_all ||
+			(ordinal >= 0 && ordinal < SJGPU_MAX_DEVICES && started[ordinal]);
+	});
 }
 
 /* Wait for the start-up thread, if one runs; true if one did. */
@@ -196,19 +275,10 @@ use_device(int ordinal)
 {
 	double		t0 = clock_ms();
 
-	wait_start();
-	probe_devices();
-	if (probe_count == 0)
-	{
-		if (probe_error != cudaSuccess)
-			throw Error(SJ_ERR_NO_DEVICE, "no usable GPU: %s",
-						cudaGetErrorString(probe_error));
-		throw Error(SJ_ERR_NO_DEVICE, "no usable GPU: no CUDA device found");
-	}
-	if (ordinal < 0 || ordinal >= probe_count)
-		throw Error(SJ_ERR_NO_DEVICE, "GPU device %d does not exist (%d found)",
-					ordinal, probe_count);
+	wait_started(ordinal);
+	check_ordinal(ordinal);
 	SJGPU_CHECK(cudaSetDevice(ordinal));
+	set_blocking_sync(ordinal);
 	return clock_ms() - t0;
 }
 
@@ -713,9 +783,20 @@ sjgpu_start_devices(const int *ordinals, int n)
 	sjgpu::start_begun = true;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
+	{
+		std::lock_guard<std::mutex> done(sjgpu::started_mutex);
+
+		sjgpu::started_all = false;
+	}
 	sjgpu::start_running =
 		pthread_create(&sjgpu::start_thread, nullptr, sjgpu::start_main, nullptr) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	if (!sjgpu::start_running)
+	{
+		std::lock_guard<std::mutex> done(sjgpu::started_mutex);
+
+		sjgpu::started_all = true;
+	}
 }
 
 /* Wait for the thread sjgpu_start_device began, if it still runs. */
@@ -755,14 +836,11 @@ sjgpu_device_info(int ordinal, SjGpuDeviceInfo *info, char *errmsg)
 		if (!info)
 			throw sjgpu::Error(SJ_ERR_INVALID, "info is NULL");
 		memset(info, 0, sizeof(*info));
-		sjgpu::probe_devices();
-		if (ordinal < 0 || ordinal >= sjgpu::probe_count)
-			throw sjgpu::Error(SJ_ERR_NO_DEVICE,
-							   "GPU device %d does not exist (%d found)",
-							   ordinal, sjgpu::probe_count);
+		sjgpu::check_ordinal(ordinal);
 		SJGPU_CHECK(cudaGetDeviceProperties(&prop, ordinal));
 		SJGPU_CHECK(cudaGetDevice(&prev));
 		SJGPU_CHECK(cudaSetDevice(ordinal));
+		sjgpu::set_blocking_sync(ordinal);
 		{
 			cudaError_t err = cudaMemGetInfo(&free_bytes, &total_bytes);
 

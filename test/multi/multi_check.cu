@@ -43,11 +43,17 @@ set_errmsg(char *errmsg, const char *msg)
 }
 
 /* Stub: devices 0..3 exist. */
-double
-use_device(int ordinal)
+void
+check_ordinal(int ordinal)
 {
 	if (ordinal < 0 || ordinal >= 4)
 		throw Error(SJ_ERR_NO_DEVICE, "GPU device %d does not exist (4 found)", ordinal);
+}
+
+double
+use_device(int ordinal)
+{
+	check_ordinal(ordinal);
 	return 0.0;
 }
 
@@ -120,7 +126,7 @@ SjStatus	sjgpu_theta_next(SjGpuThetaJoin *, SjPairBatch *, int *, char *) { retu
 void		sjgpu_theta_timings(const SjGpuThetaJoin *, SjTimings *) {}
 SjThetaDataError sjgpu_theta_data_error(const SjGpuThetaJoin *) { return SJ_THETA_OK; }
 void		sjgpu_theta_end(SjGpuThetaJoin *) {}
-SjStatus	sjgpu_device_count(int *count, char *) { *count = 4; return SJ_OK; }	/* as use_device */
+SjStatus	sjgpu_device_count(int *count, char *) { *count = 4; return SJ_OK; }	/* as check_ordinal */
 }
 
 static std::atomic<int> fail_begin_at{-1};

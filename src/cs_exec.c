@@ -399,9 +399,9 @@ SjLoad(SjScanState *state)
 	 * together, then the outer's parallel scan, which every participant then
 	 * starts at about the same time (past the inner's barrier): the leader
 	 * no longer takes most of the outer rows, and of the pairs to form,
-	 * while the workers start.  The inner's rows come last: the one
-	 * participant preparing its side for all (cs_parallel.c) does so while
-	 * the others read their outer rows.
+	 * while the workers start.  The inner's rows come last: the first
+	 * participant past its outer rows prepares the inner side for all
+	 * (cs_parallel.c), the others waiting for it.
 	 */
 	if (state->streaming && SjReadBothParallel(state))
 		;						/* both read by workers */

@@ -408,8 +408,8 @@ SjInnerPrepare(SjScanState *state, int nshares, const int64 *base)
 
 /*
  * Is this participant the one to prepare the inner side (SjInnerPrepare)?
- * The first to ask is; it prepares it at once (SjInnerPublish), while the
- * others read their outer rows, then wait for it (SjInnerPrepared).
+ * The first to ask, having read its outer rows, is; it prepares it at once
+ * (SjInnerPublish), while the others wait for it (SjInnerPrepared).
  */
 static bool
 SjInnerClaim(SjScanState *state)
@@ -522,12 +522,10 @@ SjInnerBases(SjScanState *state, int *nshares, bool *merge)
 /*
  * Parallel-aware node: take a share of the inner input if it is still
  * being read (SjReadInnerShare) and wait until every participant reading
- * it is done; where the operator's side can be prepared once for all
- * (SjInnerPrepare), prepare it if this participant is the first to ask.
- * The caller then reads the outer input (its parallel scan, which every
- * participant starts at about the same time, past the inner's barrier,
- * but the one preparing the inner side last: the others take more of the
- * outer rows), then the inner's rows (SjReadInnerRows).  False, having
+ * it is done.  The caller then reads the outer input (its parallel scan,
+ * which every participant starts at about the same time, past the inner's
+ * barrier, so that each takes about as many outer rows, and as many pairs
+ * to form), then the inner's rows (SjReadInnerRows).  False, having
  * read nothing, where the node runs without shared memory (no Gather set
  * it up): the inner plan then returns all of its rows to this process
  * alone.
@@ -563,8 +561,6 @@ SjReadInnerShared(SjScanState *state)
 	base = SjInnerBases(state, &nshares, &merge);
 	state->inner_readers = nshares;
 	state->inner_merge = merge;
-	if (merge && state->side_ops->export != NULL && SjInnerClaim(state))
-		SjInnerPublish(state, nshares, base);
 	pfree(base);
 	return true;
 }
@@ -573,8 +569,10 @@ SjReadInnerShared(SjScanState *state)
  * The shared inner input's rows (SjReadInnerShared having returned true):
  * deform all of them, in place in shared memory, into rows[1], and merge
  * the shares' parts into the engine's input where each wrote one, or read
- * the side prepared once, waiting for it if need be, and deform the rows
- * in the order it gives.
+ * the side prepared once, and deform the rows in the order it gives: the
+ * first participant here prepares it (its outer rows read, as the
+ * others', rather than while they read theirs: a participant preparing
+ * then found the outer scan done and formed no pairs), the others wait.
  */
 void
 SjReadInnerRows(SjScanState *state)
@@ -599,7 +597,11 @@ SjReadInnerRows(SjScanState *state)
 	merge = state->inner_merge; /* the parts may be freed by now */
 	total = base[nshares];
 	if (merge && state->side_ops->export != NULL)
+	{
+		if (SjInnerClaim(state))
+			SjInnerPublish(state, nshares, base);
 		prep = SjInnerPrepared(state);
+	}
 	/* the tuples in place, in the prepared order if any */
 	tuples = palloc_extended(Max(total, 1) * sizeof(MinimalTuple), MCXT_ALLOC_HUGE);
 	for (p = 0, k = 0; p < nshares; p++)

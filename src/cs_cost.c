@@ -214,9 +214,13 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	 */
 	engine_pairs = clamp_row_est(info->pair_sel * outer_rows * inner_rows);
 	info->pairs = engine_pairs;
-	/* what this participant reads: its shares of a shared inner's rows */
+	/*
+	 * What this participant reads before its join: its share of a shared
+	 * inner's scan, but every inner row kept and marshalled (as the
+	 * startup below charges), as each participant forms pairs with any.
+	 */
 	read_ms = (outer_path->total_cost + inner_path->total_cost) * SJ_MS_PER_COST_UNIT +
-		SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_path->rows);
+		SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_rows);
 
 	/*
 	 * The CPU engine's rates are for all its threads.  A parallel path's
@@ -236,8 +240,23 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	 * the time it reads its inputs meanwhile.
 	 */
 	if (gpu && mode != SJ_PATH_SERIAL)
+	{
+		/*
+		 * Every participant starts the device while it reads, under either
+		 * parallel path: the start is charged against what reading all of
+		 * the inner input would take (a shared inner's share scaled up), so
+		 * that it does not tilt the choice between the two, which then
+		 * turns on what the shared inner saves (test/bench/BENCHMARKS.md,
+		 * "Plain SQL over points: the shared inner side on the GPU").
+		 */
+		double		overlap_ms = read_ms;
+
+		if (mode == SJ_PATH_SHARED_INNER)
+			overlap_ms += inner_path->total_cost * SJ_MS_PER_COST_UNIT *
+				(SjParallelDivisor(inner_path) - 1.0);
 		start_ms = Max(0.0, SJ_GPU_PROCESS_START_MS * outer_path->parallel_workers -
-					   read_ms);
+					   overlap_ms);
+	}
 	info->cpu = false;
 	if (gpu && sj_device == SJ_DEVICE_AUTO && cpu_ms < engine_ms + start_ms)
 	{

@@ -136,28 +136,6 @@ check_ordinal(int ordinal)
 }
 
 /*
- * How this process's host threads wait for the current device, set once a
- * device: they sleep until the device wakes them (blocking sync) rather
- * than spin.  A server runs many processes of a parallel plan at once,
- * each with a context, forming rows while its next batch computes; the
- * runtime's default (spin while a process has fewer contexts than cores)
- * would take their cores from the processes forming rows.  Failures are
- * ignored: the default then stays.
- */
-static std::once_flag sync_once[SJGPU_MAX_DEVICES];
-
-static void
-set_blocking_sync(int ordinal)
-{
-	if (ordinal < 0 || ordinal >= SJGPU_MAX_DEVICES)
-		return;
-	std::call_once(sync_once[ordinal], [] {
-		if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess)
-			(void) cudaGetLastError();
-	});
-}
-
-/*
  * Starting the device in the background.  Creating a process's CUDA context
  * takes 0.15-0.3 s, and each of several processes doing it at once waits
  * for all of them (the workers of a parallel plan are new processes).
@@ -206,10 +184,7 @@ start_main(void *)
 		int			ord = start_count < 0 ? i : start_ordinals[i];
 		auto		start_one = [ord] {
 			if (ord < probe_count && cudaSetDevice(ord) == cudaSuccess)
-			{
-				set_blocking_sync(ord);
 				(void) cudaFree(nullptr);	/* makes sure the context exists */
-			}
 			(void) cudaGetLastError();
 			if (ord >= 0 && ord < SJGPU_MAX_DEVICES)
 			{
@@ -278,7 +253,6 @@ use_device(int ordinal)
 	wait_started(ordinal);
 	check_ordinal(ordinal);
 	SJGPU_CHECK(cudaSetDevice(ordinal));
-	set_blocking_sync(ordinal);
 	return clock_ms() - t0;
 }
 
@@ -840,7 +814,6 @@ sjgpu_device_info(int ordinal, SjGpuDeviceInfo *info, char *errmsg)
 		SJGPU_CHECK(cudaGetDeviceProperties(&prop, ordinal));
 		SJGPU_CHECK(cudaGetDevice(&prev));
 		SJGPU_CHECK(cudaSetDevice(ordinal));
-		sjgpu::set_blocking_sync(ordinal);
 		{
 			cudaError_t err = cudaMemGetInfo(&free_bytes, &total_bytes);
 

@@ -447,6 +447,35 @@ constexpr int kStageThreads = 4;
 
 static long stage_test_chunk;	/* test hook: > 0 stages all, in such pieces */
 
+/*
+ * Queue the copy of bytes [off, end) of a pitched source (rows of width
+ * bytes) on stream, each row's part on its own: through staging (the
+ * pieces laid out there from its start; the caller keeps it until the
+ * copies are done) or, NULL, from the source itself.
+ */
+static void
+send_rows(unsigned char *dst, size_t dpitch, const unsigned char *src, size_t spitch,
+		  size_t width, size_t off, size_t end, unsigned char *staging,
+		  cudaStream_t stream)
+{
+	for (size_t o = off; o < end;)
+	{
+		size_t		row = o / width,
+					col = o % width,
+					len = std::min(end - o, width - col);
+		const unsigned char *from = src + row * spitch + col;
+
+		if (staging)
+		{
+			memcpy(staging + (o - off), from, len);
+			from = staging + (o - off);
+		}
+		SJGPU_CHECK(cudaMemcpyAsync(dst + row * dpitch + col, from, len,
+									cudaMemcpyHostToDevice, stream));
+		o += len;
+	}
+}
+
 /* One staging thread's share of upload_2d; false (and *why) on failure. */
 static bool
 stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
@@ -492,22 +521,7 @@ stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
 			if (used >= 2 && !pageable)
 				done[used & 1].synchronize();
 			/* the piece may span rows: copy and send each row's part */
-			for (size_t o = off; o < end;)
-			{
-				size_t		row = o / width,
-							col = o % width,
-							len = std::min(end - o, width - col);
-				const unsigned char *from = src + row * spitch + col;
-
-				if (!pageable)
-				{
-					memcpy(half + (o - off), from, len);
-					from = half + (o - off);
-				}
-				SJGPU_CHECK(cudaMemcpyAsync(dst + row * dpitch + col, from, len,
-											cudaMemcpyHostToDevice, s.get()));
-				o += len;
-			}
+			send_rows(dst, dpitch, src, spitch, width, off, end, half, s.get());
 			done[used & 1].record(s.get());
 			used++;
 		}
@@ -554,17 +568,8 @@ upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width
 	if (!staged && (lo > 0 || hi < total))
 	{
 		/* part of the rows, small: each row's part, copied by the driver */
-		for (size_t o = lo; o < hi;)
-		{
-			size_t		row = o / width,
-						col = o % width,
-						len = std::min(hi - o, width - col);
-
-			SJGPU_CHECK(cudaMemcpyAsync((unsigned char *) dst + row * dpitch + col,
-										(const unsigned char *) src + row * spitch + col, len,
-										cudaMemcpyHostToDevice, stream));
-			o += len;
-		}
+		send_rows((unsigned char *) dst, dpitch, (const unsigned char *) src, spitch,
+				  width, lo, hi, nullptr, stream);
 		SJGPU_CHECK(cudaStreamSynchronize(stream));
 		return clock_ms() - t0;
 	}

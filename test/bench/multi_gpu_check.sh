@@ -203,11 +203,11 @@ export -f step_devices step_engine step_regress step_bench step_sessions step_di
 for s in "${steps[@]}"; do
     case $s in
         devices) run_step devices 30 ;;
-        engine) run_step engine 120 ;;
+        engine) run_step engine 180 ;;
         regress) run_step regress 180 ;;
         bench) run_step bench 260 ;;
         sessions) run_step sessions 90 ;;
-        diff) run_step diff 240 ;;
+        diff) run_step diff 480 ;;
         *) printf '%-9s %-8s %6s  %s\n' "$s" FAIL 0 "unknown step" >>"$summary"; failed=1 ;;
     esac
 done

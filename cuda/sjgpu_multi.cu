@@ -663,7 +663,8 @@ SharedUnits::upload(int worker, size_t seq, int device, unsigned char *dst,
 					const unsigned char *src, size_t spitch, size_t width, size_t height,
 					cudaStream_t stream)
 {
-	double		t0 = now_ms();
+	double		t0 = now_ms(),
+				waited = 0;		/* for the other devices: not copying */
 	int			n = workers();
 	size_t		total = width * height;
 	auto		range = [&](int k, size_t *lo, size_t *hi) {
@@ -697,7 +698,12 @@ SharedUnits::upload(int worker, size_t seq, int device, unsigned char *dst,
 		e->device[worker] = device;
 		e->arrived++;
 		cv_.notify_all();
-		cv_.wait(lk, [&] { return e->go || e->arrived >= participants_ || cancelled_; });
+		{
+			double		w0 = now_ms();
+
+			cv_.wait(lk, [&] { return e->go || e->arrived >= participants_ || cancelled_; });
+			waited += now_ms() - w0;
+		}
 		if (!e->go && e->arrived < participants_)
 		{
 			/* stopped before every device arrived: nobody has read anything */
@@ -758,15 +764,19 @@ SharedUnits::upload(int worker, size_t seq, int device, unsigned char *dst,
 		std::unique_lock<std::mutex> lk(mu_);
 		int			readers = e->readers;
 
+		double		w0;
+
 		e->finished++;
 		cv_.notify_all();
+		w0 = now_ms();
 		cv_.wait(lk, [&] { return e->finished >= readers; });
+		waited += now_ms() - w0;
 		if (++e->left == readers)
 			exchanges_.erase(seq);
 	}
 	if (!ok)
 		throw why;
-	return now_ms() - t0;
+	return std::max(0.0, now_ms() - t0 - waited);
 }
 
 bool

@@ -85,7 +85,8 @@ public:
 	 * host, waits for the others, then copies theirs from their devices
 	 * (peer to peer; from the host where it cannot reach another's memory,
 	 * or another never started), and returns once every device has read
-	 * what it needs of the others'.  Returns host milliseconds.  Throws,
+	 * what it needs of the others'.  Returns the host milliseconds it
+	 * spent copying (not those it waited for the other devices).  Throws,
 	 * also where the join stopped before every device arrived.
 	 */
 	double		upload(int worker, size_t seq, int device, unsigned char *dst,

@@ -407,20 +407,22 @@ SjInnerPrepare(SjScanState *state, int nshares, const int64 *base)
 }
 
 /*
- * Is this participant the one to prepare the inner side (SjInnerPrepare)?
- * The first to ask, having read its outer rows, is; it prepares it at once
- * (SjInnerPublish), while the others wait for it (SjInnerPrepared).
+ * Is this participant the one to build what *field (an SjIndexState of sh,
+ * under its mutex) stands for: the shared index, or the inner side
+ * prepared once (the first to ask, having read its outer rows, prepares
+ * it at once, SjInnerPublish, while the others wait, SjInnerPrepared)?
+ * The first to ask is: the field goes to SJ_INDEX_BUILDING, and the others
+ * wait for it (SjAwaitBuilt).
  */
 static bool
-SjInnerClaim(SjScanState *state)
+SjClaimBuild(SjSharedInner *sh, int *field)
 {
-	SjSharedInner *sh = state->shared;
 	bool		build = false;
 
 	SpinLockAcquire(&sh->mutex);
-	if (sh->prep_state == SJ_INDEX_NONE)
+	if (*field == SJ_INDEX_NONE)
 	{
-		sh->prep_state = SJ_INDEX_BUILDING;
+		*field = SJ_INDEX_BUILDING;
 		build = true;
 	}
 	SpinLockRelease(&sh->mutex);
@@ -598,7 +600,7 @@ SjReadInnerRows(SjScanState *state)
 	total = base[nshares];
 	if (merge && state->side_ops->export != NULL)
 	{
-		if (SjInnerClaim(state))
+		if (SjClaimBuild(state->shared, &state->shared->prep_state))
 			SjInnerPublish(state, nshares, base);
 		prep = SjInnerPrepared(state);
 	}
@@ -724,7 +726,7 @@ SjSharedIndex(SjScanState *state)
 	SjSharedInner *sh = state->shared;
 	dsa_area   *area = state->css.ss.ps.state->es_query_dsa;
 	double		t0 = sj_now_ms();
-	bool		build = false;
+	bool		build;
 	int			st;
 
 	if (!sj_enable_shared_index || sh == NULL || area == NULL ||
@@ -732,13 +734,7 @@ SjSharedIndex(SjScanState *state)
 		(state->op == SJ_OP_THETA &&
 		 (!SjThetaSideUnranked(state->sides, 1) || !SjThetaIndexesInner(state->sides))))
 		return NULL;
-	SpinLockAcquire(&sh->mutex);
-	if (sh->index_state == SJ_INDEX_NONE)
-	{
-		sh->index_state = SJ_INDEX_BUILDING;
-		build = true;
-	}
-	SpinLockRelease(&sh->mutex);
+	build = SjClaimBuild(sh, &sh->index_state);
 	if (build)
 	{
 		dsa_pointer dp = InvalidDsaPointer;

@@ -213,6 +213,88 @@ RESET enable_mergejoin;
 DROP FUNCTION gis_compare;
 DROP TABLE sp, sq, sz, sg, sg2, s4326, sl;
 
+-- the pairs planned (EXPLAIN's "Planned Pairs") from d and the points'
+-- statistics (PostGIS's estimate does not depend on d); tables smaller
+-- than ANALYZE's sample are read whole, so the histograms do not depend
+-- on chance
+CREATE TABLE ge_u AS SELECT i AS id, ST_SetSRID(ST_MakePoint(
+    (hashint4(i) & 1048575) / 1048.576, (hashint4(i + 1000000) & 1048575) / 1048.576), 3857)
+    ::geometry(Point, 3857) AS g FROM generate_series(1, 20000) i;
+CREATE TABLE ge_v AS SELECT i AS id, ST_SetSRID(ST_MakePoint(
+    (hashint4(i + 2000000) & 1048575) / 1048.576, (hashint4(i + 3000000) & 1048575) / 2097.152), 3857)
+    ::geometry(Point, 3857) AS g FROM generate_series(1, 10000) i;
+CREATE TABLE ge_z AS SELECT i AS id, ST_SetSRID(ST_MakePoint(
+    (hashint4(i) & 1048575) / 10485.76, (hashint4(i + 1000000) & 1048575) / 10485.76,
+    (hashint4(i + 4000000) & 1048575) / 10485.76), 3857)::geometry(PointZ, 3857) AS g
+FROM generate_series(1, 10000) i;
+CREATE TABLE ge_g AS SELECT i AS id, ST_MakePoint(
+    (hashint4(i) & 1048575) / 2912.7 - 180, (hashint4(i + 1000000) & 1048575) / 5825.4 - 90)
+    ::geography(Point) AS g FROM generate_series(1, 5000) i;
+CREATE TABLE ge_fresh WITH (autovacuum_enabled = false) AS SELECT * FROM ge_u;
+ANALYZE ge_u, ge_v, ge_z, ge_g;
+SET enable_nestloop = off;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET max_parallel_workers_per_gather = 0;
+-- ge_node(q): the node's EXPLAIN (FORMAT JSON) entry
+CREATE FUNCTION ge_node(q text) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE p jsonb;
+BEGIN
+    EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO p;
+    RETURN jsonb_path_query_first(p, 'strict $.** ? (@."Custom Plan Provider" == "SimJoin")');
+END $$;
+-- ge_check(q): planned within 10% of the pairs counted
+CREATE FUNCTION ge_check(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE planned float8 := (ge_node(q) ->> 'Planned Pairs')::float8; actual float8;
+BEGIN
+    IF planned IS NULL THEN RETURN 'no node planned'; END IF;
+    EXECUTE 'SELECT count(*) FROM (' || q || ') ge_q' INTO actual;
+    IF abs(planned - actual) <= 0.1 * actual THEN RETURN 'within 10%'; END IF;
+    RETURN format('planned %s, actual %s', planned, actual);
+END $$;
+-- ge_fallback(q): the estimate is PostgreSQL's (PostGIS's), the Plan Rows
+CREATE FUNCTION ge_fallback(q text) RETURNS text LANGUAGE sql AS $$
+    SELECT CASE WHEN n IS NULL THEN 'no node planned'
+                WHEN (n ->> 'Planned Pairs')::float8 = (n ->> 'Plan Rows')::float8
+                THEN 'PostGIS''s estimate'
+                ELSE format('planned %s, PostGIS %s', n ->> 'Planned Pairs', n ->> 'Plan Rows') END
+    FROM ge_node(q) n $$;
+-- about 5 and 50 neighbours a point, either form, two tables, 3-D
+SELECT ge_check('SELECT 1 FROM ge_u a JOIN ge_u b ON ST_DWithin(a.g, b.g, 8.9)') AS five;
+SELECT ge_check('SELECT 1 FROM ge_u a JOIN ge_u b ON ST_DWithin(a.g, b.g, 28.2)') AS fifty;
+SELECT ge_check('SELECT 1 FROM ge_u a JOIN ge_u b ON ST_Distance(a.g, b.g) < 28.2') AS distance;
+SELECT ge_check('SELECT 1 FROM ge_u a JOIN ge_v b ON ST_DWithin(b.g, a.g, 12)') AS two_tables;
+SELECT ge_check('SELECT 1 FROM ge_z a JOIN ge_z b ON ST_3DDWithin(a.g, b.g, 4.9)') AS three_d;
+SELECT ge_check('SELECT 1 FROM ge_u a JOIN ge_u b ON ST_DWithin(a.g, b.g, 3000)') AS everything;
+-- PostGIS's estimate: geography, a parameter, no statistics, row security
+SELECT ge_fallback('SELECT 1 FROM ge_g a JOIN ge_g b ON ST_DWithin(a.g, b.g, 100000)') AS geography;
+PREPARE ge_p(float8) AS SELECT 1 FROM ge_u a JOIN ge_u b ON ST_DWithin(a.g, b.g, $1);
+SET plan_cache_mode = force_generic_plan;
+SELECT ge_fallback('EXECUTE ge_p(8.9)') AS generic_plan;
+RESET plan_cache_mode;
+DEALLOCATE ge_p;
+SELECT ge_fallback('SELECT 1 FROM ge_u a JOIN ge_fresh b ON ST_DWithin(a.g, b.g, 8.9)') AS never_analyzed;
+CREATE ROLE regress_sj_ge;
+GRANT SELECT ON ge_u TO regress_sj_ge;
+ALTER TABLE ge_u ENABLE ROW LEVEL SECURITY;
+CREATE POLICY ge_u_all ON ge_u FOR SELECT USING (true);
+SET ROLE regress_sj_ge;
+SELECT ge_fallback('SELECT 1 FROM ge_u a JOIN ge_u b ON ST_DWithin(a.g, b.g, 8.9)') AS row_security;
+RESET ROLE;
+DROP POLICY ge_u_all ON ge_u;
+ALTER TABLE ge_u DISABLE ROW LEVEL SECURITY;
+SET ROLE regress_sj_ge;
+SELECT ge_check('SELECT 1 FROM ge_u a JOIN ge_u b ON ST_DWithin(a.g, b.g, 8.9)') AS granted;
+RESET ROLE;
+REVOKE SELECT ON ge_u FROM regress_sj_ge;
+DROP ROLE regress_sj_ge;
+RESET enable_nestloop;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET max_parallel_workers_per_gather;
+DROP FUNCTION ge_node(text), ge_check(text), ge_fallback(text);
+DROP TABLE ge_u, ge_v, ge_z, ge_g, ge_fresh;
+
 -- errors
 INSERT INTO gq VALUES (2004, 'LINESTRING(0 0, 1 1)');
 SELECT eps_join_count('gq', 'id', 'g', 1);

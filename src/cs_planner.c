@@ -672,6 +672,15 @@ SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 		SjThetaPairSelectivity(root, info.engine_clauses, outerrel->relids,
 							   innerrel->relids, &inner_sjinfo) :
 		info.clause_sel;
+	/* points: from d and the points' statistics, which PostGIS's omits */
+	if (info.gis)
+	{
+		double		sel = SjGisPairSelectivity(root, info.gis, info.outer_arg,
+											   info.inner_arg, info.threshold);
+
+		if (sel >= 0)
+			info.pair_sel = sel;
+	}
 
 	path = SjMakePath(root, joinrel, &info, outer_path, inner_path, extra,
 					  SJ_PATH_SERIAL);

@@ -8,6 +8,7 @@
 
 #include <math.h>
 
+#include "nodes/pathnodes.h"
 #include "nodes/primnodes.h"
 
 #include "eps_join.h"
@@ -98,6 +99,8 @@ extern SjGeogBand *SjGeogBandOf(SjGeogDistanceFn dist, int32 srid, double d,
 
 extern int	SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold,
 						   bool *strict, Expr **spheroid);
+extern double SjGisPairSelectivity(PlannerInfo *root, int gis, Expr *outer_arg,
+								   Expr *inner_arg, Expr *threshold);
 extern void *SjPointSideNew(bool geography, const char *what);
 extern void SjPointSideDone(void *side, SjParts *parts, SjVectorInput *out);
 extern Size SjPointSideExport(void *side, SjVectorInput *in, const uint32 *order,

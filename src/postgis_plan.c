@@ -21,14 +21,19 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/selfuncs.h"
 
 #include "postgis.h"
 
@@ -264,4 +269,319 @@ SjGisCondition(Expr *clause, Expr **a, Expr **b, Expr **threshold, bool *strict,
 			*spheroid = (Expr *) sph;
 	}
 	return flags | (geography ? SJ_GIS_GEOGRAPHY : SJ_GIS_GEOMETRY);
+}
+
+/* ---------------------------------------------------------------------
+ * The pairs within d, from the points' statistics
+ *
+ * PostGIS estimates ST_DWithin between two columns without d (its
+ * selectivity of the condition does not change with d), so the cost of
+ * the engines, which turns on the pairs they form, would not either.  The
+ * pairs are estimated here from the histograms PostGIS's ANALYZE keeps for
+ * each point column (pg_statistic, the stanumbers of its own statistics
+ * kinds: a header, then a grid of cells over the sample's extent, each
+ * with the sampled points it holds): for each cell of the outer's grid,
+ * its share of the outer points, times the inner's share within a cube of
+ * the ball's volume around the cell's centre, the inner's points taken as
+ * spread evenly within each of its cells.  Geography (a histogram of
+ * geocentric coordinates of points on a sphere: even spreading within a
+ * cell does not hold) keeps PostGIS's estimate, as do parameters for d and
+ * columns without statistics or whose statistics the user may not read.
+ * --------------------------------------------------------------------- */
+#define SJ_GIS_STATS_ND		102 /* PostGIS's STATISTIC_KIND_ND */
+#define SJ_GIS_STATS_2D		103 /* PostGIS's STATISTIC_KIND_2D */
+#define SJ_GIS_STATS_DIMS	4	/* its ND_DIMS */
+/* the header's floats: ndims, size[4], extent min[4] and max[4], then six
+ * counts (table, sample, not null, histogram features, cells, covered) */
+#define SJ_GIS_STATS_HEADER (1 + 3 * SJ_GIS_STATS_DIMS + 6)
+
+/* One column's histogram, over its first dims dimensions. */
+typedef struct SjGisHist
+{
+	int			dims;
+	int			size[3];
+	double		min[3];
+	double		max[3];
+	double		width[3];		/* a cell's */
+	double		points;			/* share of the rows holding a point */
+	double		sampled;		/* points in the histogram */
+	double		rows;			/* the table's, when analysed */
+	float4	   *numbers;		/* PostGIS's statistics as read */
+	int			nnumbers;
+	double	   *mass;			/* each cell's share of the points */
+	double	   *cum;			/* points below each grid corner, (size + 1)^dims */
+} SjGisHist;
+
+/*
+ * Read the histogram of arg (a Var) over dims dimensions: false where there
+ * is none, it is not PostGIS's layout, or the user may not read it.
+ */
+static bool
+SjGisHistLoad(PlannerInfo *root, Expr *arg, int dims, SjGisHist *h)
+{
+	VariableStatData vardata;
+	AttStatsSlot sslot;
+	bool		ok = false;
+	const float4 *f;
+	int			ndims,
+				cells = 1,
+				dcells = 1,
+				corners = 1,
+				i,
+				k;
+	double		total = 0;
+
+	examine_variable(root, (Node *) arg, 0, &vardata);
+	if (!HeapTupleIsValid(vardata.statsTuple) || !vardata.acl_ok ||
+		!(get_attstatsslot(&sslot, vardata.statsTuple,
+						   dims == 2 ? SJ_GIS_STATS_2D : SJ_GIS_STATS_ND,
+						   InvalidOid, ATTSTATSSLOT_NUMBERS) ||
+		  (dims == 2 && get_attstatsslot(&sslot, vardata.statsTuple,
+										 SJ_GIS_STATS_ND, InvalidOid,
+										 ATTSTATSSLOT_NUMBERS))))
+	{
+		ReleaseVariableStats(vardata);
+		return false;
+	}
+	f = sslot.numbers;
+	ndims = sslot.nnumbers > SJ_GIS_STATS_HEADER ? (int) f[0] : 0;
+	if (ndims < dims || ndims > SJ_GIS_STATS_DIMS)
+		goto done;
+	for (k = 0; k < ndims; k++)
+	{
+		if (!(f[1 + k] >= 1 && f[1 + k] <= 1e6) || isnan(f[5 + k]) || isnan(f[9 + k]) ||
+			f[9 + k] < f[5 + k])
+			goto done;
+		cells *= (int) f[1 + k];
+		if (cells > 1000000)
+			goto done;
+	}
+	/* the cells, the counts of points sampled and with a point */
+	if ((double) cells != f[17] || sslot.nnumbers < SJ_GIS_STATS_HEADER + cells ||
+		!(f[14] > 0))
+		goto done;
+	h->dims = dims;
+	for (k = 0; k < dims; k++)
+	{
+		h->size[k] = (int) f[1 + k];
+		h->min[k] = f[5 + k];
+		h->max[k] = f[9 + k];
+		h->width[k] = (h->max[k] - h->min[k]) / h->size[k];
+		dcells *= h->size[k];
+		corners *= h->size[k] + 1;
+	}
+	h->points = Max(0.0, Min(1.0, f[15] / f[14]));
+	h->rows = f[13];
+	h->nnumbers = sslot.nnumbers;
+	h->numbers = palloc(sizeof(float4) * sslot.nnumbers);
+	memcpy(h->numbers, f, sizeof(float4) * sslot.nnumbers);
+	h->mass = palloc0(sizeof(double) * dcells);
+	h->cum = palloc0(sizeof(double) * corners);
+
+	/* the cells of the first dims dimensions, the others summed over */
+	for (i = 0; i < cells; i++)
+	{
+		double		v = f[SJ_GIS_STATS_HEADER + i];
+		int			rest = i,
+					at = 0,
+					stride = 1;
+
+		if (!(v > 0))
+			continue;
+		for (k = 0; k < ndims; k++)
+		{
+			int			size = (int) f[1 + k];
+
+			if (k < dims)
+			{
+				at += (rest % size) * stride;
+				stride *= size;
+			}
+			rest /= size;
+		}
+		h->mass[at] += v;
+		total += v;
+	}
+	if (!(total > 0))
+		goto done;
+	h->sampled = total;
+
+	/* the points below each corner: prefix sums along each dimension */
+	for (i = 0; i < corners; i++)
+	{
+		int			rest = i,
+					at = 0,
+					stride = 1;
+		bool		edge = false;
+
+		for (k = 0; k < dims; k++)
+		{
+			int			c = rest % (h->size[k] + 1);
+
+			rest /= h->size[k] + 1;
+			if (c == 0)
+				edge = true;
+			else
+				at += (c - 1) * stride;
+			stride *= h->size[k];
+		}
+		h->cum[i] = edge ? 0 : h->mass[at] / total;
+	}
+	for (k = 0, i = 1; k < dims; i *= h->size[k] + 1, k++)
+	{
+		int			c;
+
+		for (c = 0; c < corners; c++)
+			if ((c / i) % (h->size[k] + 1) > 0)
+				h->cum[c] += h->cum[c - i];
+	}
+	for (i = 0; i < dcells; i++)
+		h->mass[i] /= total;
+	ok = true;
+done:
+	free_attstatsslot(&sslot);
+	ReleaseVariableStats(vardata);
+	return ok;
+}
+
+/* The share of h's points below x (points spread evenly within a cell). */
+static double
+SjGisHistBelow(const SjGisHist *h, const double *x)
+{
+	double		u[3],
+				sum = 0;
+	int			lo[3],
+				corner,
+				k;
+
+	for (k = 0; k < h->dims; k++)
+	{
+		if (x[k] <= h->min[k])
+			return 0;
+		u[k] = h->width[k] > 0 ? Min((x[k] - h->min[k]) / h->width[k], h->size[k]) :
+			h->size[k];
+		lo[k] = Min((int) u[k], h->size[k] - 1);
+		u[k] -= lo[k];
+	}
+	/* multilinear between the cell's corners */
+	for (corner = 0; corner < (1 << h->dims); corner++)
+	{
+		double		w = 1;
+		int			at = 0,
+					stride = 1;
+
+		for (k = 0; k < h->dims; k++)
+		{
+			bool		up = (corner >> k) & 1;
+
+			w *= up ? u[k] : 1 - u[k];
+			at += (lo[k] + up) * stride;
+			stride *= h->size[k] + 1;
+		}
+		if (w > 0)
+			sum += w * h->cum[at];
+	}
+	return sum;
+}
+
+/* The share of h's points in the cube of side s centred on c. */
+static double
+SjGisHistCube(const SjGisHist *h, const double *c, double s)
+{
+	double		sum = 0;
+	int			corner,
+				k;
+
+	for (corner = 0; corner < (1 << h->dims); corner++)
+	{
+		double		x[3];
+		int			sign = 1;
+
+		for (k = 0; k < h->dims; k++)
+		{
+			bool		up = (corner >> k) & 1;
+
+			x[k] = up ? c[k] + s / 2 : c[k] - s / 2;
+			if (!up)
+				sign = -sign;
+		}
+		sum += sign * SjGisHistBelow(h, x);
+	}
+	return Max(0.0, sum);
+}
+
+/*
+ * The share of the rows of outer_arg x inner_arg within threshold of each
+ * other, for a condition SjGisCondition recognised (gis: its flags), or -1
+ * where it cannot be estimated from the columns' statistics (see above).
+ */
+double
+SjGisPairSelectivity(PlannerInfo *root, int gis, Expr *outer_arg, Expr *inner_arg,
+					 Expr *threshold)
+{
+	Node	   *t = estimate_expression_value(root, (Node *) threshold);
+	SjGisHist	a,
+				b;
+	double		d,
+				s,
+				sel = 0;
+	int32		srid;
+	int			dims,
+				cells,
+				i,
+				k;
+
+	if (!(gis & SJ_GIS_GEOMETRY) || !IsA(t, Const) || ((Const *) t)->constisnull ||
+		((Const *) t)->consttype != FLOAT8OID)
+		return -1;
+	d = DatumGetFloat8(((Const *) t)->constvalue);
+	dims = SjGisColumnDims(outer_arg, false, &srid);
+	if (isnan(d) || (dims != 2 && dims != 3))
+		return -1;
+	if (d < 0)
+		return 0;
+	if (!SjGisHistLoad(root, outer_arg, dims, &a) ||
+		!SjGisHistLoad(root, inner_arg, dims, &b))
+		return -1;
+	/* the cube of the ball's volume */
+	s = dims == 2 ? d * sqrt(M_PI) : d * cbrt(4.0 * M_PI / 3.0);
+	for (cells = 1, k = 0; k < dims; k++)
+		cells *= a.size[k];
+	for (i = 0; i < cells; i++)
+	{
+		double		c[3];
+		int			rest = i;
+
+		if (a.mass[i] <= 0)
+			continue;
+		for (k = 0; k < dims; k++)
+		{
+			c[k] = a.width[k] > 0 ?
+				a.min[k] + ((rest % a.size[k]) + 0.5) * a.width[k] : a.min[k];
+			rest /= a.size[k];
+		}
+		sel += a.mass[i] * SjGisHistCube(&b, c, s);
+	}
+
+	/*
+	 * One column's statistics on both sides (a self-join): the sample's
+	 * points meet themselves.  A cell's share m of n sampled points has
+	 * E[m^2] = p^2 + p/n for its true share p, so the cell's pairs with
+	 * itself are counted p/n too many (the cube's overlap of the cell
+	 * times); the rows meeting themselves, at distance 0, are added.
+	 */
+	if (a.nnumbers == b.nnumbers &&
+		memcmp(a.numbers, b.numbers, sizeof(float4) * a.nnumbers) == 0)
+	{
+		double		own = 1;
+
+		for (k = 0; k < dims; k++)
+			if (a.width[k] > 0)
+				own *= Min(1.0, s / a.width[k]);
+		sel = Max(0.0, sel - own / a.sampled);	/* the shares sum to 1 */
+		if (a.rows >= 1)
+			sel += 1.0 / (a.rows * a.points);
+	}
+	sel *= a.points * b.points;
+	return Max(0.0, Min(1.0, sel));
 }

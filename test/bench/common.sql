@@ -115,10 +115,12 @@ END $$;
 -- Run q (returning one number) reps times on one engine after one warm-up
 -- run; record the median wall time and the phases of the median run.
 -- scale multiplies the time (a native plan timed on a sample of the input).
--- engine: 'gpu' or 'cpu' (simjoin.device, with simjoin.enable_customscan
--- on), or 'native' (simjoin.enable_customscan off: PostgreSQL's own plan).
+-- engine: 'gpu', 'cpu' or 'auto' (simjoin.device, with
+-- simjoin.enable_customscan on; auto's strategy is recorded after the
+-- device it took), or 'native' (simjoin.enable_customscan off: PostgreSQL's
+-- own plan).
 -- Forms named 'sql ...' are plain SQL joins meant to run as Custom Scan
--- (SimJoin): on gpu/cpu they are skipped (recorded with ms NULL and
+-- (SimJoin): on gpu/cpu/auto they are skipped (recorded with ms NULL and
 -- strategy 'not SimJoin: skipped') when the plan has no SimJoin node, since
 -- PostgreSQL's plan for them can take days; SET sjb.run_without_simjoin = on
 -- runs them anyway (under statement_timeout).
@@ -137,7 +139,7 @@ BEGIN
         RAISE NOTICE '% | % | % | skipped: no usable GPU', workload, form, engine;
         RETURN NULL;
     END IF;
-    IF engine IN ('gpu', 'cpu') THEN
+    IF engine IN ('gpu', 'cpu', 'auto') THEN
         old_device := sjb_set('simjoin.device', engine);
         old_cs := sjb_set('simjoin.enable_customscan', 'on');
     ELSIF engine = 'native' THEN
@@ -147,7 +149,7 @@ BEGIN
     shape := sjb_plan_shape(js->0->'Plan')
              || CASE WHEN js->0 ? 'JIT' THEN ' +JIT' ELSE '' END;
     node := jsonb_path_exists(js, 'lax $.**."Custom Plan Provider" ? (@ == "SimJoin")');
-    IF engine IN ('gpu', 'cpu') AND form LIKE 'sql%' AND NOT node
+    IF engine IN ('gpu', 'cpu', 'auto') AND form LIKE 'sql%' AND NOT node
        AND coalesce(current_setting('sjb.run_without_simjoin', true), 'off') <> 'on' THEN
         INSERT INTO sjb_results(workload, form, engine, ms, strategy, runs, plan)
         VALUES (workload, form, engine, NULL, 'not SimJoin: skipped', 0, shape);
@@ -175,7 +177,10 @@ BEGIN
         ms := ms || (extract(epoch FROM clock_timestamp() - t0) * 1000 * scale)::float8;
         SELECT * INTO st FROM simjoin_last_stats();
         sc := sc || st.scan_ms; bu := bu || st.build_ms; pr := pr || st.probe_ms;
-        tr := tr || st.transfer_ms; em := em || st.emit_ms; strat := strat || st.strategy;
+        tr := tr || st.transfer_ms; em := em || st.emit_ms;
+        -- auto: the device it took
+        strat := strat || CASE WHEN engine = 'auto' THEN st.device || ': ' || st.strategy
+                               ELSE st.strategy END;
         wk := wk || st.scan_workers;
     END LOOP;
     SELECT o.i INTO med FROM (SELECT g AS i, ms[g] AS m FROM generate_series(1, reps) g

@@ -19,11 +19,13 @@
 --          b.g, d) AND a.id < b.id, PostGIS's GiST index nested loop with
 --          parallel workers (simjoin's planner node off); it forms every
 --          pair, so it is also PostGIS's time for the rows form
---   sql rows, a.id < b.id  gpu (cpu where no GPU is visible): SELECT
---          sum(a.id + b.id) FROM t a JOIN t b ON ST_DWithin(a.g, b.g, d) AND
---          a.id < b.id as Custom Scan (SimJoin): the executor forms every
---          pair; run where 2 x pairs <= gis_max_rows x scale (not at 10 M
---          points and 50 neighbours: 500 M pairs)
+--   sql rows, a.id < b.id  gpu, cpu and auto (cpu alone where no GPU is
+--          visible): SELECT sum(a.id + b.id) FROM t a JOIN t b ON
+--          ST_DWithin(a.g, b.g, d) AND a.id < b.id as Custom Scan (SimJoin):
+--          the executor forms every pair; run where 2 x pairs <= gis_max_rows
+--          x scale (not at 10 M points and 50 neighbours: 500 M pairs); the
+--          table's sql_rows is auto's (simjoin.device's default), with the
+--          device it took, beside the GPU's and the CPU engine's
 --   sql count, a.id < b.id  the same as SELECT count(*), at the first d of
 --          the datasets of at most 2 M points
 -- simjoin's rows run before the GiST index exists: with it the planner
@@ -210,6 +212,7 @@ DECLARE
     reps int := current_setting('sjb.gis_reps')::int;
     cnt text := format('SELECT eps_join_count(%L, %L, %L, %s)', tbl, 'id', 'g', d);
     pairs bigint;
+    eng text;
 BEGIN
     INSERT INTO sjb_gis_work(workload, tbl, n, d) VALUES (w, tbl, n, d);
     PERFORM sjb_gis_time(w, 'count', 'gpu', cnt, reps);
@@ -223,10 +226,12 @@ BEGIN
         RAISE NOTICE '% | sql rows | skipped: % pairs (gis_max_rows)', w, pairs;
         RETURN;
     END IF;
-    -- on the CPU engine where no GPU is visible (a check of the SQL)
-    PERFORM sjb_gis_time(w, 'sql rows, a.id < b.id', e,
-        format('SELECT sum(a.id + b.id) FROM %I a JOIN %I b ON ST_DWithin(a.g, b.g, %s) AND a.id < b.id', tbl, tbl, d),
-        1);
+    -- on the CPU engine alone where no GPU is visible (a check of the SQL)
+    FOREACH eng IN ARRAY CASE WHEN e = 'gpu' THEN '{gpu,cpu,auto}'::text[] ELSE '{cpu}' END LOOP
+        PERFORM sjb_gis_time(w, 'sql rows, a.id < b.id', eng,
+            format('SELECT sum(a.id + b.id) FROM %I a JOIN %I b ON ST_DWithin(a.g, b.g, %s) AND a.id < b.id', tbl, tbl, d),
+            1);
+    END LOOP;
     IF sql_count THEN
         PERFORM sjb_gis_time(w, 'sql count, a.id < b.id', e,
             format('SELECT count(*) FROM %I a JOIN %I b ON ST_DWithin(a.g, b.g, %s) AND a.id < b.id', tbl, tbl, d),
@@ -389,7 +394,10 @@ SELECT w.tbl, w.n, round(w.d::numeric, 4) AS d,
        round(c.ms::numeric, 1) AS cpu_count,
        round(s.ms::numeric, 1) AS sql_rows,
        round(sc.ms::numeric, 1) AS sql_count,
-       s.engine AS sql_on,
+       s.engine || CASE WHEN s.engine = 'auto' THEN coalesce(' (' || split_part(s.strategy, ':', 1) || ')', '')
+                        ELSE '' END AS sql_on,
+       round(sg.ms::numeric, 1) AS sql_rows_gpu,
+       round(scp.ms::numeric, 1) AS sql_rows_cpu,
        round(p.ms::numeric) AS postgis,
        w.k,
        round(t.index_ms::numeric) AS index_ms,
@@ -397,6 +405,8 @@ SELECT w.tbl, w.n, round(w.d::numeric, 4) AS d,
        round((p.ms / nullif(g.ms, 0))::numeric, 1) AS x_gpu,
        round((p.ms / nullif(c.ms, 0))::numeric, 1) AS x_cpu,
        round((coalesce(pr.ms, p.ms) / nullif(s.ms, 0))::numeric, 1) AS x_sql,
+       round((coalesce(pr.ms, p.ms) / nullif(sg.ms, 0))::numeric, 1) AS x_sql_gpu,
+       round((coalesce(pr.ms, p.ms) / nullif(scp.ms, 0))::numeric, 1) AS x_sql_cpu,
        round((p.ms / nullif(sc.ms, 0))::numeric, 1) AS x_sqlc,
        concat_ws(', ',
            CASE WHEN g.result IS NULL OR c.result IS NULL THEN NULL
@@ -422,7 +432,9 @@ LEFT JOIN sjb_gis_latest c ON c.workload = w.workload AND c.form = 'count' AND c
 LEFT JOIN sjb_gis_latest p ON p.workload = w.workload AND p.form = 'count' AND p.engine = 'native'
 LEFT JOIN sjb_gis_latest pr ON pr.workload = w.workload AND pr.form = 'sql rows, a.id < b.id' AND pr.engine = 'native'
 LEFT JOIN LATERAL (SELECT * FROM sjb_gis_latest s WHERE s.workload = w.workload AND s.form = 'sql rows, a.id < b.id'
-                   AND s.engine IN ('gpu', 'cpu') ORDER BY s.engine = 'gpu' DESC LIMIT 1) s ON true
+                   AND s.engine IN ('auto', 'gpu', 'cpu') ORDER BY s.engine = 'auto' DESC, s.engine = 'gpu' DESC LIMIT 1) s ON true
+LEFT JOIN sjb_gis_latest sg ON sg.workload = w.workload AND sg.form = 'sql rows, a.id < b.id' AND sg.engine = 'gpu'
+LEFT JOIN sjb_gis_latest scp ON scp.workload = w.workload AND scp.form = 'sql rows, a.id < b.id' AND scp.engine = 'cpu'
 LEFT JOIN LATERAL (SELECT * FROM sjb_gis_latest s WHERE s.workload = w.workload AND s.form = 'sql count, a.id < b.id'
                    AND s.engine IN ('gpu', 'cpu') ORDER BY s.engine = 'gpu' DESC LIMIT 1) sc ON true
 ORDER BY w.at;

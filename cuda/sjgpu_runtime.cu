@@ -565,26 +565,21 @@ upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width
 		width = total;			/* contiguous: one row */
 		height = 1;
 	}
-	if (!staged && (lo > 0 || hi < total))
-	{
-		/* part of the rows, small: each row's part, copied by the driver */
-		send_rows((unsigned char *) dst, dpitch, (const unsigned char *) src, spitch,
-				  width, lo, hi, nullptr, stream);
-		SJGPU_CHECK(cudaStreamSynchronize(stream));
-		return clock_ms() - t0;
-	}
 	if (!staged)
 	{
-		if (height == 1)
+		bool		whole = lo == 0 && hi == total;
+
+		if (whole && height == 1)
 			SJGPU_CHECK(cudaMemcpyAsync(dst, src, width, cudaMemcpyHostToDevice, stream));
-		else if (std::max(spitch, dpitch) >= ((size_t) 1 << 31))
-			for (size_t r = 0; r < height; r++)	/* past cudaMemcpy2D's pitch limit */
-				SJGPU_CHECK(cudaMemcpyAsync((unsigned char *) dst + r * dpitch,
-											(const unsigned char *) src + r * spitch, width,
-											cudaMemcpyHostToDevice, stream));
-		else
+		else if (whole && std::max(spitch, dpitch) < ((size_t) 1 << 31))
 			SJGPU_CHECK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height,
 										  cudaMemcpyHostToDevice, stream));
+		else
+		{
+			/* part of the rows, or past cudaMemcpy2D's pitch limit: each row's part */
+			send_rows((unsigned char *) dst, dpitch, (const unsigned char *) src, spitch,
+					  width, lo, hi, nullptr, stream);
+		}
 		SJGPU_CHECK(cudaStreamSynchronize(stream));
 		return clock_ms() - t0;
 	}

@@ -84,6 +84,13 @@ using sjgpu::div_up;
 
 constexpr int kMaxIndexed = 6;			/* indexed dimensions at most */
 constexpr int kBlock = 256;				/* threads of the grid kernels */
+/*
+ * The tensor path's verification: candidates a thread sums together, and
+ * its blocks' threads (small blocks: a segment of a spread join has too
+ * few positions to reach every multiprocessor in blocks of kBlock).
+ */
+constexpr int kVerifyGroup = 4;
+constexpr int kVerifyBlock = 64;
 constexpr int kBfThreads = 128;			/* brute force: probes per block */
 constexpr int kBfTile = 32;				/* brute force: build points a tile */
 constexpr int kBfDimChunk = 32;			/* brute force: dimensions a tile */
@@ -570,39 +577,67 @@ grid_probe_kernel(JoinArgs a, PassArgs pa)
 }
 
 /*
- * The canonical value of pair (pos, j) under the join's metric (sjdist.h),
- * or NaN where the partial L2 sum already exceeds thr.
+ * The canonical values of pairs (pos, j[t]), t < G, under the join's
+ * metric (sjdist.h), NaN where an L2 sum exceeds thr: every pair summed on
+ * its own in dimension order, the group's loads in flight together
+ * (verification waits on scattered build rows).  An L2 partial sum only
+ * grows, so the group stops early once all of its sums exceed thr.
  */
-__device__ __forceinline__ double
-canonical_value(const JoinArgs &a, uint32_t pos, uint32_t j)
+template <int G>
+__device__ __forceinline__ void
+canonical_values(const JoinArgs &a, uint32_t pos, const uint32_t *j, double *v)
 {
 	if (a.metric == SJ_METRIC_COSINE)
 	{
-		double		dot = 0.0;
+		double		dot[G];
 
+#pragma unroll
+		for (int t = 0; t < G; t++)
+			dot[t] = 0.0;
 		for (int k = 0; k < a.dim; k++)
-			dot = sj_dot_step(dot, a.pcoords[(size_t) k * a.np + pos],
-							  __ldg(a.bcoords + (size_t) k * a.nb + j));
-		return sj_cosine_finish(dot, a.pnorm[pos], __ldg(a.bnorm + j));
+		{
+			double		p = a.pcoords[(size_t) k * a.np + pos];
+
+#pragma unroll
+			for (int t = 0; t < G; t++)
+				dot[t] = sj_dot_step(dot[t], p, __ldg(a.bcoords + (size_t) k * a.nb + j[t]));
+		}
+#pragma unroll
+		for (int t = 0; t < G; t++)
+			v[t] = sj_cosine_finish(dot[t], a.pnorm[pos], __ldg(a.bnorm + j[t]));
+		return;
 	}
 
-	double		sum = 0.0;
+	double		sum[G];
 
+#pragma unroll
+	for (int t = 0; t < G; t++)
+		sum[t] = 0.0;
 	for (int k = 0; k < a.dim; k++)
 	{
-		sum = sj_l2_step(sum, a.pcoords[(size_t) k * a.np + pos],
-						 __ldg(a.bcoords + (size_t) k * a.nb + j));
-		if ((k & 7) == 7 && sum > a.thr)
-			return NAN;
+		double		p = a.pcoords[(size_t) k * a.np + pos];
+		bool		all_past = true;
+
+#pragma unroll
+		for (int t = 0; t < G; t++)
+		{
+			sum[t] = sj_l2_step(sum[t], p, __ldg(a.bcoords + (size_t) k * a.nb + j[t]));
+			all_past = all_past && sum[t] > a.thr;
+		}
+		if ((k & 7) == 7 && all_past)
+			break;
 	}
-	return sum <= a.thr ? sj_l2_finish(sum) : NAN;
+#pragma unroll
+	for (int t = 0; t < G; t++)
+		v[t] = sum[t] <= a.thr ? sj_l2_finish(sum[t]) : NAN;
 }
 
 /*
  * Verification of the tensor filter's candidates, one thread per probe
  * position of the segment, in the modes of grid_probe_kernel: the
  * candidates of a position are its build positions in ascending order,
- * and each is decided by the canonical value alone.
+ * each decided by the canonical value alone, kVerifyGroup at a time (a
+ * short group repeats its last candidate, whose copies are not taken).
  */
 template <bool SELF, int MODE>
 __global__ void __launch_bounds__(kBlock)
@@ -613,16 +648,28 @@ verify_kernel(JoinArgs a, PassArgs pa)
 		unsigned long long first = first_pair<MODE>(pa, pos);
 		uint32_t	c0 = a.cand_start[pos - a.cand_p0],
 					c1 = a.cand_start[pos - a.cand_p0 + 1];
+		bool		stopped = false;
 
-		for (uint32_t c = c0; c < c1; c++)
+		for (uint32_t c = c0; c < c1 && !stopped; c += kVerifyGroup)
 		{
-			uint32_t	j = (uint32_t) a.cand[c];
-			double		v = canonical_value(a, pos, j);
+			uint32_t	j[kVerifyGroup];
+			double		v[kVerifyGroup];
+			int			g = (int) min((uint32_t) kVerifyGroup, c1 - c);
 
-			if (!(v <= a.eps))
-				continue;
-			if (!take_pair<SELF, MODE>(a, pa, first, &n, pos, j, v))
-				break;
+#pragma unroll
+			for (int t = 0; t < kVerifyGroup; t++)
+				j[t] = (uint32_t) a.cand[c + min(t, g - 1)];
+			canonical_values<kVerifyGroup>(a, pos, j, v);
+			for (int t = 0; t < g; t++)
+			{
+				if (!(v[t] <= a.eps))
+					continue;
+				if (!take_pair<SELF, MODE>(a, pa, first, &n, pos, j[t], v[t]))
+				{
+					stopped = true;
+					break;
+				}
+			}
 		}
 		end_position<MODE>(pa, pos, n, first + n < pa.e);
 		return n;
@@ -1750,14 +1797,15 @@ launch_pass(const SjGpuEpsJoin *j, const JoinArgs &a, const PassArgs &pa, bool s
 	static_assert(MODE != kModeWork, "use launch_work_pass");
 	if (j->use_tc)
 	{
-		unsigned int blocks = blocks_for(npos);
+		unsigned int blocks = (unsigned int) std::max<uint64_t>(1, div_up<uint64_t>(npos,
+																				  kVerifyBlock));
 
 		if (MODE == kModeWrite)
-			blocks = std::min<unsigned int>(blocks, sjgpu::multiprocessor_count() * 8);
+			blocks = std::min<unsigned int>(blocks, sjgpu::multiprocessor_count() * 32);
 		if (self)
-			verify_kernel<true, MODE><<<blocks, kBlock, 0, st>>>(a, pa);
+			verify_kernel<true, MODE><<<blocks, kVerifyBlock, 0, st>>>(a, pa);
 		else
-			verify_kernel<false, MODE><<<blocks, kBlock, 0, st>>>(a, pa);
+			verify_kernel<false, MODE><<<blocks, kVerifyBlock, 0, st>>>(a, pa);
 		SJGPU_CHECK_LAUNCH("verify_kernel");
 		return;
 	}

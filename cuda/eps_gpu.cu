@@ -878,6 +878,22 @@ gather_kernel(const T *in, const uint32_t *perm, uint32_t n, T *out)
 		out[i] = in[perm[i]];
 }
 
+/* out[k * n + i] = in[k * n + perm[i]], for the ndim columns (stride n) */
+template <typename T>
+__global__ void
+gather_columns_kernel(const T *in, const uint32_t *perm, uint32_t n, int ndim, T *out)
+{
+	uint64_t	i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= n)
+		return;
+
+	uint32_t	from = perm[i];
+
+	for (int k = blockIdx.y; k < ndim; k += gridDim.y)
+		out[(size_t) k * n + i] = in[(size_t) k * n + from];
+}
+
 /* orig[i] = base + (perm ? perm[i] : i) */
 __global__ void
 orig_kernel(const uint32_t *perm, uint32_t n, uint32_t base, uint32_t *orig)
@@ -1607,13 +1623,38 @@ permute(SjGpuEpsJoin *j, T *data, uint32_t n, const uint32_t *perm, T *tmp)
 								j->compute.get()));
 }
 
-/* Reorder coordinates (stride n) by perm, one dimension at a time. */
+/*
+ * Reorder coordinates (stride n) by perm: one dimension at a time through
+ * tmp (n elements), or, given scratch of scratch_bytes (device memory not
+ * in use meanwhile), as many dimensions at a time as it holds: a
+ * 1,536-dimensional side otherwise takes 3,072 small operations.
+ */
 void
 reorder_coords(SjGpuEpsJoin *j, double *coords, uint32_t n, const uint32_t *perm,
-			   double *tmp)
+			   double *tmp, void *scratch = nullptr, size_t scratch_bytes = 0)
 {
-	for (int k = 0; k < j->dim; k++)
-		permute(j, coords + (size_t) k * n, n, perm, tmp);
+	int			group = (int) std::min<size_t>((size_t) j->dim,
+											   scratch_bytes / ((size_t) std::max<uint32_t>(n, 1) *
+																sizeof(double)));
+
+	if (group < 2)
+	{
+		for (int k = 0; k < j->dim; k++)
+			permute(j, coords + (size_t) k * n, n, perm, tmp);
+		return;
+	}
+	for (int k0 = 0; k0 < j->dim; k0 += group)
+	{
+		int			g = std::min(group, j->dim - k0);
+		dim3		grid(blocks_for(n), (unsigned int) std::min(g, 32));
+
+		gather_columns_kernel<double><<<grid, kBlock, 0, j->compute.get()>>>(
+			coords + (size_t) k0 * n, perm, n, g, static_cast<double *>(scratch));
+		SJGPU_CHECK_LAUNCH("gather_columns_kernel");
+		SJGPU_CHECK(cudaMemcpyAsync(coords + (size_t) k0 * n, scratch,
+									(size_t) g * n * sizeof(double),
+									cudaMemcpyDeviceToDevice, j->compute.get()));
+	}
 }
 
 /* Build the index of one build chunk (grid, or plain rows for brute force). */
@@ -2013,7 +2054,8 @@ cluster_rows(SjGpuEpsJoin *j, double *coords, uint32_t n, double *norms, uint32_
 	SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(j->ctemp.get(), bytes, keys, vals, (int) n, 0,
 												key_bits(nseeds), st));
 	perm = vals.Current();
-	reorder_coords(j, coords, n, perm, tmp);
+	/* the FP16 build rows are written after both sides are clustered */
+	reorder_coords(j, coords, n, perm, tmp, j->bhalf.get(), j->bhalf.bytes());
 	if (norms)
 		permute(j, norms, n, perm, tmp);
 	permute(j, orig, n, perm, utmp);

@@ -65,7 +65,11 @@ typedef struct SjCostRates
  * "Calibration of the cost model"; bash test/bench/run.sh startup).  A
  * partial GPU path is charged this per worker, less the time a worker reads
  * its inputs meanwhile (the context starts on a thread of its own,
- * SjStartDevice).
+ * SjStartDevice), but never less than one process's: a context being
+ * created slows the reading beside it (measured: a worker's scan and
+ * marshal 680 against 500 ms; a band join of 1 M x 1 M rows with two
+ * workers, whose reading outlasts their start, 345-375 ms on the GPU
+ * against 202-273 ms on the CPU engine; test/bench/BENCHMARKS.md).
  */
 #define SJ_GPU_PROCESS_START_MS	160.0
 /*
@@ -237,11 +241,11 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 	/*
 	 * Parallel workers are new processes, each starting the device at once:
 	 * every one waits about SJ_GPU_PROCESS_START_MS for each of them, less
-	 * the time it reads its inputs meanwhile.
+	 * the time it reads its inputs meanwhile, but at least for its own.
 	 */
-	if (gpu && mode != SJ_PATH_SERIAL)
-		start_ms = Max(0.0, SJ_GPU_PROCESS_START_MS * outer_path->parallel_workers -
-					   read_ms);
+	if (gpu && mode != SJ_PATH_SERIAL && outer_path->parallel_workers > 0)
+		start_ms = Max(SJ_GPU_PROCESS_START_MS,
+					   SJ_GPU_PROCESS_START_MS * outer_path->parallel_workers - read_ms);
 	info->cpu = false;
 	if (gpu && sj_device == SJ_DEVICE_AUTO && cpu_ms < engine_ms + start_ms)
 	{

@@ -26,6 +26,15 @@ EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
 
+-- plan helper for the suite: the SimJoin node's entry in EXPLAIN (FORMAT
+-- JSON) of q (NULL where no SimJoin node is planned)
+CREATE FUNCTION sj_node(q text) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE p jsonb;
+BEGIN
+    EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO p;
+    RETURN jsonb_path_query_first(p, 'strict $.** ? (@."Custom Plan Provider" == "SimJoin")');
+END $$;
+
 -- theta helper for the suite: theta_join and theta_join_count of lt and rt
 -- (keys id) equal the join in SQL on cond, as multisets, and so does the SQL
 -- join planned with the custom scan (where it is offered)

@@ -29,22 +29,16 @@ SELECT i AS id, (i * 7919) % 20000 AS k, ((i * 7919) % 20000 * 0.37)::float8 AS 
 FROM generate_series(1, 20000) i;
 ANALYZE pe_l, pe_r;
 
--- pe_node(q): the node's EXPLAIN (FORMAT JSON) entry (NULL when not planned)
-CREATE FUNCTION pe_node(q text) RETURNS jsonb LANGUAGE plpgsql AS $$
-DECLARE p jsonb;
-BEGIN
-    EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO p;
-    RETURN jsonb_path_query_first(p, 'strict $.** ? (@."Custom Plan Provider" == "SimJoin")');
-END $$;
+-- pe_planned(q): the pairs the node planned (sj_node: 00_setup)
 CREATE FUNCTION pe_planned(q text) RETURNS float8 LANGUAGE sql
-AS $$ SELECT (pe_node(q) ->> 'Planned Pairs')::float8 $$;
+AS $$ SELECT (sj_node(q) ->> 'Planned Pairs')::float8 $$;
 -- pe_fallback(q): the estimate is PostgreSQL's own, the join's Plan Rows
 CREATE FUNCTION pe_fallback(q text) RETURNS text LANGUAGE sql AS $$
     SELECT CASE WHEN n IS NULL THEN 'no node planned'
                 WHEN abs((n ->> 'Planned Pairs')::float8 - (n ->> 'Plan Rows')::float8)
                      <= 1e-6 * (n ->> 'Plan Rows')::float8 THEN 'PostgreSQL''s estimate'
                 ELSE format('planned %s, PostgreSQL %s', n ->> 'Planned Pairs', n ->> 'Plan Rows') END
-    FROM pe_node(q) n $$;
+    FROM sj_node(q) n $$;
 -- pe_actual(q): the pairs counted (by the node's counting form: the engines'
 -- counts equal PostgreSQL's plans in 30_theta_join and 50_customscan, which
 -- take far longer over inequalities of 20,000 x 20,000 rows)
@@ -128,6 +122,6 @@ EXPLAIN (COSTS OFF) SELECT 1 FROM pe_l l JOIN pe_r r ON r.k BETWEEN l.k - 5 AND 
 
 DROP POLICY pe_r_all ON pe_r;
 DROP TABLE pe_l, pe_r, pe_fresh, pe_a, pe_m;
-DROP FUNCTION pe_node(text), pe_planned(text), pe_fallback(text), pe_actual(text),
+DROP FUNCTION pe_planned(text), pe_fallback(text), pe_actual(text),
     pe_check(text, float8);
 DROP ROLE regress_sj_pe;

@@ -236,16 +236,9 @@ SET enable_nestloop = off;
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;
 SET max_parallel_workers_per_gather = 0;
--- ge_node(q): the node's EXPLAIN (FORMAT JSON) entry
-CREATE FUNCTION ge_node(q text) RETURNS jsonb LANGUAGE plpgsql AS $$
-DECLARE p jsonb;
-BEGIN
-    EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO p;
-    RETURN jsonb_path_query_first(p, 'strict $.** ? (@."Custom Plan Provider" == "SimJoin")');
-END $$;
 -- ge_check(q): planned within 10% of the pairs counted
 CREATE FUNCTION ge_check(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE planned float8 := (ge_node(q) ->> 'Planned Pairs')::float8; actual float8;
+DECLARE planned float8 := (sj_node(q) ->> 'Planned Pairs')::float8; actual float8;
 BEGIN
     IF planned IS NULL THEN RETURN 'no node planned'; END IF;
     EXECUTE 'SELECT count(*) FROM (' || q || ') ge_q' INTO actual;
@@ -258,7 +251,7 @@ CREATE FUNCTION ge_fallback(q text) RETURNS text LANGUAGE sql AS $$
                 WHEN (n ->> 'Planned Pairs')::float8 = (n ->> 'Plan Rows')::float8
                 THEN 'PostGIS''s estimate'
                 ELSE format('planned %s, PostGIS %s', n ->> 'Planned Pairs', n ->> 'Plan Rows') END
-    FROM ge_node(q) n $$;
+    FROM sj_node(q) n $$;
 -- about 5 and 50 neighbours a point, either form, two tables, 3-D
 SELECT ge_check('SELECT 1 FROM ge_u a JOIN ge_u b ON ST_DWithin(a.g, b.g, 8.9)') AS five;
 SELECT ge_check('SELECT 1 FROM ge_u a JOIN ge_u b ON ST_DWithin(a.g, b.g, 28.2)') AS fifty;
@@ -292,7 +285,7 @@ RESET enable_nestloop;
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET max_parallel_workers_per_gather;
-DROP FUNCTION ge_node(text), ge_check(text), ge_fallback(text);
+DROP FUNCTION ge_check(text), ge_fallback(text);
 DROP TABLE ge_u, ge_v, ge_z, ge_g, ge_fresh;
 
 -- errors

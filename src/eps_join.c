@@ -173,25 +173,41 @@ typedef struct SjEpsMerge
 } SjEpsMerge;
 
 #define SJ_MERGE_BLOCK	65536	/* rows a merge task copies */
+/*
+ * The transpose's tile: rows at a time, and coordinates of a row at a time
+ * (a cache line of them), so that each line of the rows is read once
+ * while the tile's columns are written in order.
+ */
+#define SJ_TRANSPOSE_ROWS	256
+#define SJ_TRANSPOSE_COLS	8
 
 /* SjMergeFn: rows of one piece, keys copied and rows transposed. */
 static void
 SjEpsMergeRows(void *arg, int p, size_t first, size_t last)
 {
 	SjEpsMerge *m = (SjEpsMerge *) arg;
-	size_t		i;
-	int			k;
+	const double *src = m->pieces[p].rows;
+	double	   *dst = m->coords + m->pieces[p].offset;
+	size_t		i0;
 
 	if (m->keys != m->pieces[p].keys)
 		memcpy(m->keys + m->pieces[p].offset + first, m->pieces[p].keys + first,
 			   (last - first) * sizeof(int64));
-	for (k = 0; k < m->dim; k++)
+	for (i0 = first; i0 < last; i0 += SJ_TRANSPOSE_ROWS)
 	{
-		double	   *col = m->coords + (size_t) k * m->n + m->pieces[p].offset;
-		const double *src = m->pieces[p].rows;
+		size_t		i1 = Min(last, i0 + SJ_TRANSPOSE_ROWS);
+		int			k0;
 
-		for (i = first; i < last; i++)
-			col[i] = src[i * m->dim + k];
+		for (k0 = 0; k0 < m->dim; k0 += SJ_TRANSPOSE_COLS)
+		{
+			int			k1 = Min(m->dim, k0 + SJ_TRANSPOSE_COLS);
+			size_t		i;
+			int			k;
+
+			for (i = i0; i < i1; i++)
+				for (k = k0; k < k1; k++)
+					dst[(size_t) k * m->n + i] = src[i * m->dim + k];
+		}
 	}
 }
 

@@ -312,6 +312,18 @@ typedef struct SjGisHist
 	double	   *cum;			/* points below each grid corner, (size + 1)^dims */
 } SjGisHist;
 
+/* Free what SjGisHistLoad allocated (h zeroed first: any part may be NULL). */
+static void
+SjGisHistFree(SjGisHist *h)
+{
+	if (h->mass)
+		pfree(h->mass);
+	if (h->cum)
+		pfree(h->cum);
+	if (h->numbers)
+		pfree(h->numbers);
+}
+
 /*
  * Read the histogram of arg (a Var) over dims dimensions: false where there
  * is none, it is not PostGIS's layout, or the user may not read it.
@@ -331,6 +343,7 @@ SjGisHistLoad(PlannerInfo *root, Expr *arg, int dims, SjGisHist *h)
 				k;
 	double		total = 0;
 
+	memset(h, 0, sizeof(*h));
 	examine_variable(root, (Node *) arg, 0, &vardata);
 	if (!HeapTupleIsValid(vardata.statsTuple) || !vardata.acl_ok ||
 		!(get_attstatsslot(&sslot, vardata.statsTuple,
@@ -344,17 +357,17 @@ SjGisHistLoad(PlannerInfo *root, Expr *arg, int dims, SjGisHist *h)
 		return false;
 	}
 	f = sslot.numbers;
-	ndims = sslot.nnumbers > SJ_GIS_STATS_HEADER ? (int) f[0] : 0;
-	if (ndims < dims || ndims > SJ_GIS_STATS_DIMS)
+	if (sslot.nnumbers <= SJ_GIS_STATS_HEADER ||
+		!(f[0] >= dims && f[0] <= SJ_GIS_STATS_DIMS))
 		goto done;
+	ndims = (int) f[0];
 	for (k = 0; k < ndims; k++)
 	{
+		/* sizes checked before their product, which stays within int */
 		if (!(f[1 + k] >= 1 && f[1 + k] <= 1e6) || isnan(f[5 + k]) || isnan(f[9 + k]) ||
-			f[9 + k] < f[5 + k])
+			f[9 + k] < f[5 + k] || (double) cells * (int) f[1 + k] > 1000000)
 			goto done;
 		cells *= (int) f[1 + k];
-		if (cells > 1000000)
-			goto done;
 	}
 	/* the cells, the counts of points sampled and with a point */
 	if ((double) cells != f[17] || sslot.nnumbers < SJ_GIS_STATS_HEADER + cells ||
@@ -439,6 +452,8 @@ SjGisHistLoad(PlannerInfo *root, Expr *arg, int dims, SjGisHist *h)
 		h->mass[i] /= total;
 	ok = true;
 done:
+	if (!ok)
+		SjGisHistFree(h);
 	free_attstatsslot(&sslot);
 	ReleaseVariableStats(vardata);
 	return ok;
@@ -540,9 +555,13 @@ SjGisPairSelectivity(PlannerInfo *root, int gis, Expr *outer_arg, Expr *inner_ar
 		return -1;
 	if (d < 0)
 		return 0;
-	if (!SjGisHistLoad(root, outer_arg, dims, &a) ||
-		!SjGisHistLoad(root, inner_arg, dims, &b))
+	if (!SjGisHistLoad(root, outer_arg, dims, &a))
 		return -1;
+	if (!SjGisHistLoad(root, inner_arg, dims, &b))
+	{
+		SjGisHistFree(&a);
+		return -1;
+	}
 	/* the cube of the ball's volume */
 	s = dims == 2 ? d * sqrt(M_PI) : d * cbrt(4.0 * M_PI / 3.0);
 	for (cells = 1, k = 0; k < dims; k++)
@@ -583,5 +602,7 @@ SjGisPairSelectivity(PlannerInfo *root, int gis, Expr *outer_arg, Expr *inner_ar
 			sel += 1.0 / (a.rows * a.points);
 	}
 	sel *= a.points * b.points;
+	SjGisHistFree(&a);
+	SjGisHistFree(&b);
 	return Max(0.0, Min(1.0, sel));
 }

@@ -24,6 +24,7 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "nodes/makefuncs.h"
@@ -301,13 +302,13 @@ typedef struct SjGisHist
 	int			dims;
 	int			size[3];
 	double		min[3];
-	double		max[3];
 	double		width[3];		/* a cell's */
 	double		points;			/* share of the rows holding a point */
 	double		sampled;		/* points in the histogram */
 	double		rows;			/* the table's, when analysed */
-	float4	   *numbers;		/* PostGIS's statistics as read */
-	int			nnumbers;
+	Oid			relid;			/* whose statistics row (one sample) */
+	AttrNumber	attnum;
+	bool		inherit;
 	double	   *mass;			/* each cell's share of the points */
 	double	   *cum;			/* points below each grid corner, (size + 1)^dims */
 } SjGisHist;
@@ -320,8 +321,6 @@ SjGisHistFree(SjGisHist *h)
 		pfree(h->mass);
 	if (h->cum)
 		pfree(h->cum);
-	if (h->numbers)
-		pfree(h->numbers);
 }
 
 /*
@@ -378,16 +377,19 @@ SjGisHistLoad(PlannerInfo *root, Expr *arg, int dims, SjGisHist *h)
 	{
 		h->size[k] = (int) f[1 + k];
 		h->min[k] = f[5 + k];
-		h->max[k] = f[9 + k];
-		h->width[k] = (h->max[k] - h->min[k]) / h->size[k];
+		h->width[k] = (f[9 + k] - h->min[k]) / h->size[k];
 		dcells *= h->size[k];
 		corners *= h->size[k] + 1;
 	}
 	h->points = Max(0.0, Min(1.0, f[15] / f[14]));
 	h->rows = f[13];
-	h->nnumbers = sslot.nnumbers;
-	h->numbers = palloc(sizeof(float4) * sslot.nnumbers);
-	memcpy(h->numbers, f, sizeof(float4) * sslot.nnumbers);
+	{
+		Form_pg_statistic st = (Form_pg_statistic) GETSTRUCT(vardata.statsTuple);
+
+		h->relid = st->starelid;
+		h->attnum = st->staattnum;
+		h->inherit = st->stainherit;
+	}
 	h->mass = palloc0(sizeof(double) * dcells);
 	h->cum = palloc0(sizeof(double) * corners);
 
@@ -589,8 +591,7 @@ SjGisPairSelectivity(PlannerInfo *root, int gis, Expr *outer_arg, Expr *inner_ar
 	 * itself are counted p/n too many (the cube's overlap of the cell
 	 * times); the rows meeting themselves, at distance 0, are added.
 	 */
-	if (a.nnumbers == b.nnumbers &&
-		memcmp(a.numbers, b.numbers, sizeof(float4) * a.nnumbers) == 0)
+	if (a.relid == b.relid && a.attnum == b.attnum && a.inherit == b.inherit)
 	{
 		double		own = 1;
 

@@ -1624,18 +1624,22 @@ permute(SjGpuEpsJoin *j, T *data, uint32_t n, const uint32_t *perm, T *tmp)
 }
 
 /*
- * Reorder coordinates (stride n) by perm: one dimension at a time through
- * tmp (n elements), or, given scratch of scratch_bytes (device memory not
- * in use meanwhile), as many dimensions at a time as it holds: a
- * 1,536-dimensional side otherwise takes 3,072 small operations.
+ * Reorder coordinates (stride n) by perm, as many dimensions at a time as
+ * the FP16 rows' memory holds (a 1,536-dimensional side otherwise takes
+ * 3,072 small operations), else one at a time through tmp (n elements).
+ * Every reorder comes before the FP16 rows of a task are written (the
+ * grid's in load_build and load_probe, the tensor filter's clustering in
+ * tc_prepare before tc_convert), and only the task's probes read them.
  */
 void
 reorder_coords(SjGpuEpsJoin *j, double *coords, uint32_t n, const uint32_t *perm,
-			   double *tmp, void *scratch = nullptr, size_t scratch_bytes = 0)
+			   double *tmp)
 {
+	void	   *scratch = j->bhalf.get();
 	int			group = (int) std::min<size_t>((size_t) j->dim,
-											   scratch_bytes / ((size_t) std::max<uint32_t>(n, 1) *
-																sizeof(double)));
+											   j->bhalf.bytes() /
+											   ((size_t) std::max<uint32_t>(n, 1) *
+												sizeof(double)));
 
 	if (group < 2)
 	{
@@ -2054,8 +2058,7 @@ cluster_rows(SjGpuEpsJoin *j, double *coords, uint32_t n, double *norms, uint32_
 	SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(j->ctemp.get(), bytes, keys, vals, (int) n, 0,
 												key_bits(nseeds), st));
 	perm = vals.Current();
-	/* the FP16 build rows are written after both sides are clustered */
-	reorder_coords(j, coords, n, perm, tmp, j->bhalf.get(), j->bhalf.bytes());
+	reorder_coords(j, coords, n, perm, tmp);
 	if (norms)
 		permute(j, norms, n, perm, tmp);
 	permute(j, orig, n, perm, utmp);

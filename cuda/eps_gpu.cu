@@ -122,12 +122,14 @@ constexpr double kTcSpeedup = 16.0;
 /*
  * A join spreads over the devices named (shared units, sjgpu_multi.cuh)
  * when the tensor filter is likely and it tests at least this many pairs
- * (a self-join of 150 K rows); fewer, or the grid's low dimensions (bound
- * by reading the inputs), take the first device.  Spread, a device's
+ * (a self-join of 150 K rows); fewer, the grid's low dimensions, or a join
+ * the grid would serve (grid_likely; bound by reading the inputs), take
+ * one device.  Spread, a device's
  * segments are at least kUnitsPerDevice times the devices, so that the
  * hand-out balances the unequal segments of a self-join's triangle.
  */
 constexpr double kSpreadMinPairs = 1.0e10;
+constexpr uint32_t kGridSampleRows = 4096;	/* rows grid_likely looks at */
 
 /* Test hook: every join spreads where several devices are named. */
 bool		spread_always = false;
@@ -165,6 +167,16 @@ struct GridParams
 	unsigned long long stride[kMaxIndexed]; /* row-major cell id */
 	unsigned long long pstride[kMaxIndexed];	/* probe sort key, over nc+2 */
 	int			rows;			/* 3^(k-1) */
+};
+
+/* What choose_grid weighs: the join's shape, not its device or buffers. */
+struct GridShape
+{
+	int			dim;
+	double		eps;
+	bool		self;
+	bool		grid_capable;	/* L2 and a finite eps */
+	bool		tc_capable;		/* brute force would filter on tensor cores */
 };
 
 /* Everything a probe kernel reads. */
@@ -1475,19 +1487,19 @@ upload_rows(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
  * Leaves g->k = 0 where brute force is cheaper.
  */
 void
-choose_grid(const SjGpuEpsJoin *j, const std::vector<double> &lo,
+choose_grid(const GridShape &j, const std::vector<double> &lo,
 			const std::vector<double> &hi, uint32_t nb, GridParams *g)
 {
-	const int	dim = j->dim;
-	const double eps = j->eps;
-	const double half = j->self ? 0.5 : 1.0;
+	const int	dim = j.dim;
+	const double eps = j.eps;
+	const double half = j.self ? 0.5 : 1.0;
 	double		best = (double) nb * (dim + 1) * 0.25 * half;	/* brute force */
 	std::vector<int> order(dim);
 
-	if (j->tc_capable)
+	if (j.tc_capable)
 		best /= kTcSpeedup;
 	memset(g, 0, sizeof(*g));
-	if (forced_strategy == 2 || !j->grid_capable)
+	if (forced_strategy == 2 || !j.grid_capable)
 		return;
 	if (forced_strategy == 1)
 		best = INFINITY;
@@ -1544,7 +1556,7 @@ choose_grid(const SjGpuEpsJoin *j, const std::vector<double> &lo,
 		t.rows = (int) rows;
 		{
 			double		search = std::log2(std::min(cells, (double) nb) + 1.0) + 4.0;
-			double		nrows = j->self ? (rows + 1.0) / 2.0 : rows;
+			double		nrows = j.self ? (rows + 1.0) / 2.0 : rows;
 			double		cost = nrows * search * kRowCost / 16.0 +
 				(double) nb * frac * half * (dim + 1);
 
@@ -1680,7 +1692,8 @@ load_build(SjGpuEpsJoin *j, uint32_t bc)
 					hi;
 
 		chunk_bounds(j, nb, &lo, &hi);
-		choose_grid(j, lo, hi, nb, &j->grid);
+		choose_grid(GridShape {j->dim, j->eps, j->self, j->grid_capable, j->tc_capable},
+					lo, hi, nb, &j->grid);
 	}
 	if (j->grid.k == 0)
 	{
@@ -2680,14 +2693,56 @@ sjgpu_eps_set_test_spread(int always)
 	spread_always = always != 0;
 }
 
-extern "C" int
-sjgpu_eps_spreads(uint32_t nleft, uint32_t nright, int dim, int self, int metric)
+/*
+ * Would the device choose the grid for the build side?  choose_grid over
+ * the bounds of at most kGridSampleRows evenly spaced rows (the device
+ * takes the whole chunk's; a sample's extent is at most the chunk's, which
+ * favours brute force slightly), as if the side were one chunk and the
+ * device had tensor cores.  A few milliseconds at most, on the host.
+ */
+static bool
+grid_likely(const SjVectors *build, double eps, bool self, int metric)
 {
-	double		pairs = self ? (double) nleft * nleft / 2.0 : (double) nleft * nright;
+	const uint32_t n = build->n;
+	const int	dim = build->dim;
+	uint32_t	step;
+	std::vector<double> lo(dim, INFINITY),
+				hi(dim, -INFINITY);
+	GridParams	g;
+
+	if (metric != SJ_METRIC_L2 || !std::isfinite(eps) || n == 0 || !build->coords)
+		return false;
+	step = std::max<uint32_t>(1, n / kGridSampleRows);
+	for (int k = 0; k < dim; k++)
+	{
+		const double *col = build->coords + (size_t) k * n;
+
+		for (uint32_t i = 0; i < n; i += step)
+		{
+			/* NaN compares false and widens nothing, as on the device */
+			if (col[i] < lo[k])
+				lo[k] = col[i];
+			if (col[i] > hi[k])
+				hi[k] = col[i];
+		}
+	}
+	choose_grid(GridShape {dim, eps, self, true, dim >= kTcMinDim}, lo, hi, n, &g);
+	return g.k > 0;
+}
+
+extern "C" int
+sjgpu_eps_spreads(const SjVectors *left, const SjVectors *right, double eps, int metric)
+{
+	uint32_t	nleft = left ? left->n : 0;
+	double		pairs = right ? (double) nleft * right->n : (double) nleft * nleft / 2.0;
 
 	if (spread_always)
 		return 1;
-	return (metric == SJ_METRIC_COSINE || dim >= kTcMinDim) && pairs >= kSpreadMinPairs;
+	if (!left || !((metric == SJ_METRIC_COSINE || left->dim >= kTcMinDim) &&
+				   pairs >= kSpreadMinPairs))
+		return 0;
+	/* the grid's joins are bound by reading their inputs: one device */
+	return !grid_likely(right ? right : left, eps, right == nullptr, metric);
 }
 
 namespace sjgpu
@@ -2776,8 +2831,7 @@ sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 			throw Error(SJ_ERR_INVALID, "eps_join: join handle pointer is NULL");
 		check_args(left, right, eps, options);
 		spread = sjgpu::multi_wanted(options, left->n, right ? right->n : 0, right == nullptr) &&
-			sjgpu_eps_spreads(left->n, right ? right->n : 0, left->dim, right == nullptr,
-							  options->metric) &&
+			sjgpu_eps_spreads(left, right, eps, options->metric) &&
 			sjgpu::devices_alike(options);
 		if (spread)
 		{

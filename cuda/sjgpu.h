@@ -85,10 +85,12 @@ extern void sjgpu_eps_end(SjGpuEpsJoin *join);
 /*
  * Is an eps join large enough to spread over several devices (every device
  * prepares the whole join and they share its segments)?  1: yes; 0: it
- * runs on the first device of a list.
+ * runs on the first device of a list (a join the grid would serve, judged
+ * from a sample of the build side's rows, included).  right NULL: a
+ * self-join.
  */
-extern int	sjgpu_eps_spreads(uint32_t nleft, uint32_t nright, int dim, int self,
-							  int metric);
+extern int	sjgpu_eps_spreads(const SjVectors *left, const SjVectors *right,
+							  double eps, int metric);
 
 /*
  * jaccard_join on the device: contract of sj_jaccard_cpu_* (sjengine.h);

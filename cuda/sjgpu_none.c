@@ -80,7 +80,7 @@ sjgpu_eps_end(SjGpuEpsJoin *join)
 }
 
 int
-sjgpu_eps_spreads(uint32_t nleft, uint32_t nright, int dim, int self, int metric)
+sjgpu_eps_spreads(const SjVectors *left, const SjVectors *right, double eps, int metric)
 {
 	return 0;
 }

@@ -404,15 +404,15 @@ SjEpsStrategyName(bool gpu, int planned)
 
 /*
  * SjOperatorMethods.spread: the GPU engine's estimate (sjgpu_eps_spreads:
- * the tensor filter over many pairs).
+ * the tensor filter over many pairs, not the grid).
  */
 static bool
 SjEpsSpread(void *arg)
 {
 	SjEpsJob   *job = (SjEpsJob *) arg;
 
-	return sjgpu_eps_spreads(job->left.vectors.n, job->self ? 0 : job->right.vectors.n,
-							 job->left.vectors.dim, job->self, job->metric) != 0;
+	return sjgpu_eps_spreads(&job->left.vectors, job->self ? NULL : &job->right.vectors,
+							 job->eps, job->metric) != 0;
 }
 
 /* The eps join's methods (sjrun.h). */

@@ -809,10 +809,36 @@ SJ_TEST(multi_gpu_spread_small)
 	o.metric = SJ_METRIC_COSINE;
 	o.gpu_ndevices = 2;
 	o.gpu_devices = list;
-	SJ_CHECK(sjgpu_eps_spreads(2000, 0, 384, 1, SJ_METRIC_COSINE) == 0, "a small join spreads");
-	SJ_CHECK(sjgpu_eps_spreads(200000, 0, 384, 1, SJ_METRIC_COSINE) == 1,
-			 "the 200 K x 384-D self-join does not spread");
-	SJ_CHECK(sjgpu_eps_spreads(1000000, 0, 2, 1, SJ_METRIC_L2) == 0, "a 2-D join spreads");
+	SJ_CHECK(sjgpu_eps_spreads(&L, NULL, 0.001, SJ_METRIC_COSINE) == 0, "a small join spreads");
+	{
+		/* sizes alone decide these: no coordinates are read */
+		SjVectors	big = {200000, 384, NULL},
+					flat = {1000000, 2, NULL};
+
+		SJ_CHECK(sjgpu_eps_spreads(&big, NULL, 0.001, SJ_METRIC_COSINE) == 1,
+				 "the 200 K x 384-D self-join does not spread");
+		SJ_CHECK(sjgpu_eps_spreads(&flat, NULL, 0.01, SJ_METRIC_L2) == 0, "a 2-D join spreads");
+	}
+	{
+		/*
+		 * 150 K x 128-D L2 around 15 K centres: at eps 0.1 the grid serves
+		 * it (one device), at 1.2 no dimension prunes and the tensor
+		 * filter does (spread), self-join and two tables alike.
+		 */
+		SjVectors	cl = {150000, 128, NULL};
+		double	   *cc = m_data(cl.n, cl.dim, 15000, 0.01);
+
+		cl.coords = cc;
+		SJ_CHECK(sjgpu_eps_spreads(&cl, NULL, 0.1, SJ_METRIC_L2) == 0,
+				 "a clustered 128-D join the grid serves spreads");
+		SJ_CHECK(sjgpu_eps_spreads(&cl, &cl, 0.1, SJ_METRIC_L2) == 0,
+				 "a clustered 128-D two-table join the grid serves spreads");
+		SJ_CHECK(sjgpu_eps_spreads(&cl, NULL, 1.2, SJ_METRIC_L2) == 1,
+				 "a 128-D join no dimension prunes does not spread");
+		SJ_CHECK(sjgpu_eps_spreads(&cl, NULL, 0.1, SJ_METRIC_COSINE) == 1,
+				 "a 128-D cosine join does not spread");
+		free(cc);
+	}
 	SJ_CHECK(m_run(&L, NULL, 0.001, &o, &got, &tm, why), "%s", why);
 	SJ_CHECK(strstr(tm.devices, "units") == NULL, "spread: %s", tm.devices);
 	free(got.p);

@@ -44,6 +44,8 @@ extern void sjgpu_eps_set_test_segment_work(double units);
 extern void sjgpu_eps_set_test_pruning(int on);
 extern void sjgpu_eps_set_test_spread(int always);
 extern void sjgpu_set_test_upload_chunk(long chunk);
+#pragma weak sjgpu_set_test_stage_threads
+extern void sjgpu_set_test_stage_threads(int threads);
 
 typedef SjTestPair GPair;
 typedef SjTestPairs GPairs;
@@ -1636,10 +1638,13 @@ t_bench(const char *name, const SjVectors *L, double eps, int metric, int cpu_to
 	o.metric = metric;
 	if (ndevices > 1)
 	{
-		/* SJ_BENCH_DEVICES=0,1: the join spread over that list */
+		/*
+		 * SJ_BENCH_DEVICES=0,1: that list, the engine deciding whether the
+		 * join spreads over it (SJ_BENCH_SPREAD=1: every join spreads)
+		 */
 		o.gpu_ndevices = ndevices;
 		o.gpu_devices = devices;
-		if (sjgpu_eps_set_test_spread)
+		if (sjgpu_eps_set_test_spread && getenv("SJ_BENCH_SPREAD"))
 			sjgpu_eps_set_test_spread(1);
 	}
 	else if (ndevices == 1)
@@ -1664,8 +1669,10 @@ t_bench(const char *name, const SjVectors *L, double eps, int metric, int cpu_to
 	if (sjgpu_eps_set_test_spread)
 		sjgpu_eps_set_test_spread(0);
 	flops = (double) L->n * L->n * ((L->dim + 31) / 32 * 32);
-	printf("BENCH gpu %s: best engine %.1f ms%s on %d device(s); all-pairs filter equivalent %.1f TFLOP/s\n",
-		   name, best, ndevices > 0 ? " (wall)" : " (build + probe)", ndevices > 1 ? ndevices : 1,
+	printf("BENCH gpu %s: best engine %.1f ms%s on %d device(s)%s; all-pairs filter equivalent %.1f TFLOP/s\n",
+		   name, best, ndevices > 0 ? " (wall)" : " (build + probe)",
+		   strstr(tm.devices, "units") ? ndevices : 1,
+		   ndevices > 1 && !strstr(tm.devices, "units") ? " (not spread)" : "",
 		   flops / best / 1e9);
 	if (cpu_too && sj_eps_cpu_begin)
 	{
@@ -1729,6 +1736,9 @@ SJ_TEST(eps_gpu_hd_bench)
 	/* SJ_BENCH_UPLOAD_CHUNK=-1: uploads not staged (pageable copies) */
 	if (getenv("SJ_BENCH_UPLOAD_CHUNK") && sjgpu_set_test_upload_chunk)
 		sjgpu_set_test_upload_chunk(atol(getenv("SJ_BENCH_UPLOAD_CHUNK")));
+	/* SJ_BENCH_STAGE_THREADS=8: staged copies on up to 8 threads */
+	if (getenv("SJ_BENCH_STAGE_THREADS") && sjgpu_set_test_stage_threads)
+		sjgpu_set_test_stage_threads(atoi(getenv("SJ_BENCH_STAGE_THREADS")));
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
 	{
 		/* SJ_EPS_BENCH=1 runs every case, another value the cases it names */
@@ -1745,4 +1755,6 @@ SJ_TEST(eps_gpu_hd_bench)
 	}
 	if (sjgpu_set_test_upload_chunk)
 		sjgpu_set_test_upload_chunk(0);
+	if (sjgpu_set_test_stage_threads)
+		sjgpu_set_test_stage_threads(0);
 }

@@ -180,6 +180,7 @@ JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 	kernel_timer_.create();
 	{
 		double		t1 = sj_now_ms();
+		double		upload_ms = 0;
 		std::exception_ptr upload_error;
 
 		/*
@@ -200,8 +201,11 @@ JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 				uploader = std::thread([&] {
 					try
 					{
+						double		t2 = sj_now_ms();
+
 						sjgpu::use_device(options->gpu_device);
 						upload_sets();
+						upload_ms = sj_now_ms() - t2;	/* phase_ms is per thread */
 					}
 					catch (...)
 					{
@@ -218,7 +222,10 @@ JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 
 			try
 			{
+				double		t2 = sj_now_ms();
+
 				choose_strategy();
+				phase_ms[kPhaseModel] = sj_now_ms() - t2;
 			}
 			catch (...)
 			{
@@ -230,6 +237,7 @@ JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 		if (upload_error)
 			std::rethrow_exception(upload_error);
 		phase_ms[kPhaseStrategy] = sj_now_ms() - t1;
+		phase_ms[kPhaseUpload] = upload_ms;
 		t1 = sj_now_ms();
 		plan_memory();
 		phase_ms[kPhaseMemory] = sj_now_ms() - t1;

@@ -84,8 +84,9 @@ extern size_t forced_coproc_records;
 
 /*
  * Test hook: host milliseconds of the last join's steps (prepare, choose
- * the strategy, upload and plan memory, index builds, work estimates,
- * waits for the device), for the engine benchmarks.
+ * the strategy while the sets are uploaded, upload and plan memory, index
+ * builds, work estimates, waits for the device; then, inside the second,
+ * the upload and the cost model on their own), for the engine benchmarks.
  */
 enum
 {
@@ -95,6 +96,8 @@ enum
 	kPhaseIndex,
 	kPhaseEstimate,
 	kPhaseWait,
+	kPhaseUpload,
+	kPhaseModel,
 	kPhases
 };
 extern thread_local double phase_ms[kPhases];

@@ -70,6 +70,14 @@ constexpr int kWarp = 32;
 constexpr uint64_t kMaxItems = ((uint64_t) 1 << 31) - 2;	/* tokens, sets: n + 1 fits an int */
 constexpr uint32_t kNone = UINT32_MAX;	/* member key of an empty set */
 
+/*
+ * Test hook: host milliseconds of the last device preparation's steps on
+ * this thread (upload, ranks, renumber and set sort, key sort, distinct
+ * sets, their tokens, members, download), then the host handle's adoption.
+ */
+constexpr int kSteps = 9;
+thread_local double step_ms[kSteps];
+
 /* Blocks for a grid-stride loop over n items (threads_per_item 1 or 32). */
 static unsigned
 grid_for(uint64_t n, int threads_per_item = 1)
@@ -325,13 +333,12 @@ host_array(size_t n)
 	return p;
 }
 
-/* Copy n elements back to the host (pageable: returns when done). */
+/* Copy n elements back to the host (staged when large; returns when done). */
 template <class T>
 static void
 download(T *dst, const T *src, size_t n, cudaStream_t s)
 {
-	if (n > 0)
-		SJGPU_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyDeviceToHost, s));
+	sjgpu::download_bytes(dst, src, n * sizeof(T), s);
 }
 
 /* Copy n elements to the device. */
@@ -762,15 +769,32 @@ device_prepare(const SjSets *left, const SjSets *right, const PrepShape &sh,
 			   Budget *budget, SjJaccardPrepared *out)
 {
 	PrepDevice	p(budget, sh, right ? 2 : 1);
+	double		t = sj_now_ms();
+	int			k = 0;
+	auto		step = [&] {
+		/* the test hook's times: each step waited for (a few microseconds) */
+		SJGPU_CHECK(cudaStreamSynchronize(p.s));
+		step_ms[k++] = sj_now_ms() - t;
+		t = sj_now_ms();
+	};
 
+	memset(step_ms, 0, sizeof(step_ms));
 	prep_upload(p, left, right);
+	step();
 	prep_rank_tokens(p);
+	step();
 	prep_renumber(p);
+	step();
 	prep_sort_keys(p);
+	step();
 	prep_distinct(p);
+	step();
 	prep_copy_tokens(p);
+	step();
 	prep_members(p);
+	step();
 	prep_download(p, out);
+	step();
 }
 
 /*
@@ -829,8 +853,14 @@ prepare(const SjSets *left, const SjSets *right, double threshold,
 										  join, errmsg);
 	res.p.prep_ms = sj_now_ms() - t0;
 	*on_device = 1;
-	return sj_jaccard_prepare_checked(left, right, threshold, options, &res.p, join,
-									  errmsg);
+	{
+		double		t1 = sj_now_ms();
+
+		st = sj_jaccard_prepare_checked(left, right, threshold, options, &res.p, join,
+										errmsg);
+		step_ms[kSteps - 1] = sj_now_ms() - t1;
+	}
+	return st;
 }
 
 }								/* namespace */
@@ -856,4 +886,11 @@ sjgpu_jaccard_test_prepare(const SjSets *left, const SjSets *right, double thres
 						   int *on_device, char *errmsg)
 {
 	return prepare(left, right, threshold, options, join, on_device, errmsg);
+}
+
+/* Test hook (not in sjgpu.h): step_ms above, kSteps values. */
+extern "C" void
+sjgpu_jaccard_test_prep_steps(double *ms)
+{
+	memcpy(ms, step_ms, sizeof(step_ms));
 }

@@ -388,6 +388,16 @@ upload_bytes(void *dst, const void *src, size_t bytes, cudaStream_t stream)
 	return upload_2d(dst, bytes, src, bytes, bytes, bytes ? 1 : 0, stream);
 }
 
+/*
+ * Copy `bytes` bytes of device memory to host memory after the work
+ * already queued on `stream`, staged as upload_2d's large copies are from
+ * a few megabytes on (the driver copies into pageable memory, a fresh
+ * allocation's pages faulted in one at a time, at a small fraction of the
+ * link's speed); complete, or failed, when this returns.  Returns the host
+ * milliseconds it took.
+ */
+double		download_bytes(void *dst, const void *src, size_t bytes, cudaStream_t stream);
+
 /* Ceiling division for sizes. */
 template <class T>
 constexpr T

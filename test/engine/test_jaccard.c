@@ -19,7 +19,8 @@
  * SJ_JACCARD_BENCH_N (sets), SJ_JACCARD_BENCH_THREADS, SJ_JACCARD_BENCH_T
  * and SJ_JACCARD_BENCH_AVG (comma lists) change the runs,
  * SJ_JACCARD_BENCH_UNIVERSE the number of distinct tokens (50000),
- * SJ_JACCARD_BENCH_CPU_ONLY=1 leaves out the GPU, and
+ * SJ_JACCARD_BENCH_CPU_ONLY=1 leaves out the GPU, SJ_JACCARD_BENCH_GPU_ONLY=1
+ * the CPU engine, and
  * SJ_JACCARD_BENCH_COUNT_ONLY=1 leaves out the run that forms the pairs.
  */
 #include <math.h>

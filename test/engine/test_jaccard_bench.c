@@ -85,6 +85,7 @@ SJ_TEST(jaccard_bench)
 	const char *uenv = getenv("SJ_JACCARD_BENCH_UNIVERSE");
 	int			pairs_run = getenv("SJ_JACCARD_BENCH_COUNT_ONLY") == NULL;
 	int			cpu_only = getenv("SJ_JACCARD_BENCH_CPU_ONLY") != NULL;
+	int			gpu_only = getenv("SJ_JACCARD_BENCH_GPU_ONLY") != NULL;
 	uint32_t	nsets = nenv ? (uint32_t) atol(nenv) : 1000000;
 	uint32_t	universe = uenv && atol(uenv) > 1 ? (uint32_t) atol(uenv) : 50000;
 	int			devices[8],
@@ -117,6 +118,9 @@ SJ_TEST(jaccard_bench)
 		sj_test_skip("set SJ_JACCARD_BENCH=1 to run");
 		return;
 	}
+	/* SJ_BENCH_STAGE_THREADS=8: staged copies on up to 8 threads */
+	if (getenv("SJ_BENCH_STAGE_THREADS") && sjgpu_set_test_stage_threads)
+		sjgpu_set_test_stage_threads(atoi(getenv("SJ_BENCH_STAGE_THREADS")));
 	printf("     %u Zipf sets over %u tokens, %d CPU threads; count_only: warm-up + median of up to 3; pairs: one run\n",
 		   nsets, universe, threads);
 	printf("     engine  avg  t    pairs       count ms (runs)  build ms  pairs ms  strategy\n");
@@ -144,6 +148,8 @@ SJ_TEST(jaccard_bench)
 
 				if (e == 1 && (cpu_only || !sj_test_gpu_usable()))
 					continue;
+				if (e == 0 && gpu_only)
+					continue;
 				if (e == 1 && ndevices > 1)
 				{
 					/* SJ_BENCH_DEVICES=0,1: the GPU join spread over that list */
@@ -165,13 +171,23 @@ SJ_TEST(jaccard_bench)
 				/* one device only: a spread join's devices time theirs on their threads */
 				if (e == 1 && sjgpu_jaccard_test_phases && o.gpu_ndevices <= 1)
 				{
-					double		ph[7];
+					double		ph[9];
 
 					sjgpu_jaccard_test_phases(ph);
-					printf("     gpu phases of the last count run (ms): prepare %.1f, strategy %.1f, "
-						   "memory %.1f, index %.1f, estimate %.1f, device waits %.1f; "
-						   "cudaMalloc/cudaFree %.1f\n",
-						   ph[0], ph[1], ph[2], ph[3], ph[4], ph[5], ph[6]);
+					printf("     gpu phases of the last count run (ms): prepare %.1f, strategy %.1f "
+						   "(upload %.1f, cost model %.1f), memory %.1f, index %.1f, "
+						   "estimate %.1f, device waits %.1f; cudaMalloc/cudaFree %.1f\n",
+						   ph[0], ph[1], ph[6], ph[7], ph[2], ph[3], ph[4], ph[5], ph[8]);
+					if (sjgpu_jaccard_test_prep_steps)
+					{
+						double		st[9];
+
+						sjgpu_jaccard_test_prep_steps(st);
+						printf("     its preparation's steps (ms): upload %.1f, ranks %.1f, "
+							   "set sort %.1f, key sort %.1f, distinct %.1f, tokens %.1f, "
+							   "members %.1f, download %.1f; host adoption %.1f\n",
+							   st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8]);
+					}
 				}
 				o.count_only = 0;
 				full = -1;
@@ -190,6 +206,8 @@ SJ_TEST(jaccard_bench)
 		}
 		tj_free(&L);
 	}
+	if (sjgpu_set_test_stage_threads)
+		sjgpu_set_test_stage_threads(0);
 }
 
 /*

@@ -699,6 +699,14 @@ SJ_TEST(jaccard_gpu_prepare)
 		tj_generate(&L, &sh, 0, sh.universe, &r);
 		err = tj_prepare_both(&L, NULL, 0.75, tj_options(4, 0, 0), 1);
 		SJ_CHECK(err == NULL, "zipf big: %s", err);
+		if (sjgpu_set_test_upload_chunk)
+		{
+			/* every copy staged, in odd pieces: the same arrays */
+			sjgpu_set_test_upload_chunk(4099);
+			err = tj_prepare_both(&L, NULL, 0.75, tj_options(4, 0, 0), 1);
+			sjgpu_set_test_upload_chunk(0);
+			SJ_CHECK(err == NULL, "zipf big, copies staged in 4,099-byte pieces: %s", err);
+		}
 		tj_free(&L);
 	}
 

@@ -22,6 +22,12 @@
 extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
 #pragma weak sjgpu_jaccard_test_phases
 extern void sjgpu_jaccard_test_phases(double *ms);
+#pragma weak sjgpu_jaccard_test_prep_steps
+extern void sjgpu_jaccard_test_prep_steps(double *ms);
+#pragma weak sjgpu_set_test_upload_chunk
+extern void sjgpu_set_test_upload_chunk(long chunk);
+#pragma weak sjgpu_set_test_stage_threads
+extern void sjgpu_set_test_stage_threads(int threads);
 #pragma weak sjgpu_jaccard_test_prepare
 extern SjStatus sjgpu_jaccard_test_prepare(const SjSets *left, const SjSets *right,
 										   double threshold, const SjJoinOptions *options,

@@ -224,7 +224,7 @@ JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 			{
 				double		t2 = sj_now_ms();
 
-				choose_strategy();
+				choose_strategy_shared();
 				phase_ms[kPhaseModel] = sj_now_ms() - t2;
 			}
 			catch (...)
@@ -665,9 +665,25 @@ using namespace sjjaccard_gpu;
  * The C boundary
  * ------------------------------------------------------------------------ */
 
+/*
+ * The preparation of a join spread over several devices, made once by the
+ * first device to ask (SharedUnits::shared) and borrowed by every
+ * device's handle; freed when the last of them ends.
+ */
+struct SharedPreparation
+{
+	SjJaccardJoin *host = nullptr;
+
+	~SharedPreparation()
+	{
+		sj_jaccard_cpu_end(host);
+	}
+};
+
 struct SjGpuJaccardJoin
 {
 	SjJaccardJoin *host = nullptr;
+	std::shared_ptr<void> prepared; /* spread: the SharedPreparation host borrows */
 	std::unique_ptr<JaccardDevice> dev;
 	double		start_ms = 0;	/* waiting for the device to start */
 	sjgpu::MultiJoin *multi = nullptr;	/* set: on several devices, and
@@ -678,6 +694,7 @@ struct SjGpuJaccardJoin
 		sjgpu::multi_end(multi);
 		dev.reset();
 		sj_jaccard_cpu_end(host);
+		/* then prepared, which host borrowed from */
 	}
 };
 
@@ -774,7 +791,26 @@ jaccard_begin_shared(const SjSets *left, const SjSets *right, double threshold,
 		j->start_ms = start_ms;
 		memset(phase_ms, 0, sizeof(phase_ms));
 		sjgpu::alloc_ms = 0;
-		st = sjgpu_jaccard_prepare(left, right, threshold, options, &j->host, msg);
+		if (claim.units)
+		{
+			/* spread: the first device prepares, every device borrows it */
+			j->prepared = claim.units->shared(kSharePrepare, [&]() -> std::shared_ptr<void> {
+				std::shared_ptr<SharedPreparation> p(new SharedPreparation);
+				char		pmsg[SJ_ERRMSG_LEN] = "";
+				SjStatus	ps = sjgpu_jaccard_prepare(left, right, threshold, options,
+													   &p->host, pmsg);
+
+				if (ps != SJ_OK)
+					throw Error(ps, "%s", pmsg);
+				return p;
+			});
+		}
+		if (j->prepared)
+			st = sj_jaccard_prepare_borrowed(left, right, threshold, options,
+											 static_cast<SharedPreparation *>(j->prepared.get())->host,
+											 &j->host, msg);
+		else
+			st = sjgpu_jaccard_prepare(left, right, threshold, options, &j->host, msg);
 		phase_ms[kPhasePrepare] = sj_now_ms() - t0;
 		if (st != SJ_OK)
 			throw Error(st, "%s", msg);

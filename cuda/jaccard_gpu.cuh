@@ -44,6 +44,8 @@ constexpr size_t kMinRecords = 256;
  * in its inputs on (1 M sets of 25 tokens ran 544 ms on one H200).
  */
 constexpr int kJobGroups = 0;	/* SharedUnits::first: pairs inside groups */
+constexpr int kSharePrepare = 0;	/* SharedUnits::shared: the preparation */
+constexpr int kShareModel = 1;	/* SharedUnits::shared: the cost model's choice */
 constexpr double kSpreadMinTokens = 1.0e7;
 
 constexpr int kMaxSigWords = 32;		/* bitmap: at most 2048-bit signatures */
@@ -195,6 +197,7 @@ public:
 private:
 	void		upload_sets();
 	void		choose_strategy();
+	void		choose_strategy_shared();
 	double		bitmap_pass_fraction() const;
 	double		coproc_candidate_fraction() const;
 	void		plan_memory();

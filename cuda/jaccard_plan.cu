@@ -9,6 +9,9 @@
  */
 #include <cub/cub.cuh>
 
+#include <atomic>
+#include <memory>
+
 #include "jaccard_gpu.cuh"
 
 namespace sjjaccard_gpu
@@ -39,109 +42,168 @@ host_signature(const uint64_t *off, const uint32_t *tok, uint32_t v, uint32_t wo
 	}
 }
 
+/* The cost model's choice, as a spread join's devices share it. */
+struct ModelChoice
+{
+	Strategy	strategy;
+	uint32_t	sig_words;
+	bool		sig_exact;
+	std::vector<uint32_t> cnt_all;
+	std::vector<uint32_t> cnt_idx;
+};
+
+/*
+ * choose_strategy, made once for a join spread over several devices (every
+ * device's would be the same: the model reads only the prepared sets they
+ * share and the options), the others taking its choice and token counts.
+ */
+void
+JaccardDevice::choose_strategy_shared()
+{
+	std::shared_ptr<void> made;
+
+	if (!claim_.units)
+	{
+		choose_strategy();
+		return;
+	}
+	made = claim_.units->shared(kShareModel, [&]() -> std::shared_ptr<void> {
+		std::shared_ptr<ModelChoice> c(new ModelChoice);
+
+		choose_strategy();
+		c->strategy = strategy_;
+		c->sig_words = sig_words_;
+		c->sig_exact = sig_exact_;
+		c->cnt_all = cnt_all_;
+		c->cnt_idx = cnt_idx_;
+		return c;
+	});
+	if (!made)
+	{
+		choose_strategy();
+		return;
+	}
+	{
+		const ModelChoice *c = static_cast<const ModelChoice *>(made.get());
+
+		strategy_ = c->strategy;
+		sig_words_ = c->sig_words;
+		sig_exact_ = c->sig_exact;
+		cnt_all_ = c->cnt_all;
+		cnt_idx_ = c->cnt_idx;
+	}
+}
+
 /* The cost model of the file header. */
 void
 JaccardDevice::choose_strategy()
 {
-	uint64_t	ntasks = div_up<uint64_t>(nsets_, kHostTask);
-	std::vector<double> p(ntasks, 0.0),
-				b(ntasks, 0.0),
-				r(ntasks, 0.0);
 	double		sp = 0,
 				sb = 0,
 				sr = 0;
 
 	/*
-	 * Token counts over the distinct sets, in parallel: private histograms
-	 * over ranges of sets, as many as keep the histogram work within a
-	 * quarter of the counting, then summed by token range.
+	 * One pass over the distinct sets' tokens, in parallel: private
+	 * histograms over ranges of sets (as many as keep the histogram work
+	 * within a quarter of the counting) of every token, of the indexing
+	 * prefixes' and of the probing prefixes' tokens, summed by token range.
+	 * The model's sums follow from them without a second pass: a probe
+	 * visits cnt_all_[t] lists entries for each of its tokens t, so over
+	 * all probes sb = sum of cnt_all_[t]^2, and sp = sum of cnt_idx_[t]
+	 * times the probing prefixes holding t (integers, so exactly the sums
+	 * over the probes).
 	 */
 	{
 		uint64_t	total = off_[nsets_];
 		size_t		ucnt = (size_t) universe_ + 1;
 		int			parts = (int) std::max<uint64_t>(1, std::min<uint64_t>(threads_,
 																			  total / (4 * ucnt)));
-		std::vector<uint32_t> hist((size_t) parts * 2 * ucnt, 0);
+		std::vector<std::vector<uint32_t>> hist(parts);
+		std::vector<uint64_t> rpart(parts, 0),
+					ppart(parts, 0),
+					bpart(parts, 0);
+		std::atomic<bool> short_of_memory(false);
 		auto		count = [&](uint64_t part) {
-			uint32_t   *all = hist.data() + part * 2 * ucnt,
-					   *idx = all + ucnt;
+			/* each thread clears its own (fresh pages: in parallel); no throwing here */
+			try
+			{
+				hist[part].assign(3 * ucnt, 0);
+			}
+			catch (const std::bad_alloc &)
+			{
+				short_of_memory = true;
+				return;
+			}
+
+			uint32_t   *all = hist[part].data(),
+					   *idx = all + ucnt,
+					   *prb = idx + ucnt;
 			uint32_t	v0 = (uint32_t) ((uint64_t) nsets_ * part / parts),
 						v1 = (uint32_t) ((uint64_t) nsets_ * (part + 1) / parts);
+			uint64_t	rt = 0;
 
 			for (uint32_t v = v0; v < v1; v++)
 			{
 				const uint32_t *t = tok_ + off_[v];
 				uint32_t	len = (uint32_t) (off_[v + 1] - off_[v]);
 				uint32_t	ip = sj_jaccard_index_prefix(minov_, len);
+				uint32_t	pl = sj_jaccard_probe_prefix(minov_, minsize_, len);
+				uint32_t	lo = size_start_[minsize_[len]];
 
 				for (uint32_t i = 0; i < len; i++)
 				{
 					all[t[i]]++;
 					if (i < ip)
 						idx[t[i]]++;
+					if (i < pl)
+						prb[t[i]]++;
 				}
+				if (v > lo)
+					rt += v - lo;
 			}
+			rpart[part] = rt;
 		};
 		auto		merge = [&](uint64_t task) {
 			size_t		k0 = ucnt * task / parts,
 						k1 = ucnt * (task + 1) / parts;
+			uint64_t	pt = 0,
+						bt = 0;
 
 			for (size_t k = k0; k < k1; k++)
 			{
 				uint32_t	a = 0,
-							b = 0;
+							b = 0,
+							c = 0;
 
 				for (int p = 0; p < parts; p++)
 				{
-					a += hist[(size_t) p * 2 * ucnt + k];
-					b += hist[(size_t) p * 2 * ucnt + ucnt + k];
+					const uint32_t *h = hist[p].data();
+
+					a += h[k];
+					b += h[ucnt + k];
+					c += h[2 * ucnt + k];
 				}
 				cnt_all_[k] = a;
 				cnt_idx_[k] = b;
+				bt += (uint64_t) a * a;
+				pt += (uint64_t) b * c;
 			}
+			ppart[task] = pt;
+			bpart[task] = bt;
 		};
 
 		cnt_idx_.assign(ucnt, 0);
 		cnt_all_.assign(ucnt, 0);
 		parallel_for(threads_, parts, count);
+		if (short_of_memory)
+			throw std::bad_alloc();
 		parallel_for(threads_, parts, merge);
-	}
-	auto		sums = [&](uint64_t task) {
-		uint32_t	end = (uint32_t) std::min<uint64_t>(nsets_, (task + 1) * kHostTask);
-
-		uint64_t	pt = 0,
-					bt = 0,
-					rt = 0;
-
-		/* local sums: neighbouring tasks' totals share a cache line */
-		for (uint32_t u = (uint32_t) (task * kHostTask); u < end; u++)
+		for (int k = 0; k < parts; k++)
 		{
-			const uint32_t *t = tok_ + off_[u];
-			uint32_t	len = (uint32_t) (off_[u + 1] - off_[u]);
-			uint32_t	ms = minsize_[len];
-			uint32_t	pl = sj_jaccard_probe_prefix(minov_, minsize_, len);
-			uint32_t	lo = size_start_[ms];
-
-			for (uint32_t i = 0; i < len; i++)
-			{
-				bt += cnt_all_[t[i]];
-				if (i < pl)
-					pt += cnt_idx_[t[i]];
-			}
-			if (u > lo)
-				rt += u - lo;
+			sp += (double) ppart[k];
+			sb += (double) bpart[k];
+			sr += (double) rpart[k];
 		}
-		p[task] = pt;
-		b[task] = bt;
-		r[task] = rt;
-	};
-
-	parallel_for(threads_, ntasks, sums);
-	for (uint64_t k = 0; k < ntasks; k++)
-	{
-		sp += p[k];
-		sb += b[k];
-		sr += r[k];
 	}
 
 	/* bitmap signatures: enough bits for the universe, at most 2048 */

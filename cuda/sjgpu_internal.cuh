@@ -398,6 +398,13 @@ upload_bytes(void *dst, const void *src, size_t bytes, cudaStream_t stream)
  */
 double		download_bytes(void *dst, const void *src, size_t bytes, cudaStream_t stream);
 
+/*
+ * A spread join's devices copy at the same time: stage_share(n) as it
+ * starts and stage_share(-n) as it ends divide the staging threads among
+ * them.
+ */
+void		stage_share(int devices);
+
 /* Ceiling division for sizes. */
 template <class T>
 constexpr T

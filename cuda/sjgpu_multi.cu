@@ -53,6 +53,14 @@ struct Worker
 	uint64_t	peak = 0;		/* largest device memory of one piece */
 	bool		dropped = false;	/* shared units: out of memory, left */
 	SjTimings	t;
+
+	/* the test hook's trace: when its thread began, its join had begun,
+	 * its last batch came, its join had ended; its waits for the caller */
+	double		at_thread = 0.0,
+				at_begun = 0.0,
+				at_done = 0.0,
+				at_ended = 0.0,
+				waited_ms = 0.0;
 };
 
 class MultiJoin
@@ -80,6 +88,8 @@ public:
 	double		start_ms = 0.0;
 	double		total_work = 0.0;
 	char		strategy[64] = "";
+	double		at_created = 0.0;	/* the test hook's trace: the join's start */
+	int			staging = 0;	/* stage_share(staging) made at its start */
 
 	/* Record the first failure and stop every worker (caller holds mu). */
 	void		fail_locked(SjStatus st, const char *msg)
@@ -179,6 +189,7 @@ worker_run(Worker *w)
 		uint32_t	roff = pc.self ? pc.left_first : pc.right_first;
 
 		st = m->ops->begin(pc, &w->options, &g.h, msg);
+		w->at_begun = now_ms();
 		if (st == SJ_ERR_DEVICE_NOMEM && m->units && m->units->drop(w->index))
 		{
 			/* out of memory on this device: the others share the join */
@@ -238,6 +249,7 @@ worker_run(Worker *w)
 			if (done)
 				break;
 		}
+		w->at_done = now_ms();
 		memset(&t, 0, sizeof(t));
 		m->ops->timings(g.h, &t);
 		{
@@ -254,6 +266,7 @@ worker_run(Worker *w)
 			w->pieces++;
 			w->work += pc.work;
 			w->busy_ms += now_ms() - t0 - waited;
+			w->waited_ms += waited;
 			/* shared units: the strategy of a device that did some of them */
 			if (m->strategy[0] == '\0' ||
 				(m->units && !m->strategy_did_work && m->units->taken(w->index) > 0))
@@ -272,6 +285,7 @@ worker_main(void *arg)
 	Worker	   *w = static_cast<Worker *>(arg);
 	MultiJoin  *m = w->m;
 
+	w->at_thread = now_ms();
 	try
 	{
 		worker_run(w);
@@ -287,6 +301,7 @@ worker_main(void *arg)
 	{
 		std::lock_guard<std::mutex> lk(m->mu);
 
+		w->at_ended = now_ms();	/* its last piece's join has ended */
 		m->running--;
 		m->cv_main.notify_all();
 	}
@@ -391,6 +406,10 @@ start_workers(std::unique_ptr<MultiJoin> m, const SjJoinOptions *options, bool c
 		for (auto &w : m->workers)
 			w->options.gpu_memory_limit = smallest;
 
+	/* the devices copy at once: they share the staging threads */
+	stage_share(n);
+	m->staging = n;
+
 	/* the threads block every signal: PostgreSQL's handlers stay on ours */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -425,6 +444,7 @@ multi_begin(std::unique_ptr<PieceOps> ops, std::vector<Piece> pieces,
 {
 	std::unique_ptr<MultiJoin> m(new MultiJoin());
 
+	m->at_created = now_ms();
 	if (options->gpu_ndevices < 1 || !options->gpu_devices)
 		throw Error(SJ_ERR_INVALID, "multi-device join without a device list");
 	m->ops = std::move(ops);
@@ -438,6 +458,7 @@ multi_begin_shared(std::unique_ptr<PieceOps> ops, const SjJoinOptions *options)
 	std::unique_ptr<MultiJoin> m(new MultiJoin());
 	int			n = options->gpu_ndevices;
 
+	m->at_created = now_ms();
 	if (n < 1 || !options->gpu_devices)
 		throw Error(SJ_ERR_INVALID, "multi-device join without a device list");
 	m->ops = std::move(ops);
@@ -598,6 +619,47 @@ SharedUnits::first(int worker, int job)
 	if (owner_[job] < 0)
 		owner_[job] = worker;
 	return owner_[job] == worker;
+}
+
+std::shared_ptr<void>
+SharedUnits::shared(int key, const std::function<std::shared_ptr<void>()> &make)
+{
+	std::shared_ptr<void> v;
+
+	{
+		std::unique_lock<std::mutex> lk(mu_);
+		Shared	   &s = shared_[key];	/* std::map: the reference stays valid */
+
+		if (s.state != 0)
+		{
+			cv_.wait(lk, [&] { return s.state >= 2 || cancelled_; });
+			if (s.state < 2)
+				throw Error(SJ_ERR_INTERNAL, "the join stopped while a device prepared it");
+			return s.state == 2 ? s.value : nullptr;
+		}
+		s.state = 1;
+	}
+	try
+	{
+		v = make();
+	}
+	catch (...)
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+
+		shared_[key].state = 3;
+		cv_.notify_all();
+		throw;
+	}
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		Shared	   &s = shared_[key];
+
+		s.value = v;
+		s.state = v ? 2 : 3;
+		cv_.notify_all();
+	}
+	return v;
 }
 
 void
@@ -1027,6 +1089,10 @@ multi_theta_data_error(const MultiJoin *m)
 	return ops ? (SjThetaDataError) ops->data_error.load() : SJ_THETA_OK;
 }
 
+/* The test hook's trace of the last join that ended (sjgpu_multi_test_trace). */
+static std::mutex trace_mu;
+static char last_trace[512];
+
 void
 multi_end(MultiJoin *m) noexcept
 {
@@ -1045,6 +1111,21 @@ multi_end(MultiJoin *m) noexcept
 	for (auto &w : m->workers)
 		if (w->started)
 			pthread_join(w->thread, nullptr);
+	stage_share(-m->staging);
+	{
+		/* the test hook's trace, ms from the join's start */
+		std::lock_guard<std::mutex> lk(trace_mu);
+		int			len = snprintf(last_trace, sizeof(last_trace), "ended %.1f",
+								   now_ms() - m->at_created);
+
+		for (auto &w : m->workers)
+			if (len >= 0 && (size_t) len < sizeof(last_trace))
+				len += snprintf(last_trace + len, sizeof(last_trace) - len,
+								"; gpu%d thread %.1f begun %.1f done %.1f ended %.1f waited %.1f",
+								w->ordinal, w->at_thread - m->at_created,
+								w->at_begun - m->at_created, w->at_done - m->at_created,
+								w->at_ended - m->at_created, w->waited_ms);
+	}
 	delete m;
 }
 
@@ -1070,4 +1151,17 @@ extern "C" void
 sjgpu_set_test_replica_nomem(int worker)
 {
 	sjgpu::replica_nomem = worker;
+}
+
+/*
+ * Test hook (not in sjgpu.h): when the last multi-device join's workers
+ * began, had begun their joins, had their last batch and had ended them,
+ * and their waits for the caller (ms from the join's start), into buf.
+ */
+extern "C" void
+sjgpu_multi_test_trace(char *buf, size_t len)
+{
+	std::lock_guard<std::mutex> lk(sjgpu::trace_mu);
+
+	snprintf(buf, len, "%s", sjgpu::last_trace);
 }

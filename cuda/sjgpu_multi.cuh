@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -77,6 +78,17 @@ public:
 	 * identical sets)?  Exactly one worker gets true.
 	 */
 	bool		first(int worker, int job);
+
+	/*
+	 * The join's shared value `key`: a preparation every device would
+	 * otherwise repeat, alike on each (host arrays, a cost model's
+	 * choice).  The first worker to ask makes it with make() on its own
+	 * thread and returns it; the others wait and share it.  They get
+	 * nullptr where make() returned nullptr or threw (the maker gets its
+	 * exception), and then do their own; throws where the join stopped
+	 * while they waited.
+	 */
+	std::shared_ptr<void> shared(int key, const std::function<std::shared_ptr<void>()> &make);
 
 	/*
 	 * Upload rows to every device of the join at once (upload_2d's
@@ -129,6 +141,13 @@ private:
 		uint32_t	next = 0;
 	};
 
+	/* One value shared by the devices (shared()). */
+	struct Shared
+	{
+		int			state = 0;	/* 0 not asked, 1 being made, 2 made, 3 none */
+		std::shared_ptr<void> value;
+	};
+
 	/* One upload shared by the devices (upload()). */
 	struct Exchange
 	{
@@ -145,6 +164,7 @@ private:
 	mutable std::mutex mu_;
 	std::condition_variable cv_;	/* an upload's arrivals, finishes; cancel */
 	std::map<size_t, Exchange> exchanges_;
+	std::map<int, Shared> shared_;
 	int			participants_;
 	std::vector<Task> tasks_;
 	std::vector<uint64_t> taken_;

@@ -448,10 +448,14 @@ constexpr size_t kStageChunk = (size_t) 8 << 20;
 
 /*
  * Threads of a staged copy: 8, or half the host's hardware threads where
- * that is fewer (at least 2).  On a 16-thread H100 host 8 threads moved
- * 2.4 GB in 61 ms, 4 in 78 ms and 12 in 83 ms (test/bench/BENCHMARKS.md).
+ * that is fewer, shared by the devices of a spread join, which copy at the
+ * same time (at least 2 each).  On a 16-thread H100 host 8 threads moved
+ * 2.4 GB in 61 ms, 4 in 78 ms and 12 in 83 ms; two devices copying at once
+ * with 8 threads each were slower than with 4 (test/bench/BENCHMARKS.md).
  */
 constexpr int kStageThreads = 8;
+
+static std::atomic<int> stage_sharers{0};	/* devices of running spread joins */
 
 static int
 stage_threads()
@@ -459,7 +463,13 @@ stage_threads()
 	static const int n = std::max(2, std::min<int>(kStageThreads,
 												   (int) std::thread::hardware_concurrency() / 2));
 
-	return n;
+	return std::max(2, n / std::max(1, stage_sharers.load()));
+}
+
+void
+stage_share(int devices)
+{
+	stage_sharers += devices;
 }
 
 /*

@@ -324,13 +324,15 @@ jc_adopt(SjJaccardJoin *j, SjJaccardPrepared *p)
 }
 
 /*
- * Begin a join: check (unless the caller has), prepare on the host or adopt
- * a preparation, derive the bounds, and index for CPU probing if asked.
+ * Begin a join: check (unless the caller has), prepare on the host, adopt
+ * a preparation or borrow another handle's (which must outlive this one),
+ * derive the bounds, and index for CPU probing if asked.
  */
 static SjStatus
 jc_begin(const SjSets *left, const SjSets *right, double threshold,
 		 const SjJoinOptions *options, int cpu_index, int checked,
-		 SjJaccardPrepared *adopt, SjJaccardJoin **join, char *errmsg)
+		 SjJaccardPrepared *adopt, const SjJaccardJoin *borrow,
+		 SjJaccardJoin **join, char *errmsg)
 {
 	SjJaccardJoin *j;
 	SjStatus	st;
@@ -361,7 +363,16 @@ jc_begin(const SjSets *left, const SjSets *right, double threshold,
 	atomic_init(&j->worker_error, 0);
 	j->phase = JC_FETCH;
 
-	if (adopt)
+	if (borrow)
+	{
+		SjJaccardPrepared view;
+
+		sj_jaccard_prepared_view(borrow, &view);
+		jc_adopt(j, &view);
+		j->borrowed = 1;
+		st = SJ_OK;
+	}
+	else if (adopt)
 	{
 		jc_adopt(j, adopt);
 		st = SJ_OK;
@@ -412,7 +423,7 @@ sj_jaccard_cpu_begin(const SjSets *left, const SjSets *right, double threshold,
 					 const SjJoinOptions *options, SjJaccardJoin **join,
 					 char *errmsg)
 {
-	return jc_begin(left, right, threshold, options, 1, 0, NULL, join, errmsg);
+	return jc_begin(left, right, threshold, options, 1, 0, NULL, NULL, join, errmsg);
 }
 
 /* Grow the output arrays towards max_batch (they start small). */
@@ -552,15 +563,18 @@ sj_jaccard_cpu_end(SjJaccardJoin *j)
 		}
 		free(j->workers);
 	}
-	for (side = 0; side < 2; side++)
+	for (side = 0; side < 2 && !j->borrowed; side++)
 	{
 		free(j->moff[side]);
 		free(j->mem[side]);
 		free(j->weight[side]);
 	}
-	free(j->off);
-	free(j->tok);
-	free(j->len);
+	if (!j->borrowed)
+	{
+		free(j->off);
+		free(j->tok);
+		free(j->len);
+	}
 	free(j->minov);
 	free(j->minsize);
 	free(j->size_start);
@@ -591,7 +605,7 @@ sj_jaccard_prepare(const SjSets *left, const SjSets *right, double threshold,
 				   const SjJoinOptions *options, SjJaccardJoin **join,
 				   char *errmsg)
 {
-	return jc_begin(left, right, threshold, options, 0, 0, NULL, join, errmsg);
+	return jc_begin(left, right, threshold, options, 0, 0, NULL, NULL, join, errmsg);
 }
 
 /*
@@ -674,11 +688,26 @@ sj_jaccard_prepare_checked(const SjSets *left, const SjSets *right,
 						   SjJaccardPrepared *adopt, SjJaccardJoin **join,
 						   char *errmsg)
 {
-	SjStatus	st = jc_begin(left, right, threshold, options, 0, 1, adopt,
+	SjStatus	st = jc_begin(left, right, threshold, options, 0, 1, adopt, NULL,
 							  join, errmsg);
 
 	sj_jaccard_prepared_free(adopt);	/* whatever was not taken over */
 	return st;
+}
+
+/*
+ * A handle over another's preparation (see sjjaccard.h): the same inputs,
+ * threshold and options, the arrays borrowed, the bounds its own.
+ */
+SjStatus
+sj_jaccard_prepare_borrowed(const SjSets *left, const SjSets *right,
+							double threshold, const SjJoinOptions *options,
+							const SjJaccardJoin *from, SjJaccardJoin **join,
+							char *errmsg)
+{
+	if (from == NULL)
+		return jc_error(errmsg, SJ_ERR_INVALID, "jaccard_join: nothing to borrow");
+	return jc_begin(left, right, threshold, options, 0, 1, NULL, from, join, errmsg);
 }
 
 /* Free a preparation's arrays and zero it. */

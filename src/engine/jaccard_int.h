@@ -109,6 +109,7 @@ struct SjJaccardJoin
 	uint64_t   *moff[2];
 	uint32_t   *mem[2];
 	uint32_t   *weight[2];		/* member counts, nsets each */
+	int			borrowed;		/* the arrays above are another handle's */
 
 	/* exact bounds (see the file header) */
 	uint32_t	maxsize;

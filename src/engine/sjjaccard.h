@@ -127,6 +127,20 @@ typedef SjStatus (*SjJaccardSource) (void *ctx, const uint32_t **u,
 									 int *exhausted, char *errmsg);
 
 /*
+ * A second handle over the preparation of `from` (a join spread over
+ * several devices prepares once): the same inputs, threshold and options
+ * as from's, its arrays borrowed, not copied (from must outlive the new
+ * handle), its bounds and probing state its own.
+ */
+extern SjStatus sj_jaccard_prepare_borrowed(const SjSets *left,
+											const SjSets *right,
+											double threshold,
+											const SjJoinOptions *options,
+											const SjJaccardJoin *from,
+											SjJaccardJoin **join,
+											char *errmsg);
+
+/*
  * The distinct sets in probe order (size ascending), tokens renumbered and
  * sorted, and member counts per side (weight_right NULL for a self-join).
  */

@@ -46,6 +46,8 @@ extern void sjgpu_eps_set_test_spread(int always);
 extern void sjgpu_set_test_upload_chunk(long chunk);
 #pragma weak sjgpu_set_test_stage_threads
 extern void sjgpu_set_test_stage_threads(int threads);
+#pragma weak sjgpu_multi_test_trace
+extern void sjgpu_multi_test_trace(char *buf, size_t len);
 
 typedef SjTestPair GPair;
 typedef SjTestPairs GPairs;
@@ -1665,6 +1667,13 @@ t_bench(const char *name, const SjVectors *L, double eps, int metric, int cpu_to
 			   name, (unsigned long long) gpu, t0, tm.build_ms, tm.probe_ms, tm.filter_ms,
 			   tm.filter_ms > 0 ? tm.filter_pairs * 2.0 * ((L->dim + 31) / 32 * 32) / tm.filter_ms / 1e9 : 0.0,
 			   tm.transfer_ms, tm.strategy, tm.devices[0] ? " devices: " : "", tm.devices);
+		if (strstr(tm.devices, "units") && sjgpu_multi_test_trace)
+		{
+			char		trace[512];
+
+			sjgpu_multi_test_trace(trace, sizeof(trace));
+			printf("BENCH trace: %s\n", trace);
+		}
 	}
 	if (sjgpu_eps_set_test_spread)
 		sjgpu_eps_set_test_spread(0);

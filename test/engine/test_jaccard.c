@@ -366,18 +366,21 @@ tj_cmp_u64(const void *a, const void *b)
  * buffers of cap, verified here by a plain merge, counted as member pairs
  * (with the pairs inside groups of identical sets).  Checks that every
  * candidate is a pair of distinct sets x > y and that none comes twice.
+ * borrow: through a second handle borrowing the first's preparation
+ * (sj_jaccard_prepare_borrowed), ended before it.
  * Returns NULL or a failure; *batches counts the calls.
  */
 static const char *
 tj_filter_count(const TjSets *L, const TjSets *R, double t, int threads,
-				size_t cap, uint64_t *count, uint64_t *batches)
+				size_t cap, int borrow, uint64_t *count, uint64_t *batches)
 {
 	static char why[SJ_ERRMSG_LEN + 64];
 	char		errmsg[SJ_ERRMSG_LEN];
 	SjSets		lv = tj_view(L),
 				rv;
 	SjJoinOptions o = tj_options(threads, 0, 1);
-	SjJaccardJoin *j = NULL;
+	SjJaccardJoin *j = NULL,
+			   *owner = NULL;
 	uint32_t	nsets = 0,
 				universe,
 				d;
@@ -399,6 +402,12 @@ tj_filter_count(const TjSets *L, const TjSets *R, double t, int threads,
 	if (R)
 		rv = tj_view(R);
 	st = sj_jaccard_prepare(&lv, R ? &rv : NULL, t, &o, &j, errmsg);
+	if (st == SJ_OK && borrow)
+	{
+		owner = j;
+		j = NULL;
+		st = sj_jaccard_prepare_borrowed(&lv, R ? &rv : NULL, t, &o, owner, &j, errmsg);
+	}
 	if (st == SJ_OK)
 		st = sj_jaccard_filter_begin(j, errmsg);
 	if (st == SJ_OK)
@@ -474,6 +483,7 @@ tj_filter_count(const TjSets *L, const TjSets *R, double t, int threads,
 			}
 	}
 	sj_jaccard_cpu_end(j);
+	sj_jaccard_cpu_end(owner);	/* after the handle that borrowed from it */
 	free(buf);
 	free(all);
 	return err;
@@ -510,7 +520,8 @@ SJ_TEST(jaccard_coproc_filter)
 				{
 					size_t		cap;
 					int			threads;
-				}			runs[] = {{1, 1}, {7, 1}, {250, 4}, {4096, 2}};
+					int			borrow;
+				}			runs[] = {{1, 1, 0}, {7, 1, 0}, {250, 4, 0}, {4096, 2, 0}, {250, 2, 1}};
 				const TjSets *rs = side ? &R : NULL;
 				size_t		k;
 
@@ -525,12 +536,14 @@ SJ_TEST(jaccard_coproc_filter)
 					if (runs[k].cap == 1 && ts[ti] < 0.7)
 						continue;
 					err = tj_filter_count(&L, rs, ts[ti], runs[k].threads, runs[k].cap,
-										  &count, &batches);
-					SJ_CHECK(err == NULL, "%s %s, threshold %g, buffer %zu: %s", sh.name,
-							 side ? "two-table" : "self", ts[ti], runs[k].cap, err);
+										  runs[k].borrow, &count, &batches);
+					SJ_CHECK(err == NULL, "%s %s, threshold %g, buffer %zu%s: %s", sh.name,
+							 side ? "two-table" : "self", ts[ti], runs[k].cap,
+							 runs[k].borrow ? ", borrowed preparation" : "", err);
 					SJ_CHECK(err != NULL || count == want.n,
-							 "%s %s, threshold %g, buffer %zu: %llu pairs, expected %zu",
+							 "%s %s, threshold %g, buffer %zu%s: %llu pairs, expected %zu",
 							 sh.name, side ? "two-table" : "self", ts[ti], runs[k].cap,
+							 runs[k].borrow ? ", borrowed preparation" : "",
 							 (unsigned long long) count, want.n);
 				}
 			}

@@ -199,6 +199,13 @@ SJ_TEST(jaccard_bench)
 					   ms[runs / 2], runs, tm.build_ms, full, tm.strategy,
 					   counted == pairs ? "" : "  COUNT MISMATCH",
 					   tm.devices[0] ? "; devices: " : "", tm.devices);
+				if (e == 1 && strstr(tm.devices, "units") && sjgpu_multi_test_trace)
+				{
+					char		trace[512];
+
+					sjgpu_multi_test_trace(trace, sizeof(trace));
+					printf("     trace of the last run (ms): %s\n", trace);
+				}
 				if (sjgpu_jaccard_set_test_spread)
 					sjgpu_jaccard_set_test_spread(0);
 				fflush(stdout);

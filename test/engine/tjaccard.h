@@ -26,6 +26,8 @@ extern void sjgpu_jaccard_test_phases(double *ms);
 extern void sjgpu_jaccard_test_prep_steps(double *ms);
 #pragma weak sjgpu_set_test_upload_chunk
 extern void sjgpu_set_test_upload_chunk(long chunk);
+#pragma weak sjgpu_multi_test_trace
+extern void sjgpu_multi_test_trace(char *buf, size_t len);
 #pragma weak sjgpu_set_test_stage_threads
 extern void sjgpu_set_test_stage_threads(int threads);
 #pragma weak sjgpu_jaccard_test_prepare

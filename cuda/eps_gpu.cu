@@ -129,7 +129,8 @@ constexpr double kTcSpeedup = 16.0;
  * hand-out balances the unequal segments of a self-join's triangle.
  */
 constexpr double kSpreadMinPairs = 1.0e10;
-constexpr uint32_t kGridSampleRows = 4096;	/* rows grid_likely looks at */
+constexpr uint32_t kGridSampleBlocks = 8;	/* grid_likely's runs of rows */
+constexpr uint32_t kGridSampleRun = 512;	/* and their rows */
 
 /* Test hook: every join spreads where several devices are named. */
 bool		spread_always = false;
@@ -2695,35 +2696,41 @@ sjgpu_eps_set_test_spread(int always)
 
 /*
  * Would the device choose the grid for the build side?  choose_grid over
- * the bounds of at most kGridSampleRows evenly spaced rows (the device
- * takes the whole chunk's; a sample's extent is at most the chunk's, which
- * favours brute force slightly), as if the side were one chunk and the
- * device had tensor cores.  A few milliseconds at most, on the host.
+ * the bounds of kGridSampleBlocks evenly spaced runs of kGridSampleRun rows
+ * (runs: each column read in a few sequential stretches; the device takes
+ * the whole chunk's bounds, and a sample's extent is at most the chunk's,
+ * which favours brute force slightly), as if the side were one chunk and
+ * the device had tensor cores.  About a millisecond, on the host.
  */
 static bool
 grid_likely(const SjVectors *build, double eps, bool self, int metric)
 {
 	const uint32_t n = build->n;
 	const int	dim = build->dim;
-	uint32_t	step;
+	uint32_t	run = std::min(n, kGridSampleRun);
 	std::vector<double> lo(dim, INFINITY),
 				hi(dim, -INFINITY);
 	GridParams	g;
 
 	if (metric != SJ_METRIC_L2 || !std::isfinite(eps) || n == 0 || !build->coords)
 		return false;
-	step = std::max<uint32_t>(1, n / kGridSampleRows);
 	for (int k = 0; k < dim; k++)
 	{
 		const double *col = build->coords + (size_t) k * n;
 
-		for (uint32_t i = 0; i < n; i += step)
+		for (uint32_t b = 0; b < kGridSampleBlocks; b++)
 		{
-			/* NaN compares false and widens nothing, as on the device */
-			if (col[i] < lo[k])
-				lo[k] = col[i];
-			if (col[i] > hi[k])
-				hi[k] = col[i];
+			uint32_t	first = (uint32_t) ((uint64_t) (n - run) * b /
+											std::max(1u, kGridSampleBlocks - 1));
+
+			for (uint32_t i = first; i < first + run; i++)
+			{
+				/* NaN compares false and widens nothing, as on the device */
+				if (col[i] < lo[k])
+					lo[k] = col[i];
+				if (col[i] > hi[k])
+					hi[k] = col[i];
+			}
 		}
 	}
 	choose_grid(GridShape {dim, eps, self, true, dim >= kTcMinDim}, lo, hi, n, &g);

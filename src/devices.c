@@ -259,13 +259,16 @@ SjDevicesLeastLoaded(const int *ordinals, int n)
 
 /*
  * Choose the devices of a GPU join and count them as loaded: every entry
- * of simjoin.devices, the least loaded first, for a join that may spread;
- * else (and in a parallel worker) the least loaded one.  Sets
- * options->gpu_device (and gpu_devices, pointing into hold, when several):
- * a join the engine keeps on one device runs on the first.
+ * of simjoin.devices, the least loaded first, for a join that may spread
+ * (spread(job) true; asked only where several devices are listed, as the
+ * engine may read the data to tell); else (and in a parallel worker) the
+ * least loaded one.  Sets options->gpu_device (and gpu_devices, pointing
+ * into hold, when several): a join the engine keeps on one device runs on
+ * the first.
  */
 void
-SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold, bool spread)
+SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold,
+				 bool (*spread) (void *job), void *job)
 {
 	int			ordinals[SJ_MAX_DEVICES];
 	int			n = SjDevicesResolve(ordinals);
@@ -278,7 +281,7 @@ SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold, bool spread)
 		before_shmem_exit(SjDevicesAtExit, (Datum) 0);
 		sj_exit_registered = true;
 	}
-	if (n == 1 || IsParallelWorker() || !spread)
+	if (n == 1 || IsParallelWorker() || spread == NULL || !spread(job))
 	{
 		hold->n = 1;
 		hold->ordinals[0] = SjDevicesLeastLoaded(ordinals, n);

@@ -21,7 +21,7 @@ typedef struct SjDeviceHold
 extern char *sj_devices_string;
 extern void SjDevicesInit(void);
 extern void SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold,
-							 bool spread);
+							 bool (*spread) (void *job), void *job);
 extern void SjDevicesRelease(SjDeviceHold *hold);
 extern void SjDevicesStart(void);
 extern void SjDevicesDescribe(const SjDeviceHold *hold, char *buf, size_t len);

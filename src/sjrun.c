@@ -253,9 +253,8 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 			if (!cur->gpu)
 				options.shared_index = cur->shared_index;
 			else
-				SjDevicesAcquire(&options, &cur->run->hold,
-								 spec->ops->spread != NULL &&
-								 spec->ops->spread(spec->arg));
+				SjDevicesAcquire(&options, &cur->run->hold, spec->ops->spread,
+								 spec->arg);
 			cur->run->gpu = cur->gpu;
 			status = spec->ops->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
 			if (status == SJ_ERR_INVALID && options.shared_index != NULL)

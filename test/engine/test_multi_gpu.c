@@ -784,32 +784,19 @@ SJ_TEST(multi_gpu_jaccard_strategies)
 	m_spread(0);
 }
 
-/* Without the hook, small joins stay on one device; a device list is no error. */
-SJ_TEST(multi_gpu_spread_small)
+/*
+ * The eps spread gate (host only, any machine with the GPU build): the
+ * tensor filter's joins over many pairs spread, small ones, low dimensions
+ * and joins the grid would serve (judged from a sample of rows) do not.
+ */
+SJ_TEST(multi_gpu_spread_gate)
 {
-	int			list[2] = {0, 0};
-	double	   *c;
-	SjVectors	L;
-	SjJoinOptions o;
-	MPairs		got;
-	SjTimings	tm;
-	char		why[512] = "";
-
-	if (!sj_test_gpu_usable())
+	if (!sjgpu_eps_set_test_spread)
 	{
-		sj_test_skip("no GPU");
+		sj_test_skip("CPU-only build");
 		return;
 	}
-	m_rng = sj_test_seed() ^ 0x736dULL;
-	c = m_data(2000, 384, 10, 0.02);
-	L.n = 2000;
-	L.dim = 384;
-	L.coords = c;
-	memset(&o, 0, sizeof(o));
-	o.metric = SJ_METRIC_COSINE;
-	o.gpu_ndevices = 2;
-	o.gpu_devices = list;
-	SJ_CHECK(sjgpu_eps_spreads(&L, NULL, 0.001, SJ_METRIC_COSINE) == 0, "a small join spreads");
+	m_rng = sj_test_seed() ^ 0x6a7eULL;
 	{
 		/* sizes alone decide these: no coordinates are read */
 		SjVectors	big = {200000, 384, NULL},
@@ -839,6 +826,34 @@ SJ_TEST(multi_gpu_spread_small)
 				 "a 128-D cosine join does not spread");
 		free(cc);
 	}
+}
+
+/* Without the hook, small joins stay on one device; a device list is no error. */
+SJ_TEST(multi_gpu_spread_small)
+{
+	int			list[2] = {0, 0};
+	double	   *c;
+	SjVectors	L;
+	SjJoinOptions o;
+	MPairs		got;
+	SjTimings	tm;
+	char		why[512] = "";
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x736dULL;
+	c = m_data(2000, 384, 10, 0.02);
+	L.n = 2000;
+	L.dim = 384;
+	L.coords = c;
+	memset(&o, 0, sizeof(o));
+	o.metric = SJ_METRIC_COSINE;
+	o.gpu_ndevices = 2;
+	o.gpu_devices = list;
+	SJ_CHECK(sjgpu_eps_spreads(&L, NULL, 0.001, SJ_METRIC_COSINE) == 0, "a small join spreads");
 	SJ_CHECK(m_run(&L, NULL, 0.001, &o, &got, &tm, why), "%s", why);
 	SJ_CHECK(strstr(tm.devices, "units") == NULL, "spread: %s", tm.devices);
 	free(got.p);

@@ -512,56 +512,56 @@ send_rows(unsigned char *dst, size_t dpitch, const unsigned char *src, size_t sp
 	}
 }
 
-/* One staging thread's share of upload_2d; false (and *why) on failure. */
-static bool
-stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
-		   const unsigned char *src, size_t spitch, size_t width, size_t lo, size_t hi,
-		   size_t chunk, std::atomic<size_t> *next, std::atomic<bool> *stop, Error *why)
+/* One staging thread's stream, events and pinned block of two halves. */
+struct Stager
 {
 	Stream		s;
-	Event		done[2];
-	PinnedBuffer<unsigned char> block;	/* freed after s has drained */
-	size_t		used = 0;
-	size_t		piece = std::min(chunk, hi - lo);	/* a half of the block */
+	Event		done[2];		/* the last copy through each half */
+	PinnedBuffer<unsigned char> block;	/* freed first: after s has drained */
+	size_t		piece = 0;		/* bytes of a half */
 	bool		pageable = false;	/* no pinned block: the driver's copies */
 
+	/* Half k % 2 of the block (allocated on first use); NULL: pinned memory short. */
+	unsigned char *half(size_t k)
+	{
+		if (!block.get() && !pageable)
+		{
+			try
+			{
+				block.allocate(2 * piece);
+			}
+			catch (const Error &)
+			{
+				pageable = true;
+			}
+		}
+		return pageable ? nullptr : block.get() + (k & 1) * piece;
+	}
+};
+
+/*
+ * One staging thread's share of a copy: body(stager) on device, after the
+ * event `after`; false (and *why, and stop set for the other threads) on
+ * failure, returned once the thread's stream has drained, so that no copy
+ * still reads or writes its block.
+ */
+template <class Body>
+static bool
+staged(int device, cudaEvent_t after, size_t piece, const char *what,
+	   std::atomic<bool> *stop, Error *why, Body &&body)
+{
+	Stager		st;
+
+	st.piece = piece;
 	try
 	{
 		SJGPU_CHECK(cudaSetDevice(device));
-		s.create();
-		done[0].create(false);
-		done[1].create(false);
-		SJGPU_CHECK(cudaStreamWaitEvent(s.get(), after, 0));
-		for (;;)
-		{
-			size_t		c = next->fetch_add(1);
-			size_t		off = lo + c * chunk;
-			size_t		end;
-			unsigned char *half;
-
-			if (off >= hi || stop->load())
-				break;
-			end = std::min(hi, off + chunk);
-			if (!block.get() && !pageable)
-			{
-				try
-				{
-					block.allocate(2 * piece);
-				}
-				catch (const Error &)
-				{
-					pageable = true;	/* pinned memory short: copy as before */
-				}
-			}
-			half = pageable ? nullptr : block.get() + (used & 1) * piece;
-			if (used >= 2 && !pageable)
-				done[used & 1].synchronize();
-			/* the piece may span rows: copy and send each row's part */
-			send_rows(dst, dpitch, src, spitch, width, off, end, half, s.get());
-			done[used & 1].record(s.get());
-			used++;
-		}
-		s.synchronize();
+		st.s.create();
+		st.done[0].create(false);
+		st.done[1].create(false);
+		SJGPU_CHECK(cudaStreamWaitEvent(st.s.get(), after, 0));
+		body(st);
+		st.s.synchronize();
 		return true;
 	}
 	catch (const Error &e)
@@ -570,17 +570,47 @@ stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
 	}
 	catch (const std::bad_alloc &)
 	{
-		*why = Error(SJ_ERR_NOMEM, "out of host memory staging an upload");
+		*why = Error(SJ_ERR_NOMEM, "out of host memory staging %s", what);
 	}
 	catch (...)
 	{
-		*why = Error(SJ_ERR_INTERNAL, "unknown exception staging an upload");
+		*why = Error(SJ_ERR_INTERNAL, "unknown exception staging %s", what);
 	}
 	stop->store(true);
-	if (s.get())
-		(void) cudaStreamSynchronize(s.get());
+	if (st.s.get())
+		(void) cudaStreamSynchronize(st.s.get());
 	(void) cudaGetLastError();
 	return false;
+}
+
+/* One staging thread's share of upload_2d; false (and *why) on failure. */
+static bool
+stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
+		   const unsigned char *src, size_t spitch, size_t width, size_t lo, size_t hi,
+		   size_t chunk, std::atomic<size_t> *next, std::atomic<bool> *stop, Error *why)
+{
+	return staged(device, after, std::min(chunk, hi - lo), "an upload", stop, why,
+				  [&](Stager &st) {
+		size_t		used = 0;
+
+		for (;;)
+		{
+			size_t		off = lo + next->fetch_add(1) * chunk;
+			size_t		end;
+			unsigned char *half;
+
+			if (off >= hi || stop->load())
+				break;
+			end = std::min(hi, off + chunk);
+			half = st.half(used);
+			if (used >= 2 && half)
+				st.done[used & 1].synchronize();
+			/* the piece may span rows: copy and send each row's part */
+			send_rows(dst, dpitch, src, spitch, width, off, end, half, st.s.get());
+			st.done[used & 1].record(st.s.get());
+			used++;
+		}
+	});
 }
 
 /*
@@ -692,22 +722,16 @@ fetch_part(int device, cudaEvent_t after, unsigned char *dst, const unsigned cha
 		   size_t bytes, size_t chunk, std::atomic<size_t> *next, std::atomic<bool> *stop,
 		   Error *why)
 {
-	Stream		s;
-	Event		done[2];
-	PinnedBuffer<unsigned char> block;	/* freed after s has drained */
-	size_t		used = 0;
-	size_t		piece = std::min(chunk, bytes);
-	bool		pageable = false;
-	size_t		pend_off = 0,
-				pend_len = 0;	/* the piece in the other half, not yet copied out */
+	return staged(device, after, std::min(chunk, bytes), "a download", stop, why,
+				  [&](Stager &st) {
+		size_t		used = 0,
+					pend_off = 0,
+					pend_len = 0;	/* the piece in the other half, not yet copied out */
+		auto		copy_out = [&] {
+			st.done[(used - 1) & 1].synchronize();
+			memcpy(dst + pend_off, st.block.get() + ((used - 1) & 1) * st.piece, pend_len);
+		};
 
-	try
-	{
-		SJGPU_CHECK(cudaSetDevice(device));
-		s.create();
-		done[0].create(false);
-		done[1].create(false);
-		SJGPU_CHECK(cudaStreamWaitEvent(s.get(), after, 0));
 		for (;;)
 		{
 			size_t		off = next->fetch_add(1) * chunk;
@@ -717,60 +741,24 @@ fetch_part(int device, cudaEvent_t after, unsigned char *dst, const unsigned cha
 			if (off >= bytes || stop->load())
 				break;
 			len = std::min(bytes - off, chunk);
-			if (!block.get() && !pageable)
-			{
-				try
-				{
-					block.allocate(2 * piece);
-				}
-				catch (const Error &)
-				{
-					pageable = true;	/* pinned memory short: the driver's copies */
-				}
-			}
-			if (pageable)
+			half = st.half(used);
+			if (!half)
 			{
 				SJGPU_CHECK(cudaMemcpyAsync(dst + off, src + off, len, cudaMemcpyDeviceToHost,
-											s.get()));
+											st.s.get()));
 				continue;
 			}
-			half = block.get() + (used & 1) * piece;
-			SJGPU_CHECK(cudaMemcpyAsync(half, src + off, len, cudaMemcpyDeviceToHost, s.get()));
-			done[used & 1].record(s.get());
+			SJGPU_CHECK(cudaMemcpyAsync(half, src + off, len, cudaMemcpyDeviceToHost, st.s.get()));
+			st.done[used & 1].record(st.s.get());
 			if (pend_len > 0)
-			{
-				done[(used - 1) & 1].synchronize();
-				memcpy(dst + pend_off, block.get() + ((used - 1) & 1) * piece, pend_len);
-			}
+				copy_out();
 			pend_off = off;
 			pend_len = len;
 			used++;
 		}
 		if (pend_len > 0)
-		{
-			done[(used - 1) & 1].synchronize();
-			memcpy(dst + pend_off, block.get() + ((used - 1) & 1) * piece, pend_len);
-		}
-		s.synchronize();
-		return true;
-	}
-	catch (const Error &e)
-	{
-		*why = e;
-	}
-	catch (const std::bad_alloc &)
-	{
-		*why = Error(SJ_ERR_NOMEM, "out of host memory staging a download");
-	}
-	catch (...)
-	{
-		*why = Error(SJ_ERR_INTERNAL, "unknown exception staging a download");
-	}
-	stop->store(true);
-	if (s.get())
-		(void) cudaStreamSynchronize(s.get());
-	(void) cudaGetLastError();
-	return false;
+			copy_out();
+	});
 }
 
 double

@@ -13,7 +13,7 @@
 #   3. the differential tests (test/diff: GPU vs CPU where a GPU is usable,
 #      and both against plain-SQL oracles);
 #   4. where nvcc is found, the multi-device driver's host-only check
-#      (make multi-check: its threads, shared units and shared uploads
+#      (make multi-check: its threads, shared units, uploads and values
 #      against a fake operator; no GPU needed).
 # Ends with one line "N passed, N failed" over the suites.
 set -uo pipefail

@@ -74,6 +74,12 @@ check_cuda(cudaError_t, const char *, const char *, int)
 {
 }
 
+/* The staging threads' sharing: nothing is staged here. */
+void
+stage_share(int)
+{
+}
+
 /* Stub: "device" memory is host memory; bytes [lo, hi), after a random sleep. */
 double
 upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
@@ -531,6 +537,68 @@ check_upload(int k, int nrun, size_t width, size_t height, int cancel_after_ms,
 	return ok;
 }
 
+/*
+ * SharedUnits::shared: n workers ask for one value at once.  made: it is
+ * made once and every worker gets it; fails: the maker gets its error and
+ * the others nullptr; stopped: the join is cancelled while it is being
+ * made, the waiting workers throw and the maker still returns it.
+ */
+static bool
+check_shared(int n)
+{
+	bool		ok = true;
+
+	for (int mode = 0; mode < 3; mode++)
+	{
+		SharedUnits u(n);
+		std::atomic<int> made(0),
+					got(0),
+					none(0),
+					threw(0);
+		std::vector<std::thread> t;
+
+		for (int w = 0; w < n; w++)
+			t.emplace_back([&] {
+				try
+				{
+					std::shared_ptr<void> v = u.shared(7, [&]() -> std::shared_ptr<void> {
+						made++;
+						std::this_thread::sleep_for(std::chrono::milliseconds(mode == 2 ? 200 : 20));
+						if (mode == 1)
+							throw Error(SJ_ERR_DEVICE_NOMEM, "test: the maker failed");
+						return std::make_shared<int>(42);
+					});
+
+					if (v && *static_cast<int *>(v.get()) == 42)
+						got++;
+					else if (!v)
+						none++;
+				}
+				catch (const Error &)
+				{
+					threw++;
+				}
+			});
+		if (mode == 2)
+		{
+			std::this_thread::sleep_for(std::chrono::milliseconds(30));
+			u.cancel();
+		}
+		for (auto &th : t)
+			th.join();
+		if (made != 1 ||
+			(mode == 0 && got != n) ||
+			(mode == 1 && (threw != 1 || none != n - 1)) ||
+			(mode == 2 && (got != 1 || threw != n - 1)))
+		{
+			printf("shared value, %d workers, mode %d: made %d, got %d, none %d, threw %d\n",
+				   n, mode, made.load(), got.load(), none.load(), threw.load());
+			ok = false;
+		}
+	}
+	return ok;
+}
+
 int
 main()
 {
@@ -605,7 +673,9 @@ main()
 	ok &= check_upload(3, 2, 4000, 5, 30);
 	ok &= check_upload(3, 2, 4000, 5, -1, true);
 	ok &= check_upload(4, 1, 999, 3, -1, true);
-	printf("multi-device driver: %d joins, 12 failure, early-end or drop-out cases, shared uploads: %s\n",
+	for (int k = 1; k <= 4; k++)
+		ok &= check_shared(k);
+	printf("multi-device driver: %d joins, 12 failure, early-end or drop-out cases, shared uploads, shared values: %s\n",
 		   n, ok ? "ok" : "FAILED");
 	return ok ? 0 : 1;
 }

@@ -2749,7 +2749,14 @@ sjgpu_eps_spreads(const SjVectors *left, const SjVectors *right, double eps, int
 				   pairs >= kSpreadMinPairs))
 		return 0;
 	/* the grid's joins are bound by reading their inputs: one device */
-	return !grid_likely(right ? right : left, eps, right == nullptr, metric);
+	try
+	{
+		return !grid_likely(right ? right : left, eps, right == nullptr, metric);
+	}
+	catch (...)
+	{
+		return 0;				/* C callers: nothing may escape; one device */
+	}
 }
 
 namespace sjgpu

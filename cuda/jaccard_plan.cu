@@ -86,6 +86,12 @@ JaccardDevice::choose_strategy_shared()
 	{
 		const ModelChoice *c = static_cast<const ModelChoice *>(made.get());
 
+		if (c->cnt_all.size() != (size_t) universe_ + 1)
+		{
+			/* made over another preparation (one that was not shared) */
+			choose_strategy();
+			return;
+		}
 		strategy_ = c->strategy;
 		sig_words_ = c->sig_words;
 		sig_exact_ = c->sig_exact;

@@ -633,9 +633,13 @@ SharedUnits::shared(int key, const std::function<std::shared_ptr<void>()> &make)
 		if (s.state != 0)
 		{
 			cv_.wait(lk, [&] { return s.state >= 2 || cancelled_; });
-			if (s.state < 2)
+			if (s.state == 2)
+				return s.value;
+			if (cancelled_)
 				throw Error(SJ_ERR_INTERNAL, "the join stopped while a device prepared it");
-			return s.state == 2 ? s.value : nullptr;
+			if (s.state == 4)
+				std::rethrow_exception(s.error);
+			return nullptr;
 		}
 		s.state = 1;
 	}
@@ -645,10 +649,29 @@ SharedUnits::shared(int key, const std::function<std::shared_ptr<void>()> &make)
 	}
 	catch (...)
 	{
-		std::lock_guard<std::mutex> lk(mu_);
+		std::exception_ptr error = std::current_exception();
+		bool		own = false;	/* out of its device's memory: the others try */
 
-		shared_[key].state = 3;
-		cv_.notify_all();
+		try
+		{
+			throw;
+		}
+		catch (const Error &e)
+		{
+			own = e.status() == SJ_ERR_DEVICE_NOMEM;
+		}
+		catch (...)
+		{
+		}
+		{
+			std::lock_guard<std::mutex> lk(mu_);
+			Shared	   &s = shared_[key];
+
+			s.state = own ? 3 : 4;
+			if (!own)
+				s.error = error;
+			cv_.notify_all();
+		}
 		throw;
 	}
 	{

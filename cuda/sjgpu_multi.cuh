@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -84,8 +85,9 @@ public:
 	 * otherwise repeat, alike on each (host arrays, a cost model's
 	 * choice).  The first worker to ask makes it with make() on its own
 	 * thread and returns it; the others wait and share it.  They get
-	 * nullptr where make() returned nullptr or threw (the maker gets its
-	 * exception), and then do their own; throws where the join stopped
+	 * nullptr where make() returned nullptr or ran out of its device's
+	 * memory (SJ_ERR_DEVICE_NOMEM: each then does its own), and make()'s
+	 * exception where it threw another; throws where the join stopped
 	 * while they waited.
 	 */
 	std::shared_ptr<void> shared(int key, const std::function<std::shared_ptr<void>()> &make);
@@ -144,8 +146,10 @@ private:
 	/* One value shared by the devices (shared()). */
 	struct Shared
 	{
-		int			state = 0;	/* 0 not asked, 1 being made, 2 made, 3 none */
+		int			state = 0;	/* 0 not asked, 1 being made, 2 made,
+								 * 3 none (each its own), 4 failed */
 		std::shared_ptr<void> value;
+		std::exception_ptr error;	/* state 4: the maker's, for every worker */
 	};
 
 	/* One upload shared by the devices (upload()). */

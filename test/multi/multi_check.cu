@@ -538,17 +538,19 @@ check_upload(int k, int nrun, size_t width, size_t height, int cancel_after_ms,
 }
 
 /*
- * SharedUnits::shared: n workers ask for one value at once.  made: it is
- * made once and every worker gets it; fails: the maker gets its error and
- * the others nullptr; stopped: the join is cancelled while it is being
- * made, the waiting workers throw and the maker still returns it.
+ * SharedUnits::shared: n workers ask for one value at once.  Mode 0: it is
+ * made once and every worker gets it; 1: the maker runs out of device
+ * memory, gets its error, and the others nullptr (each makes its own);
+ * 2: the join is cancelled while it is made, the waiting workers throw
+ * and the maker still returns it; 3: the maker fails otherwise, and every
+ * worker gets its error.
  */
 static bool
 check_shared(int n)
 {
 	bool		ok = true;
 
-	for (int mode = 0; mode < 3; mode++)
+	for (int mode = 0; mode < 4; mode++)
 	{
 		SharedUnits u(n);
 		std::atomic<int> made(0),
@@ -565,7 +567,9 @@ check_shared(int n)
 						made++;
 						std::this_thread::sleep_for(std::chrono::milliseconds(mode == 2 ? 200 : 20));
 						if (mode == 1)
-							throw Error(SJ_ERR_DEVICE_NOMEM, "test: the maker failed");
+							throw Error(SJ_ERR_DEVICE_NOMEM, "test: the maker ran out");
+						if (mode == 3)
+							throw Error(SJ_ERR_DATA, "test: the maker failed");
 						return std::make_shared<int>(42);
 					});
 
@@ -589,7 +593,8 @@ check_shared(int n)
 		if (made != 1 ||
 			(mode == 0 && got != n) ||
 			(mode == 1 && (threw != 1 || none != n - 1)) ||
-			(mode == 2 && (got != 1 || threw != n - 1)))
+			(mode == 2 && (got != 1 || threw != n - 1)) ||
+			(mode == 3 && threw != n))
 		{
 			printf("shared value, %d workers, mode %d: made %d, got %d, none %d, threw %d\n",
 				   n, mode, made.load(), got.load(), none.load(), threw.load());

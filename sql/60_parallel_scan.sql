@@ -12,6 +12,11 @@ SELECT i AS id, ARRAY[(i * 7919 % 1000) / 10.0, (i * 104729 % 1000) / 10.0]::flo
 FROM generate_series(1, 20000) i;
 UPDATE ps_v SET v = NULL WHERE id % 97 = 0;
 UPDATE ps_v SET v = '{NaN,1}' WHERE id % 89 = 0;
+-- the same vectors as real[] (kept as real by each participant, widened
+-- in the merge), and those widened in SQL
+ALTER TABLE ps_v ADD COLUMN v4 float4[], ADD COLUMN v48 float8[];
+UPDATE ps_v SET v4 = v::float4[];
+UPDATE ps_v SET v48 = v4::float8[];
 CREATE TABLE ps_s AS
 SELECT i AS id,
        array(SELECT (i * g * 7 % 300)::int FROM generate_series(1, 1 + i % 6) g) AS s,
@@ -63,6 +68,20 @@ END $$;
 SELECT ps_run($$SELECT eps_join_count('ps_v', 'id', 'v', 2.5)$$);
 SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(distance)::numeric, 6)) FROM eps_join('ps_v', 'id', 'v', 2.5)$$);
 SELECT ps_run($$SELECT eps_join_count('ps_v', 'id', 'v', 'ps_v', 'id', 'v', 1.5)$$);
+SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(distance)::numeric, 6)) FROM eps_join('ps_v', 'id', 'v4', 2.5)$$);
+SELECT ps_run($$SELECT eps_join_count('ps_v', 'id', 'v4', 'ps_v', 'id', 'v', 1.5)$$);
+-- real[] read in parallel against the same values as double precision[]
+SET max_parallel_workers_per_gather = 2;
+SET min_parallel_table_scan_size = 0;
+CREATE TEMP TABLE ps_r4 AS SELECT * FROM eps_join('ps_v', 'id', 'v4', 2.5);
+SELECT scan_workers > 0 AS read_by_workers FROM simjoin_last_stats();
+CREATE TEMP TABLE ps_r48 AS SELECT * FROM eps_join('ps_v', 'id', 'v48', 2.5);
+SELECT (SELECT count(*) FROM ps_r4) > 0 AS some,
+       (SELECT count(*) FROM (TABLE ps_r4 EXCEPT ALL TABLE ps_r48) d) AS extra,
+       (SELECT count(*) FROM (TABLE ps_r48 EXCEPT ALL TABLE ps_r4) d) AS missing;
+DROP TABLE ps_r4, ps_r48;
+RESET max_parallel_workers_per_gather;
+RESET min_parallel_table_scan_size;
 SELECT ps_run($$SELECT jaccard_join_count('ps_s', 'id', 's', 0.5)$$);
 SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(similarity)::numeric, 6)) FROM jaccard_join('ps_s', 'id', 's', 'ps_s', 'id', 'b', 0.6)$$);
 SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(similarity)::numeric, 6)) FROM jaccard_join('ps_s', 'id', 't', 0.4)$$);

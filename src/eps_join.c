@@ -33,7 +33,27 @@
 
 static void SjEpsSideAlloc(SjEpsScan *scan);
 
-/* Row callback: keep one row's key and widened vector. */
+/*
+ * The rows kept so far as doubles: a double precision[] vector came after
+ * real[] ones (a side whose vectors are all real[] keeps them as they are,
+ * half the memory to fault in and copy, and widens them in the transpose).
+ */
+static void
+SjEpsWiden(SjEpsScan *scan)
+{
+	size_t		count = scan->n * (size_t) Max(scan->dim, 0);
+	const float4 *narrow = (const float4 *) scan->rows;
+	double	   *wide = SjAllocLarge(Max(scan->cap_rows, 1) * sizeof(double));
+	size_t		i;
+
+	for (i = 0; i < count; i++)
+		wide[i] = (double) narrow[i];
+	pfree(scan->rows);
+	scan->rows = wide;
+	scan->elem = sizeof(double);
+}
+
+/* Row callback: keep one row's key and vector (real[] as it is, while all are). */
 void
 SjEpsRow(void *arg, Datum *values, bool *isnull)
 {
@@ -41,7 +61,7 @@ SjEpsRow(void *arg, Datum *values, bool *isnull)
 	ArrayType  *a;
 	int			dim;
 	int			k;
-	double	   *dst;
+	bool		narrow;
 
 	a = SjRowArray(scan->relid, &scan->cols[0], values, isnull, &scan->skipped);
 	if (a == NULL)
@@ -51,28 +71,58 @@ SjEpsRow(void *arg, Datum *values, bool *isnull)
 		scan->dim = dim;
 	else if (dim != scan->dim)
 		SjErrorDims(scan->dim, dim);
-
-	scan->rows = SjGrow(scan->rows, &scan->cap_rows, (scan->n + 1) * dim, sizeof(double));
-	scan->keys = SjGrow(scan->keys, &scan->cap_keys, scan->n + 1, sizeof(int64));
-	dst = scan->rows + scan->n * dim;
 	if (ARR_ELEMTYPE(a) != FLOAT4OID && ARR_ELEMTYPE(a) != FLOAT8OID)
 		elog(ERROR, "unexpected element type %u in %s", ARR_ELEMTYPE(a), scan->what);
-	if (ARR_ELEMTYPE(a) == FLOAT4OID)
+	narrow = ARR_ELEMTYPE(a) == FLOAT4OID;
+	if (scan->n == 0)
 	{
-		const float4 *src = (const float4 *) ARR_DATA_PTR(a);
+		/* nothing kept yet: the first vector's type; the same bytes */
+		int			elem = narrow ? sizeof(float4) : sizeof(double);
 
+		scan->cap_rows = scan->cap_rows * scan->elem / elem;
+		scan->elem = elem;
+	}
+	else if (scan->elem == sizeof(float4) && !narrow)
+		SjEpsWiden(scan);
+
+	scan->rows = SjGrow(scan->rows, &scan->cap_rows, (scan->n + 1) * dim, scan->elem);
+	scan->keys = SjGrow(scan->keys, &scan->cap_keys, scan->n + 1, sizeof(int64));
+	if (scan->elem == sizeof(float4))
+	{
+		float4	   *dst = (float4 *) scan->rows + scan->n * dim;
+
+		memcpy(dst, ARR_DATA_PTR(a), sizeof(float4) * dim);
 		for (k = 0; k < dim; k++)
-			dst[k] = (double) src[k];
+		{
+			if (!isfinite(dst[k]))
+			{
+				/* NaN and infinite coordinates never join */
+				scan->skipped++;
+				return;
+			}
+		}
 	}
 	else
-		memcpy(dst, ARR_DATA_PTR(a), sizeof(double) * dim);
-	for (k = 0; k < dim; k++)
 	{
-		if (!isfinite(dst[k]))
+		double	   *dst = (double *) scan->rows + scan->n * dim;
+
+		if (narrow)
 		{
-			/* NaN and infinite coordinates never join */
-			scan->skipped++;
-			return;
+			const float4 *src = (const float4 *) ARR_DATA_PTR(a);
+
+			for (k = 0; k < dim; k++)
+				dst[k] = (double) src[k];
+		}
+		else
+			memcpy(dst, ARR_DATA_PTR(a), sizeof(double) * dim);
+		for (k = 0; k < dim; k++)
+		{
+			if (!isfinite(dst[k]))
+			{
+				/* NaN and infinite coordinates never join */
+				scan->skipped++;
+				return;
+			}
 		}
 	}
 	scan->keys[scan->n] = SjKeyValue(values[0], scan->cols[0].typid);
@@ -99,6 +149,7 @@ static void
 SjEpsSideAlloc(SjEpsScan *scan)
 {
 	scan->dim = -1;
+	scan->elem = sizeof(double);
 	scan->cap_rows = 1024;
 	scan->cap_keys = 1024;
 	scan->rows = palloc_extended(scan->cap_rows * sizeof(double), MCXT_ALLOC_HUGE);
@@ -150,7 +201,7 @@ typedef struct SjEpsPartHeader
 	uint64		n;
 	int64		skipped;
 	int32		dim;			/* -1: no vector seen */
-	int32		pad;
+	int32		elem;			/* bytes of a coordinate (SjEpsScan.elem) */
 } SjEpsPartHeader;
 
 /* One participant's rows as the merge reads them. */
@@ -159,7 +210,8 @@ typedef struct SjEpsPiece
 	size_t		n;
 	size_t		offset;			/* of its first row in the merged side */
 	const int64 *keys;
-	const double *rows;			/* row-major, dim a row */
+	const void *rows;			/* row-major, dim a row */
+	int			elem;			/* 4: real, 8: double precision */
 } SjEpsPiece;
 
 typedef struct SjEpsMerge
@@ -181,34 +233,45 @@ typedef struct SjEpsMerge
 #define SJ_TRANSPOSE_ROWS	256
 #define SJ_TRANSPOSE_COLS	8
 
-/* SjMergeFn: rows of one piece, keys copied and rows transposed. */
+/*
+ * Transpose rows [first, last) of src (a row of dim coordinates of type
+ * T) into columns of stride n at dst, widened to double, a tile at a time.
+ */
+#define SJ_EPS_TRANSPOSE(T, src, dst, n, dim, first, last) \
+	do { \
+		const T    *s_ = (const T *) (src); \
+		size_t		i0_; \
+		for (i0_ = (first); i0_ < (last); i0_ += SJ_TRANSPOSE_ROWS) \
+		{ \
+			size_t		i1_ = Min((last), i0_ + SJ_TRANSPOSE_ROWS); \
+			int			k0_; \
+			for (k0_ = 0; k0_ < (dim); k0_ += SJ_TRANSPOSE_COLS) \
+			{ \
+				int			k1_ = Min((dim), k0_ + SJ_TRANSPOSE_COLS); \
+				size_t		i_; \
+				int			k_; \
+				for (i_ = i0_; i_ < i1_; i_++) \
+					for (k_ = k0_; k_ < k1_; k_++) \
+						(dst)[(size_t) k_ * (n) + i_] = (double) s_[i_ * (dim) + k_]; \
+			} \
+		} \
+	} while (0)
+
+/* SjMergeFn: rows of one piece, keys copied and rows transposed (and widened). */
 static void
 SjEpsMergeRows(void *arg, int p, size_t first, size_t last)
 {
 	SjEpsMerge *m = (SjEpsMerge *) arg;
-	const double *src = m->pieces[p].rows;
-	double	   *dst = m->coords + m->pieces[p].offset;
-	size_t		i0;
+	const SjEpsPiece *pc = &m->pieces[p];
+	double	   *dst = m->coords + pc->offset;
 
-	if (m->keys != m->pieces[p].keys)
-		memcpy(m->keys + m->pieces[p].offset + first, m->pieces[p].keys + first,
+	if (m->keys != pc->keys)
+		memcpy(m->keys + pc->offset + first, pc->keys + first,
 			   (last - first) * sizeof(int64));
-	for (i0 = first; i0 < last; i0 += SJ_TRANSPOSE_ROWS)
-	{
-		size_t		i1 = Min(last, i0 + SJ_TRANSPOSE_ROWS);
-		int			k0;
-
-		for (k0 = 0; k0 < m->dim; k0 += SJ_TRANSPOSE_COLS)
-		{
-			int			k1 = Min(m->dim, k0 + SJ_TRANSPOSE_COLS);
-			size_t		i;
-			int			k;
-
-			for (i = i0; i < i1; i++)
-				for (k = k0; k < k1; k++)
-					dst[(size_t) k * m->n + i] = src[i * m->dim + k];
-		}
-	}
+	if (pc->elem == sizeof(float4))
+		SJ_EPS_TRANSPOSE(float4, pc->rows, dst, m->n, m->dim, first, last);
+	else
+		SJ_EPS_TRANSPOSE(double, pc->rows, dst, m->n, m->dim, first, last);
 }
 
 /*
@@ -228,6 +291,7 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	m.pieces[0].n = scan->n;
 	m.pieces[0].keys = scan->keys;
 	m.pieces[0].rows = scan->rows;
+	m.pieces[0].elem = scan->elem;
 	m.npieces = 1;
 	m.n = scan->n;
 	for (p = 0; p < nparts; p++)
@@ -242,7 +306,8 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 		piece->n = h->n;
 		piece->offset = m.n;
 		piece->keys = (const int64 *) (h + 1);
-		piece->rows = (const double *) (piece->keys + h->n);
+		piece->rows = (const void *) (piece->keys + h->n);
+		piece->elem = h->elem == sizeof(float4) ? sizeof(float4) : sizeof(double);
 		m.n += h->n;
 		scan->skipped += h->skipped;
 	}
@@ -294,7 +359,7 @@ SjEpsPartSize(void *side)
 	Size		dim = scan->dim < 0 ? 0 : scan->dim;
 
 	return sizeof(SjEpsPartHeader) + scan->n * sizeof(int64) +
-		scan->n * dim * sizeof(double);
+		scan->n * dim * scan->elem;
 }
 
 /* Serialize a worker's side into dst (SjEpsPartSize bytes). */
@@ -309,10 +374,10 @@ SjEpsPartWrite(void *side, char *dst)
 	h->n = scan->n;
 	h->skipped = scan->skipped;
 	h->dim = scan->dim;
-	h->pad = 0;
+	h->elem = scan->elem;
 	memcpy(p, scan->keys, scan->n * sizeof(int64));
 	p += scan->n * sizeof(int64);
-	memcpy(p, scan->rows, scan->n * dim * sizeof(double));
+	memcpy(p, scan->rows, scan->n * dim * scan->elem);
 }
 
 /* The part format of SJ_PART_EPS sides (parscan.c). */

@@ -28,9 +28,12 @@ typedef struct SjEpsScan
 	SjColumn	cols[2];		/* key, vector */
 	int			dim;			/* -1 until the first vector */
 	size_t		n;				/* joining rows */
-	size_t		cap_rows;
+	size_t		cap_rows;		/* coordinates rows holds */
 	size_t		cap_keys;
-	double	   *rows;			/* row-major while scanning */
+	int			elem;			/* bytes of a coordinate in rows: 4 while every
+								 * vector stored was real[] (from the first
+								 * row on), else 8 */
+	void	   *rows;			/* row-major while scanning */
 	int64	   *keys;
 	int64		skipped;
 	char		what[NAMEDATALEN * 2 + 32];

@@ -467,7 +467,7 @@ have_point:
 							(scan->eps.n + 1) * dim, sizeof(double));
 	scan->eps.keys = SjGrow(scan->eps.keys, &scan->eps.cap_keys, scan->eps.n + 1,
 							sizeof(int64));
-	memcpy(scan->eps.rows + scan->eps.n * dim, c, dim * sizeof(double));
+	memcpy((double *) scan->eps.rows + scan->eps.n * dim, c, dim * sizeof(double));
 	scan->eps.keys[scan->eps.n] = SjKeyValue(values[0], scan->eps.cols[0].typid);
 	scan->eps.n++;
 }

@@ -89,14 +89,17 @@ struct SjDict
 	MemoryContext arena;		/* copies of text keys */
 };
 
-static int
-cmp_uint32(const void *a, const void *b)
-{
-	uint32		x = *(const uint32 *) a;
-	uint32		y = *(const uint32 *) b;
-
-	return x < y ? -1 : x > y;
-}
+/*
+ * sj_sort_uint32(array, n): ascending, the comparison inlined (a set's ids
+ * are sorted once a row; qsort's comparator calls were 40% of the scan of
+ * 1 M sets of 25 integers)
+ */
+#define ST_SORT sj_sort_uint32
+#define ST_ELEMENT_TYPE uint32
+#define ST_COMPARE(a, b) (*(a) < *(b) ? -1 : *(a) > *(b))
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /* The id of an integer element, added to the dictionary when new. */
 static uint32
@@ -180,7 +183,7 @@ SjSetRow(void *arg, Datum *values, bool *isnull)
 			scan->rowbuf[i] = SjDictInt(dict, src[i]);
 	}
 	if (nitems > 1)
-		qsort(scan->rowbuf, nitems, sizeof(uint32), cmp_uint32);
+		sj_sort_uint32(scan->rowbuf, nitems);
 
 	scan->tokens = SjGrow(scan->tokens, &scan->cap_tokens, scan->ntokens + nitems, sizeof(uint32));
 	for (i = 0; i < nitems; i++)
@@ -358,7 +361,7 @@ SjSetMergeRows(void *arg, int p, size_t first, size_t last)
 		{
 			for (k = 0; k < b - a; k++)
 				dst[k] = pc->map[pc->tokens[a + k]];
-			qsort(dst, b - a, sizeof(uint32), cmp_uint32);
+			sj_sort_uint32(dst, b - a);
 			continue;
 		}
 		for (k = 0; k < b - a; k++)

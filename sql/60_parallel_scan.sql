@@ -80,6 +80,23 @@ SELECT (SELECT count(*) FROM ps_r4) > 0 AS some,
        (SELECT count(*) FROM (TABLE ps_r4 EXCEPT ALL TABLE ps_r48) d) AS extra,
        (SELECT count(*) FROM (TABLE ps_r48 EXCEPT ALL TABLE ps_r4) d) AS missing;
 DROP TABLE ps_r4, ps_r48;
+-- integer elements small, huge and negative (the dictionary's array for
+-- small ones, its hash table for the others), mapped one to one from b:
+-- the same pairs, read in parallel
+CREATE TABLE ps_sb AS
+SELECT id, ARRAY(SELECT CASE WHEN x % 3 = 0 THEN x
+                             WHEN x % 2 = 0 THEN x * 5000000007
+                             ELSE -x * 5000000007 END
+                 FROM unnest(b) x) AS b
+FROM ps_s;
+VACUUM ANALYZE ps_sb;
+CREATE TEMP TABLE ps_rb AS SELECT * FROM jaccard_join('ps_sb', 'id', 'b', 0.5);
+SELECT scan_workers > 0 AS read_by_workers FROM simjoin_last_stats();
+CREATE TEMP TABLE ps_rs AS SELECT * FROM jaccard_join('ps_s', 'id', 'b', 0.5);
+SELECT (SELECT count(*) FROM ps_rb) > 0 AS some,
+       (SELECT count(*) FROM (TABLE ps_rb EXCEPT ALL TABLE ps_rs) d) AS extra,
+       (SELECT count(*) FROM (TABLE ps_rs EXCEPT ALL TABLE ps_rb) d) AS missing;
+DROP TABLE ps_sb, ps_rb, ps_rs;
 RESET max_parallel_workers_per_gather;
 RESET min_parallel_table_scan_size;
 SELECT ps_run($$SELECT jaccard_join_count('ps_s', 'id', 's', 0.5)$$);

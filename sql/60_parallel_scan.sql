@@ -70,16 +70,27 @@ SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(dist
 SELECT ps_run($$SELECT eps_join_count('ps_v', 'id', 'v', 'ps_v', 'id', 'v', 1.5)$$);
 SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(distance)::numeric, 6)) FROM eps_join('ps_v', 'id', 'v4', 2.5)$$);
 SELECT ps_run($$SELECT eps_join_count('ps_v', 'id', 'v4', 'ps_v', 'id', 'v', 1.5)$$);
+-- ps_same(a, b): the rows of a, read by parallel workers, against those of
+-- b as a multiset (the same pairs and values, bit for bit)
+CREATE FUNCTION ps_same(a text, b text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE w int; n bigint; extra bigint; missing bigint;
+BEGIN
+    PERFORM set_config('max_parallel_workers_per_gather', '2', true);
+    PERFORM set_config('min_parallel_table_scan_size', '0', true);
+    EXECUTE 'CREATE TEMP TABLE ps_a AS ' || a;
+    SELECT scan_workers INTO w FROM simjoin_last_stats();
+    EXECUTE 'CREATE TEMP TABLE ps_b AS ' || b;
+    PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+    SELECT count(*) INTO n FROM ps_a;
+    SELECT count(*) INTO extra FROM (TABLE ps_a EXCEPT ALL TABLE ps_b) d;
+    SELECT count(*) INTO missing FROM (TABLE ps_b EXCEPT ALL TABLE ps_a) d;
+    DROP TABLE ps_a, ps_b;
+    RETURN format('%s rows, extra=%s missing=%s', CASE WHEN n > 0 THEN 'some' ELSE 'no' END,
+                  extra, missing) || CASE WHEN w > 0 THEN ' workers' ELSE ' no workers' END;
+END $$;
 -- real[] read in parallel against the same values as double precision[]
-SET max_parallel_workers_per_gather = 2;
-SET min_parallel_table_scan_size = 0;
-CREATE TEMP TABLE ps_r4 AS SELECT * FROM eps_join('ps_v', 'id', 'v4', 2.5);
-SELECT scan_workers > 0 AS read_by_workers FROM simjoin_last_stats();
-CREATE TEMP TABLE ps_r48 AS SELECT * FROM eps_join('ps_v', 'id', 'v48', 2.5);
-SELECT (SELECT count(*) FROM ps_r4) > 0 AS some,
-       (SELECT count(*) FROM (TABLE ps_r4 EXCEPT ALL TABLE ps_r48) d) AS extra,
-       (SELECT count(*) FROM (TABLE ps_r48 EXCEPT ALL TABLE ps_r4) d) AS missing;
-DROP TABLE ps_r4, ps_r48;
+SELECT ps_same($$SELECT * FROM eps_join('ps_v', 'id', 'v4', 2.5)$$,
+               $$SELECT * FROM eps_join('ps_v', 'id', 'v48', 2.5)$$);
 -- integer elements small, huge and negative (the dictionary's array for
 -- small ones, its hash table for the others), mapped one to one from b:
 -- the same pairs, read in parallel
@@ -90,15 +101,9 @@ SELECT id, ARRAY(SELECT CASE WHEN x % 3 = 0 THEN x
                  FROM unnest(b) x) AS b
 FROM ps_s;
 VACUUM ANALYZE ps_sb;
-CREATE TEMP TABLE ps_rb AS SELECT * FROM jaccard_join('ps_sb', 'id', 'b', 0.5);
-SELECT scan_workers > 0 AS read_by_workers FROM simjoin_last_stats();
-CREATE TEMP TABLE ps_rs AS SELECT * FROM jaccard_join('ps_s', 'id', 'b', 0.5);
-SELECT (SELECT count(*) FROM ps_rb) > 0 AS some,
-       (SELECT count(*) FROM (TABLE ps_rb EXCEPT ALL TABLE ps_rs) d) AS extra,
-       (SELECT count(*) FROM (TABLE ps_rs EXCEPT ALL TABLE ps_rb) d) AS missing;
-DROP TABLE ps_sb, ps_rb, ps_rs;
-RESET max_parallel_workers_per_gather;
-RESET min_parallel_table_scan_size;
+SELECT ps_same($$SELECT * FROM jaccard_join('ps_sb', 'id', 'b', 0.5)$$,
+               $$SELECT * FROM jaccard_join('ps_s', 'id', 'b', 0.5)$$);
+DROP TABLE ps_sb;
 SELECT ps_run($$SELECT jaccard_join_count('ps_s', 'id', 's', 0.5)$$);
 SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(similarity)::numeric, 6)) FROM jaccard_join('ps_s', 'id', 's', 'ps_s', 'id', 'b', 0.6)$$);
 SELECT ps_run($$SELECT row(count(*), sum(left_id), sum(right_id), round(sum(similarity)::numeric, 6)) FROM jaccard_join('ps_s', 'id', 't', 0.4)$$);

@@ -60,7 +60,9 @@ struct Worker
 				at_begun = 0.0,
 				at_done = 0.0,
 				at_ended = 0.0,
-				waited_ms = 0.0;
+				waited_ms = 0.0,
+				alloc_begin_ms = 0.0,	/* cudaMalloc/cudaFree in its begin */
+				alloc_ms = 0.0;	/* ... in all its joins */
 };
 
 class MultiJoin
@@ -188,8 +190,10 @@ worker_run(Worker *w)
 		uint32_t	loff = pc.left_first;
 		uint32_t	roff = pc.self ? pc.left_first : pc.right_first;
 
+		alloc_ms = 0.0;
 		st = m->ops->begin(pc, &w->options, &g.h, msg);
 		w->at_begun = now_ms();
+		w->alloc_begin_ms += alloc_ms;
 		if (st == SJ_ERR_DEVICE_NOMEM && m->units && m->units->drop(w->index))
 		{
 			/* out of memory on this device: the others share the join */
@@ -267,6 +271,7 @@ worker_run(Worker *w)
 			w->work += pc.work;
 			w->busy_ms += now_ms() - t0 - waited;
 			w->waited_ms += waited;
+			w->alloc_ms = alloc_ms;	/* since its begin; its end's frees follow */
 			/* shared units: the strategy of a device that did some of them */
 			if (m->strategy[0] == '\0' ||
 				(m->units && !m->strategy_did_work && m->units->taken(w->index) > 0))
@@ -1114,7 +1119,7 @@ multi_theta_data_error(const MultiJoin *m)
 
 /* The test hook's trace of the last join that ended (sjgpu_multi_test_trace). */
 static std::mutex trace_mu;
-static char last_trace[512];
+static char last_trace[1024];
 
 void
 multi_end(MultiJoin *m) noexcept
@@ -1144,10 +1149,12 @@ multi_end(MultiJoin *m) noexcept
 		for (auto &w : m->workers)
 			if (len >= 0 && (size_t) len < sizeof(last_trace))
 				len += snprintf(last_trace + len, sizeof(last_trace) - len,
-								"; gpu%d thread %.1f begun %.1f done %.1f ended %.1f waited %.1f",
+								"; gpu%d thread %.1f begun %.1f done %.1f ended %.1f waited %.1f"
+								" (alloc %.1f in begin, %.1f to done; transfer %.1f build %.1f)",
 								w->ordinal, w->at_thread - m->at_created,
 								w->at_begun - m->at_created, w->at_done - m->at_created,
-								w->at_ended - m->at_created, w->waited_ms);
+								w->at_ended - m->at_created, w->waited_ms,
+								w->alloc_begin_ms, w->alloc_ms, w->t.transfer_ms, w->t.build_ms);
 	}
 	delete m;
 }

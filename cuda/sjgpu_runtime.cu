@@ -996,3 +996,17 @@ sjgpu_device_info(int ordinal, SjGpuDeviceInfo *info, char *errmsg)
 		info->cc_minor = prop.minor;
 	});
 }
+
+/*
+ * Test hook (not in sjgpu.h): milliseconds the calling thread spent in
+ * cudaMalloc and cudaFree since the last call with reset != 0.
+ */
+extern "C" double
+sjgpu_test_alloc_ms(int reset)
+{
+	double		ms = sjgpu::alloc_ms;
+
+	if (reset)
+		sjgpu::alloc_ms = 0.0;
+	return ms;
+}

@@ -48,6 +48,8 @@ extern void sjgpu_set_test_upload_chunk(long chunk);
 extern void sjgpu_set_test_stage_threads(int threads);
 #pragma weak sjgpu_multi_test_trace
 extern void sjgpu_multi_test_trace(char *buf, size_t len);
+#pragma weak sjgpu_test_alloc_ms
+extern double sjgpu_test_alloc_ms(int reset);
 
 typedef SjTestPair GPair;
 typedef SjTestPairs GPairs;
@@ -1653,23 +1655,27 @@ t_bench(const char *name, const SjVectors *L, double eps, int metric, int cpu_to
 		o.gpu_device = devices[0];
 	for (int rep = 0; rep < 3; rep++)
 	{
-		double		t0 = now_ms();
+		double		t0 = now_ms(),
+					alloc;
 
+		if (sjgpu_test_alloc_ms)
+			(void) sjgpu_test_alloc_ms(1);
 		SJ_CHECK(run_gpu(L, NULL, eps, &o, NULL, &gpu, &tm, why), "%s: %s", name, why);
 		t0 = now_ms() - t0;
+		alloc = sjgpu_test_alloc_ms ? sjgpu_test_alloc_ms(0) : 0.0;
 		/*
 		 * With SJ_BENCH_DEVICES (0 or 0,1 alike) the engine's wall time:
 		 * spread, build and probe are sums over the devices.
 		 */
 		if (rep > 0 && (ndevices > 0 ? t0 : tm.build_ms + tm.probe_ms) < best)
 			best = ndevices > 0 ? t0 : tm.build_ms + tm.probe_ms;
-		printf("BENCH gpu %s: %llu pairs, wall %.1f ms, build %.1f probe %.1f (filter %.1f ms, %.0f TFLOP/s) transfer %.1f ms [%s]%s%s\n",
+		printf("BENCH gpu %s: %llu pairs, wall %.1f ms, build %.1f probe %.1f (filter %.1f ms, %.0f TFLOP/s) transfer %.1f ms, this thread's cudaMalloc/cudaFree %.1f ms [%s]%s%s\n",
 			   name, (unsigned long long) gpu, t0, tm.build_ms, tm.probe_ms, tm.filter_ms,
 			   tm.filter_ms > 0 ? tm.filter_pairs * 2.0 * ((L->dim + 31) / 32 * 32) / tm.filter_ms / 1e9 : 0.0,
-			   tm.transfer_ms, tm.strategy, tm.devices[0] ? " devices: " : "", tm.devices);
+			   tm.transfer_ms, alloc, tm.strategy, tm.devices[0] ? " devices: " : "", tm.devices);
 		if (strstr(tm.devices, "units") && sjgpu_multi_test_trace)
 		{
-			char		trace[512];
+			char		trace[1024];
 
 			sjgpu_multi_test_trace(trace, sizeof(trace));
 			printf("BENCH trace: %s\n", trace);

@@ -201,7 +201,7 @@ SJ_TEST(jaccard_bench)
 					   tm.devices[0] ? "; devices: " : "", tm.devices);
 				if (e == 1 && strstr(tm.devices, "units") && sjgpu_multi_test_trace)
 				{
-					char		trace[512];
+					char		trace[1024];
 
 					sjgpu_multi_test_trace(trace, sizeof(trace));
 					printf("     trace of the last run (ms): %s\n", trace);

@@ -74,6 +74,9 @@ check_cuda(cudaError_t, const char *, const char *, int)
 {
 }
 
+/* The trace's cudaMalloc/cudaFree time: nothing is allocated here. */
+thread_local double alloc_ms = 0.0;
+
 /* The staging threads' sharing: nothing is staged here. */
 void
 stage_share(int)

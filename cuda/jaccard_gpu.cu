@@ -372,22 +372,22 @@ JaccardDevice::launch_next()
 
 /*
  * A spread join's units of the current partition: its probes [next_u_,
- * nsets_) cut into kUnitsPerDevice blocks a device of equal estimated work
- * (work_prefix_), the same on every device.
+ * nsets_) cut into blocks of decreasing estimated work (work_prefix_; the
+ * sizes of SharedUnits::guided_ends()), the same on every device.
  */
 void
 JaccardDevice::plan_units()
 {
 	uint32_t	a = next_u_,
 				b = nsets_;
-	uint64_t	k = claim_.units->target_units();
+	std::vector<double> ends = claim_.units->guided_ends();
 	uint64_t	w0 = work_prefix_[a],
 				span = work_prefix_[b] - w0;
 
 	ucuts_.assign(1, a);
-	for (uint64_t i = 1; i < k && b > a; i++)
+	for (size_t i = 0; i + 1 < ends.size() && b > a; i++)
 	{
-		uint64_t	goal = w0 + (uint64_t) ((double) span * i / k);
+		uint64_t	goal = w0 + (uint64_t) ((double) span * ends[i]);
 		uint32_t	c = (uint32_t) (std::upper_bound(work_prefix_.begin() + a + 1,
 													 work_prefix_.begin() + b + 1, goal) -
 									work_prefix_.begin()) - 1;
@@ -688,6 +688,7 @@ struct SjGpuJaccardJoin
 	double		start_ms = 0;	/* waiting for the device to start */
 	sjgpu::MultiJoin *multi = nullptr;	/* set: on several devices, and
 										 * nothing above is used */
+	sjgpu::UnitClaim group_claim;	/* spread: the share of the pairs in groups */
 
 	~SjGpuJaccardJoin()
 	{
@@ -697,6 +698,26 @@ struct SjGpuJaccardJoin
 		/* then prepared, which host borrowed from */
 	}
 };
+
+/*
+ * Group claim callback of the host handle (spread): the next range of the
+ * pairs inside groups; -1 when none is left, -2 where the devices cut
+ * them differently (an internal error: the join fails).
+ */
+static long long
+group_claim(void *ctx, uint32_t nunits)
+{
+	const sjgpu::UnitClaim *c = static_cast<const sjgpu::UnitClaim *>(ctx);
+
+	try
+	{
+		return c->units->job_unit(c->worker, kJobGroups, nunits);
+	}
+	catch (...)
+	{
+		return -2;
+	}
+}
 
 /* Record source callback of the host handle: the device's next chunk. */
 static SjStatus
@@ -817,9 +838,13 @@ jaccard_begin_shared(const SjSets *left, const SjSets *right, double threshold,
 		j->dev.reset(new JaccardDevice(j->host, threshold, options, claim));
 		sj_jaccard_set_source(j->host, jaccard_source, j->dev.get(),
 							  j->dev->strategy_name());
-		/* spread: the host expands the pairs inside groups on one device only */
-		if (claim.units && !claim.units->first(claim.worker, kJobGroups))
-			sj_jaccard_skip_groups(j->host);
+		/* spread: the devices' host threads share the pairs inside groups */
+		if (claim.units)
+		{
+			j->group_claim = claim;
+			sj_jaccard_share_groups(j->host, group_claim, &j->group_claim,
+									kGroupUnitsPerDevice * (uint32_t) claim.units->workers());
+		}
 		*join = j.release();
 	});
 }

@@ -39,11 +39,14 @@ constexpr size_t kMinRecords = 256;
 
 /*
  * Spread over several devices (shared units, sjgpu_multi.cuh): each index
- * partition's probes are cut into SharedUnits::target_units() blocks of
- * equal estimated work, which the devices claim.  A join spreads from this many tokens
+ * partition's probes are cut into blocks of decreasing estimated work
+ * (SharedUnits::guided_ends()), which the devices claim, and so are the
+ * pairs inside groups of identical sets, after the probing (kJobGroups, at
+ * equal numbers of pairs).  A join spreads from this many tokens
  * in its inputs on (1 M sets of 25 tokens ran 544 ms on one H200).
  */
-constexpr int kJobGroups = 0;	/* SharedUnits::first: pairs inside groups */
+constexpr int kJobGroups = 0;	/* SharedUnits::job_unit: pairs inside groups */
+constexpr uint32_t kGroupUnitsPerDevice = 16;	/* ... cut into this many a device */
 constexpr int kSharePrepare = 0;	/* SharedUnits::shared: the preparation */
 constexpr int kShareModel = 1;	/* SharedUnits::shared: the cost model's choice */
 constexpr double kSpreadMinTokens = 1.0e7;

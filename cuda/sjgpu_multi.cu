@@ -614,16 +614,25 @@ devices_alike(const SjJoinOptions *options)
 	return true;
 }
 
-bool
-SharedUnits::first(int worker, int job)
+long long
+SharedUnits::job_unit(int worker, int job, uint32_t n)
 {
 	std::lock_guard<std::mutex> lk(mu_);
+	Task	   *t = &jobs_[job];	/* std::map: stays valid */
 
-	if (owner_.size() <= (size_t) job)
-		owner_.resize(job + 1, -1);
-	if (owner_[job] < 0)
-		owner_[job] = worker;
-	return owner_[job] == worker;
+	if (cancelled_)
+		return -1;
+	if (t->n < 0)
+		t->n = n;
+	else if (t->n != (long long) n)
+		throw Error(SJ_ERR_INTERNAL,
+					"the devices of a spread join cut job %d differently (%u units, not %lld)",
+					job, n, t->n);
+	if (t->next >= n)
+		return -1;
+	if (worker >= 0 && (size_t) worker < job_taken_.size())
+		job_taken_[worker]++;
+	return t->next++;
 }
 
 std::shared_ptr<void>
@@ -705,7 +714,7 @@ SharedUnits::drop(int worker)
 	std::lock_guard<std::mutex> lk(mu_);
 
 	if (cancelled_ || participants_ <= 1 || worker < 0 || (size_t) worker >= taken_.size() ||
-		taken_[worker] > 0 || std::find(owner_.begin(), owner_.end(), worker) != owner_.end())
+		taken_[worker] > 0 || job_taken_[worker] > 0)
 		return false;
 	participants_--;
 	cv_.notify_all();

@@ -58,7 +58,8 @@ constexpr uint32_t kUnitsPerDevice = 8;
 class SharedUnits
 {
 public:
-	explicit	SharedUnits(int nworkers) : participants_(nworkers), taken_(nworkers, 0) {}
+	explicit	SharedUnits(int nworkers)
+	:			participants_(nworkers), taken_(nworkers, 0), job_taken_(nworkers, 0) {}
 
 	/*
 	 * The next unit of task for worker, whose plan of the task has n units
@@ -74,11 +75,13 @@ public:
 	void		cancel();
 
 	/*
-	 * Is worker the first to ask for the join's one-off job (a piece of
-	 * work outside the units, such as Jaccard's pairs inside groups of
-	 * identical sets)?  Exactly one worker gets true.
+	 * The next unit of the join's job `job` (work outside the tasks' units,
+	 * such as Jaccard's pairs inside groups of identical sets), which every
+	 * worker cuts into the same n units; -1 when every unit of it is taken
+	 * or the join stopped.  Each unit goes to exactly one worker.  Throws
+	 * where n differs from the first worker's.
 	 */
-	bool		first(int worker, int job);
+	long long	job_unit(int worker, int job, uint32_t n);
 
 	/*
 	 * The join's shared value `key`: a preparation every device would
@@ -131,6 +134,30 @@ public:
 		return (uint64_t) kUnitsPerDevice * (uint64_t) std::max(1, workers());
 	}
 
+	/*
+	 * Guided unit sizes: the fractions of a task's estimated work at which
+	 * its units end (ascending, the last 1), each unit a 2·workers-th of
+	 * the work left but none below a 4·target_units()-th of the whole: the
+	 * first units large, the last ones small, so that devices finish
+	 * together where the estimates of the units' work are rough.
+	 */
+	std::vector<double> guided_ends() const
+	{
+		std::vector<double> ends;
+		double		done = 0.0,
+					least = 1.0 / (4.0 * (double) target_units()),
+					share = 1.0 / (2.0 * (double) std::max(1, workers()));
+
+		while (1.0 - done > least * 1.5)
+		{
+			done += std::max((1.0 - done) * share, least);
+			ends.push_back(std::min(done, 1.0));
+		}
+		if (ends.empty() || ends.back() < 1.0)
+			ends.push_back(1.0);
+		return ends;
+	}
+
 	/* Units worker took, and all taken. */
 	uint64_t	taken(int worker) const;
 	uint64_t	taken_all() const;
@@ -172,7 +199,8 @@ private:
 	int			participants_;
 	std::vector<Task> tasks_;
 	std::vector<uint64_t> taken_;
-	std::vector<int> owner_;	/* a one-off job's worker, -1: not asked yet */
+	std::map<int, Task> jobs_;	/* job_unit()'s jobs (digest unused) */
+	std::vector<uint64_t> job_taken_;	/* job units each worker took */
 	bool		cancelled_ = false;
 };
 

@@ -214,7 +214,7 @@ jc_expand(SjJaccardJoin *j, size_t *n)
 static int
 jc_groups(SjJaccardJoin *j, size_t *n)
 {
-	for (; j->gset < j->nsets; j->gset++)
+	for (; j->gset < j->gend; j->gset++)
 	{
 		uint32_t	d = j->gset;
 		const uint32_t *m0 = j->mem[0] + j->moff[0][d];
@@ -260,23 +260,82 @@ jc_groups(SjJaccardJoin *j, size_t *n)
 	return 1;
 }
 
-/* Pairs inside groups, counted. */
+/* Pairs inside the group of distinct set d. */
+static inline uint64_t
+jc_group_pairs(const SjJaccardJoin *j, uint32_t d)
+{
+	uint64_t	n0 = j->weight[0][d];
+
+	return j->self ? n0 * (n0 - (n0 > 0)) / 2 : n0 * j->weight[1][d];
+}
+
+/* Pairs inside groups gset .. gend, counted. */
 static uint64_t
 jc_group_count(const SjJaccardJoin *j)
 {
 	uint64_t	c = 0;
 	uint32_t	d;
 
-	for (d = 0; d < j->nsets; d++)
-	{
-		uint64_t	n0 = j->weight[0][d];
-
-		if (j->self)
-			c += n0 * (n0 - (n0 > 0)) / 2;
-		else
-			c += n0 * j->weight[1][d];
-	}
+	for (d = j->gset; d < j->gend; d++)
+		c += jc_group_pairs(j, d);
 	return c;
+}
+
+/*
+ * The next range of groups for the cursor: [0, nsets) once where the
+ * groups are not shared, else the next range claimed (the ranges cut
+ * first, at equal sums of pairs).  Returns 0 when none is left, -1 out of
+ * memory, -2 where the claim failed (the devices cut them differently).
+ */
+static int
+jc_next_groups(SjJaccardJoin *j)
+{
+	long long	u;
+
+	if (j->group_claim == NULL)
+	{
+		if (j->gstarted)
+			return 0;
+		j->gstarted = 1;
+		j->gset = 0;
+		j->gend = j->nsets;
+		return 1;
+	}
+	if (j->gcuts == NULL)
+	{
+		uint64_t	total = 0,
+					acc = 0;
+		uint32_t	k = 1,
+					d;
+
+		j->gcuts = malloc(((size_t) j->ngroup_units + 1) * sizeof(uint32_t));
+		if (j->gcuts == NULL)
+			return -1;
+		for (d = 0; d < j->nsets; d++)
+			total += jc_group_pairs(j, d);
+		j->gcuts[0] = 0;
+		for (d = 0; d < j->nsets && k < j->ngroup_units; d++)
+		{
+			acc += jc_group_pairs(j, d);
+			/* a cut after d once the pairs so far reach k / n of all */
+			while (k < j->ngroup_units &&
+				   (double) acc >= (double) total * k / j->ngroup_units)
+				j->gcuts[k++] = d + 1;
+		}
+		while (k <= j->ngroup_units)
+			j->gcuts[k++] = j->nsets;
+	}
+	u = j->group_claim(j->group_ctx, j->ngroup_units);
+	if (u < -1 || u >= (long long) j->ngroup_units)
+		return -2;
+	if (u < 0)
+		return 0;
+	j->gstarted = 1;
+	j->gset = j->gcuts[u];
+	j->gend = j->gcuts[u + 1];
+	j->ga = 0;
+	j->gb = 0;
+	return 1;
 }
 
 /* ----------------------------------------------------------------------
@@ -492,15 +551,32 @@ sj_jaccard_cpu_next(SjJaccardJoin *j, SjPairBatch *batch, int *done,
 		}
 		else if (j->phase == JC_GROUPS)
 		{
-			if (j->no_groups)
-				j->phase = JC_DONE;
-			else if (j->count_only)
+			/* the current range of groups, or the next one */
+			if (!j->gstarted || j->gset >= j->gend)
+			{
+				int			more = jc_next_groups(j);
+
+				if (more < 0)
+				{
+					st = more == -1
+						? jc_error(errmsg, SJ_ERR_NOMEM, "jaccard_join: out of memory")
+						: jc_error(errmsg, SJ_ERR_INTERNAL,
+								   "jaccard_join: the devices could not share the pairs inside groups");
+					break;
+				}
+				if (!more)
+				{
+					j->phase = JC_DONE;
+					continue;
+				}
+			}
+			if (j->count_only)
 			{
 				j->pending_count += jc_group_count(j);
-				j->phase = JC_DONE;
+				j->gset = j->gend;
 			}
 			else if (jc_groups(j, &n))
-				j->phase = JC_DONE;
+				j->gset = j->gend;
 			else if (j->out_cap < j->max_batch && jc_grow_output(j))
 				continue;
 			else
@@ -581,6 +657,7 @@ sj_jaccard_cpu_end(SjJaccardJoin *j)
 	free(j->list_off);
 	free(j->post);
 	free(j->tasks);
+	free(j->gcuts);
 	free(j->pending);
 	free(j->segs);
 	free(j->out_left);
@@ -660,14 +737,17 @@ sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source, void *ctx,
 }
 
 /*
- * Leave the pairs inside groups of identical sets out of this join: in a
- * join spread over several devices, each device's replica prepares the
- * whole join, and one of them emits those pairs.
+ * Share the pairs inside groups of identical sets with the other devices
+ * of a spread join (see sjjaccard.h): each device's replica prepares the
+ * whole join, and each emits the ranges of groups it claims.
  */
 void
-sj_jaccard_skip_groups(SjJaccardJoin *j)
+sj_jaccard_share_groups(SjJaccardJoin *j, SjJaccardGroupClaim claim, void *ctx,
+						uint32_t nunits)
 {
-	j->no_groups = 1;
+	j->group_claim = claim;
+	j->group_ctx = ctx;
+	j->ngroup_units = nunits > 0 ? nunits : 1;
 }
 
 /* Argument and input checks of a preparation (see sjjaccard.h). */

@@ -94,7 +94,14 @@ struct SjJaccardJoin
 	double		threshold;
 	int			self;
 	int			count_only;
-	int			no_groups;		/* pairs inside groups: another device's */
+	/*
+	 * pairs inside groups shared with other devices (sj_jaccard_share_groups):
+	 * ranges gcuts[u] .. gcuts[u + 1] of the distinct sets, claimed by number
+	 */
+	SjJaccardGroupClaim group_claim;
+	void	   *group_ctx;
+	uint32_t	ngroup_units;
+	uint32_t   *gcuts;			/* ngroup_units + 1, made on first use */
 	int			nthreads;
 	size_t		max_batch;
 
@@ -155,7 +162,9 @@ struct SjJaccardJoin
 	JcPhase		phase;
 	uint64_t	pending_count;	/* count_only: counted, not yet returned */
 
-	/* group cursor */
+	/* group cursor: distinct sets gset .. gend (gstarted: gend is set) */
+	int			gstarted;
+	uint32_t	gend;
 	uint32_t	gset;
 	uint64_t	ga;
 	uint64_t	gb;

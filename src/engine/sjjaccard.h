@@ -155,8 +155,17 @@ extern void sj_jaccard_prepared_sets(const SjJaccardJoin *j, uint32_t *nsets,
 extern void sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source,
 								  void *ctx, const char *strategy);
 
-/* Leave out the pairs inside groups of identical sets (another device's). */
-extern void sj_jaccard_skip_groups(SjJaccardJoin *j);
+/*
+ * The pairs inside groups of identical sets, shared with the other devices
+ * of a spread join: they are cut into nunits ranges of the distinct sets
+ * of about equal pairs (the same on every device), and this join emits
+ * (or counts) the ranges claim(ctx, nunits) hands it, until it returns -1
+ * (less than -1: an error, the join fails).  Every range must go to exactly
+ * one of the joins.
+ */
+typedef long long (*SjJaccardGroupClaim) (void *ctx, uint32_t nunits);
+extern void sj_jaccard_share_groups(SjJaccardJoin *j, SjJaccardGroupClaim claim,
+									void *ctx, uint32_t nunits);
 
 /*
  * Co-processing: build the CPU engine's index over a prepared join, then

@@ -552,3 +552,150 @@ SJ_TEST(jaccard_coproc_filter)
 	}
 	free(want.p);
 }
+
+/* A shared counter of group ranges, as the devices of a spread join share one. */
+typedef struct TjGroupCounter
+{
+	long long	next;
+	uint32_t	n;			/* the units every handle asked for (0: none yet) */
+	int			mismatch;
+} TjGroupCounter;
+
+static long long
+tj_group_claim(void *ctx, uint32_t nunits)
+{
+	TjGroupCounter *c = (TjGroupCounter *) ctx;
+
+	if (c->n == 0)
+		c->n = nunits;
+	else if (c->n != nunits)
+		c->mismatch = 1;
+	return c->next < (long long) nunits ? c->next++ : -1;
+}
+
+/*
+ * The pairs inside groups of identical sets shared by several handles of
+ * one join (as the devices of a spread join share them,
+ * sj_jaccard_share_groups): the handles' next() calls interleaved, small
+ * batches (a group's pairs cut mid-way), 1 to 64 ranges.  Every handle
+ * gives all pairs of distinct sets (similarity below 1: each probes the
+ * whole join here), and the pairs of similarity 1, from groups, come from
+ * exactly one handle each; counted, the handles' counts add up alike.
+ */
+SJ_TEST(jaccard_cpu_shared_groups)
+{
+	static const uint32_t units[] = {1, 5, 64};
+	TjRng		r = tj_rng(919);
+	TjList		want = {0},
+				want_lt = {0},
+				want_eq = {0};
+
+	for (size_t s = 0; s < TJ_NSHAPES; s++)
+	{
+		TjShape		sh = tj_shapes[s];
+		TjSets		L,
+					R;
+
+		if (sh.dup_pct == 0)
+			continue;
+		sh.n = sh.n / 2 + 5;
+		tj_generate(&L, &sh, 0, sh.universe, &r);
+		tj_generate(&R, &sh, 0, sh.universe, &r);
+		for (uint32_t i = 0; i < 5 && L.n > 0; i++)
+		{
+			/* identical sets on both sides too */
+			uint32_t	src = tj_below(&r, L.n);
+
+			tj_add(&R, L.tok + L.off[src], (uint32_t) (L.off[src + 1] - L.off[src]));
+		}
+		for (int side = 0; side < 2; side++)
+		{
+			const TjSets *rs = side ? &R : NULL;
+			SjSets		lv = tj_view(&L),
+						rv = tj_view(&R);
+
+			tj_oracle(&L, rs, 0.5, &want);
+			want_lt.n = want_eq.n = 0;
+			for (size_t i = 0; i < want.n; i++)
+				sj_test_pairs_add(want.p[i].d < 1.0 ? &want_lt : &want_eq, want.p[i].l,
+								  want.p[i].r, want.p[i].d);
+			for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+				for (int handles = 2; handles <= 3; handles++)
+					for (int count_only = 0; count_only < 2; count_only++)
+					{
+						SjJoinOptions o = tj_options(2, 7, count_only);
+						SjJaccardJoin *h[3] = {NULL, NULL, NULL};
+						TjList		lt[3] = {{0}},
+									eq = {0};
+						TjGroupCounter c = {0, 0, 0};
+						uint64_t	count = 0;
+						int			done[3] = {0, 0, 0},
+									left = handles;
+						char		err[SJ_ERRMSG_LEN] = "";
+						const char *why = NULL;
+
+						for (int k = 0; k < handles && !why; k++)
+						{
+							if (sj_jaccard_cpu_begin(&lv, rs ? &rv : NULL, 0.5, &o, &h[k],
+													 err) != SJ_OK)
+								why = err;
+							else
+								sj_jaccard_share_groups(h[k], tj_group_claim, &c, units[u]);
+						}
+						while (left > 0 && !why)
+							for (int k = 0; k < handles && !why; k++)
+							{
+								SjPairBatch b;
+
+								if (done[k])
+									continue;
+								if (sj_jaccard_cpu_next(h[k], &b, &done[k], err) != SJ_OK)
+								{
+									why = err;
+									break;
+								}
+								left -= done[k];
+								if (count_only)
+									count += b.count;
+								else
+									for (size_t i = 0; i < b.count; i++)
+										sj_test_pairs_add(b.value[i] < 1.0 ? &lt[k] : &eq,
+														  b.left[i], b.right[i], b.value[i]);
+							}
+						for (int k = 0; k < handles; k++)
+							sj_jaccard_cpu_end(h[k]);
+						if (!why && c.mismatch)
+							why = "the handles asked for different numbers of ranges";
+						if (!why && count_only &&
+							count != want_eq.n + (uint64_t) handles * want_lt.n)
+						{
+							snprintf(err, sizeof(err), "counted %llu, expected %zu",
+									 (unsigned long long) count,
+									 want_eq.n + (size_t) handles * want_lt.n);
+							why = err;
+						}
+						for (int k = 0; k < handles && !why && !count_only; k++)
+						{
+							qsort(lt[k].p, lt[k].n, sizeof(TjPair), sj_test_pair_cmp);
+							why = tj_compare(&want_lt, &lt[k]);
+						}
+						if (!why && !count_only)
+						{
+							qsort(eq.p, eq.n, sizeof(TjPair), sj_test_pair_cmp);
+							why = tj_compare(&want_eq, &eq);
+						}
+						SJ_CHECK(why == NULL, "%s %s, %u ranges, %d handles%s: %s", sh.name,
+								 side ? "two-table" : "self", units[u], handles,
+								 count_only ? ", count" : "", why);
+						for (int k = 0; k < 3; k++)
+							free(lt[k].p);
+						free(eq.p);
+					}
+		}
+		tj_free(&L);
+		tj_free(&R);
+	}
+	free(want.p);
+	free(want_lt.p);
+	free(want_eq.p);
+}

@@ -607,6 +607,89 @@ check_shared(int n)
 	return ok;
 }
 
+/*
+ * Job units (SharedUnits::job_unit) and guided unit sizes: n workers claim
+ * the units of two jobs at once, every unit exactly once; a worker that
+ * cuts a job differently throws; a cancelled join hands out nothing; the
+ * guided ends rise to 1, their units shrink, none below the least.
+ */
+static bool
+check_jobs(int n)
+{
+	bool		ok = true;
+	SharedUnits u(n);
+	std::vector<std::atomic<int>> seen(2 * 37);
+	std::vector<std::thread> t;
+
+	for (auto &x : seen)
+		x = 0;
+	for (int w = 0; w < n; w++)
+		t.emplace_back([&, w] {
+			for (int job = 0; job < 2; job++)
+				for (long long k; (k = u.job_unit(w, job, 37)) >= 0;)
+				{
+					seen[job * 37 + k]++;
+					std::this_thread::sleep_for(std::chrono::microseconds(rand() % 200));
+				}
+		});
+	for (auto &th : t)
+		th.join();
+	for (size_t i = 0; i < seen.size(); i++)
+		if (seen[i] != 1)
+		{
+			printf("job units, %d workers: unit %zu of job %zu taken %d times\n",
+				   n, i % 37, i / 37, seen[i].load());
+			ok = false;
+		}
+	try
+	{
+		(void) u.job_unit(0, 1, 36);
+		printf("job units, %d workers: a job cut differently did not throw\n", n);
+		ok = false;
+	}
+	catch (const Error &)
+	{
+	}
+	{
+		SharedUnits c(n);
+
+		c.cancel();
+		if (c.job_unit(0, 0, 5) != -1)
+		{
+			printf("job units, %d workers: a cancelled join handed a unit out\n", n);
+			ok = false;
+		}
+	}
+	{
+		std::vector<double> e = u.guided_ends();
+		double		least = 1.0 / (4.0 * (double) u.target_units()),
+					prev = 0.0,
+					last = 2.0;
+
+		for (size_t i = 0; i < e.size(); i++)
+		{
+			double		size = e[i] - prev;
+
+			/* the last unit may be up to 1.5 least, the others shrink */
+			if (!(size > 0.0) || (i + 1 < e.size() && (size < least * 0.999 || size > last * 1.0001)))
+			{
+				printf("guided ends, %d workers: unit %zu is %g (least %g, before %g)\n",
+					   n, i, size, least, last);
+				ok = false;
+			}
+			last = size;
+			prev = e[i];
+		}
+		if (e.empty() || e.back() != 1.0 || e.size() > 8 * u.target_units())
+		{
+			printf("guided ends, %d workers: %zu units ending at %g\n", n, e.size(),
+				   e.empty() ? 0.0 : e.back());
+			ok = false;
+		}
+	}
+	return ok;
+}
+
 int
 main()
 {
@@ -682,8 +765,8 @@ main()
 	ok &= check_upload(3, 2, 4000, 5, -1, true);
 	ok &= check_upload(4, 1, 999, 3, -1, true);
 	for (int k = 1; k <= 4; k++)
-		ok &= check_shared(k);
-	printf("multi-device driver: %d joins, 12 failure, early-end or drop-out cases, shared uploads, shared values: %s\n",
+		ok &= check_shared(k) && check_jobs(k);
+	printf("multi-device driver: %d joins, 12 failure, early-end or drop-out cases, shared uploads, shared values, job units: %s\n",
 		   n, ok ? "ok" : "FAILED");
 	return ok ? 0 : 1;
 }

@@ -58,10 +58,12 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "eps_tc.cuh"
@@ -2052,12 +2054,62 @@ plan_segments(SjGpuEpsJoin *j, bool self)
 }
 
 /*
+ * Test hook's step times of the tensor filter's preparation (sums over the
+ * last join's tasks, ms; sjgpu_eps_test_prep_steps): norms, mean and
+ * largest coordinate, seeds, assignment and sort, reorder, FP16 rows, tile
+ * bounds.  Only while the hook is on: each step then ends with an event.
+ */
+constexpr int kPrepSteps = 7;
+std::atomic<bool> prep_steps_on{false};
+std::mutex	prep_steps_mu;
+double		prep_steps_ms[kPrepSteps];
+
+struct PrepSteps
+{
+	Event		ev[kPrepSteps + 1];
+	bool		on = false;
+	int			last = -1;
+
+	void		begin(cudaStream_t st)
+	{
+		on = prep_steps_on.load();
+		if (!on)
+			return;
+		for (Event &e : ev)
+			e.create();
+		ev[0].record(st);
+		last = -1;
+	}
+	/* step k ends here (steps may repeat: they add up) */
+	void		end(int k, cudaStream_t st)
+	{
+		if (!on)
+			return;
+		ev[k + 1].record(st);
+		ev[k + 1].synchronize();
+		{
+			float		ms = 0;
+			const Event &from = last < 0 ? ev[0] : ev[last + 1];
+
+			if (cudaEventElapsedTime(&ms, from.get(), ev[k + 1].get()) == cudaSuccess)
+			{
+				std::lock_guard<std::mutex> lk(prep_steps_mu);
+
+				prep_steps_ms[k] += ms;
+			}
+			(void) cudaGetLastError();
+		}
+		last = k;
+	}
+};
+
+/*
  * Sort the n rows of one loaded chunk (coordinates, canonical norms for
  * cosine, global row numbers) by their nearest tile-pruning seed.
  */
 void
 cluster_rows(SjGpuEpsJoin *j, double *coords, uint32_t n, double *norms, uint32_t *orig,
-			 uint32_t nseeds)
+			 uint32_t nseeds, PrepSteps *steps)
 {
 	cudaStream_t st = j->compute.get();
 	cub::DoubleBuffer<unsigned long long> keys(j->ckeys.get(), j->ckeys2.get());
@@ -2071,11 +2123,13 @@ cluster_rows(SjGpuEpsJoin *j, double *coords, uint32_t n, double *norms, uint32_
 					 j->tseedidx.get(), nseeds, keys.Current(), vals.Current(), st);
 	SJGPU_CHECK(cub::DeviceRadixSort::SortPairs(j->ctemp.get(), bytes, keys, vals, (int) n, 0,
 												key_bits(nseeds), st));
+	steps->end(3, st);
 	perm = vals.Current();
 	reorder_coords(j, coords, n, perm, tmp);
 	if (norms)
 		permute(j, norms, n, perm, tmp);
 	permute(j, orig, n, perm, utmp);
+	steps->end(4, st);
 }
 
 /*
@@ -2096,14 +2150,17 @@ tc_prepare(SjGpuEpsJoin *j, bool self)
 	double	   *mean = j->tcmean.get();
 	unsigned long long bits;
 	double		maxabs;
+	PrepSteps	steps;
 
 	j->timer.start(st);
+	steps.begin(st);
 	if (cosine)
 	{
 		sjgpu::tc_norms(j->bcoords.get(), j->nb, j->dim, j->bnorm.get(), st);
 		if (!self)
 			sjgpu::tc_norms(pc, np, j->dim, j->pnorm.get(), st);
 	}
+	steps.end(0, st);
 	sjgpu::tc_mean(j->bcoords.get(), j->nb, j->dim, bn, mean, st);
 	SJGPU_CHECK(cudaMemsetAsync(mean + j->dim, 0, sizeof(double), st));
 	sjgpu::tc_maxabs(j->bcoords.get(), j->nb, j->dim, bn, mean, mean + j->dim, st);
@@ -2111,6 +2168,7 @@ tc_prepare(SjGpuEpsJoin *j, bool self)
 		sjgpu::tc_maxabs(pc, np, j->dim, pn, mean, mean + j->dim, st);
 	bits = read_u64(j, (const unsigned long long *) (mean + j->dim));
 	memcpy(&maxabs, &bits, sizeof(maxabs));
+	steps.end(1, st);
 	sjgpu::tc_params(j->dim, j->metric, j->eps, maxabs, &j->tcp);
 
 	/* rows in tile order: near rows share a tile (eps_tiles.cu) */
@@ -2123,11 +2181,12 @@ tc_prepare(SjGpuEpsJoin *j, bool self)
 		sjgpu::tc_seeds(j->bcoords.get(), j->nb, j->dim, bn, mean, j->tcp.scale, nseeds,
 						j->tseeds.get(), j->tseedidx.get(),
 						j->tseedidx.get() + nseeds, st);
+		steps.end(2, st);
 		cluster_rows(j, j->bcoords.get(), j->nb, cosine ? j->bnorm.get() : nullptr,
-					 j->borig.get(), nseeds);
+					 j->borig.get(), nseeds, &steps);
 		if (!self)
 			cluster_rows(j, j->pcoords.get(), np, cosine ? j->pnorm.get() : nullptr,
-						 j->porig.get(), nseeds);
+						 j->porig.get(), nseeds, &steps);
 	}
 	j->tcb.rows = j->bhalf.get();
 	j->tcb.pn = j->bpn.get();
@@ -2140,6 +2199,7 @@ tc_prepare(SjGpuEpsJoin *j, bool self)
 		j->tcpr.pn = j->ppn.get();
 		sjgpu::tc_convert(pc, np, pn, mean, j->tcp, &j->tcpr, st);
 	}
+	steps.end(5, st);
 	if (j->tc_prune)
 	{
 		j->btiles.centre = j->bcentre.get();
@@ -2154,6 +2214,7 @@ tc_prepare(SjGpuEpsJoin *j, bool self)
 			j->ptiles.radius = j->pradius.get();
 			sjgpu::tc_tile_bounds(pc, np, pn, mean, j->tcp, j->tcpr.pn, &j->ptiles, st);
 		}
+		steps.end(6, st);
 		j->prune_timer.stop(st);
 		j->compute.synchronize();
 		j->prune_ms += j->prune_timer.elapsed_ms();
@@ -2829,6 +2890,25 @@ eps_begin_shared(const SjVectors *left, const SjVectors *right, double eps,
 }
 
 }								/* namespace sjgpu */
+
+/*
+ * Test hook (not in sjgpu.h): on != 0 times the steps of the tensor
+ * filter's preparation from now on (each then waits for the device) and
+ * clears their sums; ms (kPrepSteps entries, may be NULL) gets the sums
+ * so far: norms, mean and largest coordinate, seeds, assignment and sort,
+ * reorder, FP16 rows, tile bounds.
+ */
+extern "C" void
+sjgpu_eps_test_prep_steps(int on, double *ms)
+{
+	std::lock_guard<std::mutex> lk(prep_steps_mu);
+
+	if (ms)
+		memcpy(ms, prep_steps_ms, sizeof(prep_steps_ms));
+	if (on)
+		memset(prep_steps_ms, 0, sizeof(prep_steps_ms));
+	prep_steps_on = on != 0;
+}
 
 extern "C" SjStatus
 sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,

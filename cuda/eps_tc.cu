@@ -104,45 +104,71 @@ maxabs_kernel(const double *coords, uint32_t n, const double *norms,
 		atomicMax((unsigned long long *) out, (unsigned long long) __double_as_longlong(m));
 }
 
+/* Halves a row of a warp's staging tile in convert_kernel (kTcK and 2 of padding). */
+constexpr int kConvPad = kTcK + 2;
+
 /*
- * One row: centred, scaled FP16 coordinates (zero padded), and (P, N) of
- * the bound.  A zero vector under cosine (NaN unit row) gets P = +inf: it
- * is never a candidate.
+ * One row a thread: centred, scaled FP16 coordinates (zero padded), and
+ * (P, N) of the bound.  A zero vector under cosine (NaN unit row) gets
+ * P = +inf: it is never a candidate.  Each warp stages its 32 rows' FP16
+ * values of one K step in shared memory and writes them row by row (16
+ * lanes a row), so that the row-major stores are contiguous; the sums run
+ * over k in order, as one thread's loop.
  */
-__global__ void
+__global__ void __launch_bounds__(kTcThreads)
 convert_kernel(const double *coords, uint32_t n, const double *norms,
 			   const double *mean, TcParams p, double r2, double delta,
 			   double shrink, __half *rows, TcBound *pn)
 {
+	__shared__ __align__(16) __half tile[kTcThreads / 32][32][kConvPad];
+	const int	lane = (int) (threadIdx.x & 31),
+				w = (int) (threadIdx.x >> 5);
 	uint64_t	i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	const uint64_t row0 = i - (uint64_t) lane;	/* the warp's first row */
+	const bool	live = i < n;
 	double		n2 = 0.0,
 				a2 = 0.0,
 				e2 = 0.0;
 	bool		bad = false;
 
-	if (i >= n)
-		return;
-	for (int k = 0; k < p.pdim; k++)
+	for (int k0 = 0; k0 < p.pdim; k0 += kTcK)
 	{
-		double		v = 0.0;
-
-		if (k < p.dim)
+		for (int kk = 0; kk < kTcK; kk++)
 		{
-			v = tc_coord(coords, n, norms, mean, p.scale, k, (uint32_t) i);
-			if (!isfinite(v))
-			{
-				bad = true;
-				v = 0.0;
-			}
-		}
-		__half		h = __double2half(v);
-		double		x = (double) __half2float(h);
+			const int	k = k0 + kk;
+			double		v = 0.0;
 
-		rows[i * p.pdim + k] = h;
-		n2 += v * v;
-		a2 += x * x;
-		e2 += (x - v) * (x - v);	/* x - v is exact (Sterbenz, or x = 0) */
+			if (live && k < p.dim)
+			{
+				v = tc_coord(coords, n, norms, mean, p.scale, k, (uint32_t) i);
+				if (!isfinite(v))
+				{
+					bad = true;
+					v = 0.0;
+				}
+			}
+			__half		h = __double2half(v);
+			double		x = (double) __half2float(h);
+
+			tile[w][lane][kk] = h;
+			n2 += v * v;
+			a2 += x * x;
+			e2 += (x - v) * (x - v);	/* x - v is exact (Sterbenz, or x = 0) */
+		}
+		__syncwarp();
+		for (int r = lane >> 4; r < 32; r += 2)
+		{
+			const uint64_t row = row0 + (uint64_t) r;
+			const int	c = (lane & 15) * 2;
+
+			if (row < n)
+				*reinterpret_cast<__half2 *>(rows + row * p.pdim + k0 + c) =
+					*reinterpret_cast<const __half2 *>(&tile[w][r][c]);
+		}
+		__syncwarp();
 	}
+	if (!live)
+		return;
 
 	/* the sums of squares err by at most pdim 2^-53 relatively */
 	double		pv = n2 * 0.5 - delta * n2 - r2 * 0.25;

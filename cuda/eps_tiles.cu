@@ -76,36 +76,56 @@ seeds_kernel(const double *coords, uint32_t n, int dim, const double *norms,
 		seeds[s * kTcProj + m] = isfinite(v[m]) ? v[m] : 1e30f;
 }
 
-/* The kTcSeedNbrs nearest other seeds of each seed, nearest first. */
+/* Is (d, o) ahead of (e, q): nearer, or as near and earlier? */
+__device__ __forceinline__ bool
+seed_ahead(float d, uint32_t o, float e, uint32_t q)
+{
+	return d < e || (d == e && o < q);
+}
+
+/*
+ * The kTcSeedNbrs nearest other seeds of each seed, nearest first (ties:
+ * the earlier seed first; an unfilled place, where fewer seeds are finitely
+ * near, names the seed itself).  One warp a seed: each lane keeps the
+ * nearest of every 32nd other seed, then the warp merges the lanes' lists.
+ */
 __global__ void
 seed_knn_kernel(const float *seeds, uint32_t nseeds, uint32_t *nbr)
 {
-	uint64_t	s = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	const int	lane = (int) (threadIdx.x & 31);
+	const uint64_t s = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	float		me[kTcProj];
 	float		bd[kTcSeedNbrs];
 	uint32_t	bi[kTcSeedNbrs];
+	int			head = 0;
 
 	if (s >= nseeds)
-		return;
+		return;					/* whole warps leave together */
+#pragma unroll
+	for (int m = 0; m < kTcProj; m++)
+		me[m] = seeds[s * kTcProj + m];
+#pragma unroll
 	for (int q = 0; q < kTcSeedNbrs; q++)
 	{
 		bd[q] = INFINITY;
 		bi[q] = (uint32_t) s;
 	}
-	for (uint32_t o = 0; o < nseeds; o++)
+	for (uint32_t o = (uint32_t) lane; o < nseeds; o += 32)
 	{
 		float		d = 0.0f;
 
 		if (o == s)
 			continue;
+#pragma unroll
 		for (int m = 0; m < kTcProj; m++)
 		{
-			const float e = seeds[s * kTcProj + m] - __ldg(seeds + (size_t) o * kTcProj + m);
+			const float e = me[m] - __ldg(seeds + (size_t) o * kTcProj + m);
 
 			d += e * e;
 		}
 		if (!(d < bd[kTcSeedNbrs - 1]))
 			continue;
-		/* insert, keeping bd ascending */
+		/* insert, keeping bd ascending (an equal one stays ahead: earlier) */
 		int			q = kTcSeedNbrs - 1;
 
 		while (q > 0 && bd[q - 1] > d)
@@ -117,8 +137,40 @@ seed_knn_kernel(const float *seeds, uint32_t nseeds, uint32_t *nbr)
 		bd[q] = d;
 		bi[q] = o;
 	}
+
+	/* the warp's kTcSeedNbrs nearest: each round the lane with the nearest head pops it */
 	for (int q = 0; q < kTcSeedNbrs; q++)
-		nbr[s * kTcSeedNbrs + q] = bi[q];
+	{
+		float		d = INFINITY;
+		uint32_t	o = UINT32_MAX;
+
+#pragma unroll
+		for (int h = 0; h < kTcSeedNbrs; h++)
+			if (h == head)
+			{
+				d = bd[h];
+				o = bd[h] < INFINITY ? bi[h] : UINT32_MAX;
+			}
+		float		bestd = d;
+		uint32_t	besto = o;
+
+#pragma unroll
+		for (int off = 16; off > 0; off >>= 1)
+		{
+			const float od = __shfl_xor_sync(0xffffffffu, bestd, off);
+			const uint32_t oo = __shfl_xor_sync(0xffffffffu, besto, off);
+
+			if (seed_ahead(od, oo, bestd, besto))
+			{
+				bestd = od;
+				besto = oo;
+			}
+		}
+		if (besto != UINT32_MAX && o == besto && d == bestd)
+			head++;
+		if (lane == 0)
+			nbr[s * kTcSeedNbrs + q] = besto == UINT32_MAX ? (uint32_t) s : besto;
+	}
 }
 
 /*
@@ -372,7 +424,8 @@ tc_seeds(const double *coords, uint32_t n, int dim, const double *norms, const d
 	seeds_kernel<<<tc_blocks(nseeds), kTcThreads, 0, st>>>(coords, n, dim, norms, mean,
 														   scale, nseeds, n / nseeds, seeds);
 	SJGPU_CHECK_LAUNCH("seeds_kernel");
-	seed_knn_kernel<<<tc_blocks(nseeds), kTcThreads, 0, st>>>(seeds, nseeds, scratch);
+	seed_knn_kernel<<<tc_blocks((uint64_t) nseeds * 32), kTcThreads, 0, st>>>(seeds, nseeds,
+																		   scratch);
 	SJGPU_CHECK_LAUNCH("seed_knn_kernel");
 	SJGPU_CHECK(cudaMemcpyAsync(nbr.data(), scratch, nbr.size() * sizeof(uint32_t),
 								cudaMemcpyDeviceToHost, st));

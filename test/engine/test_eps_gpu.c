@@ -50,6 +50,8 @@ extern void sjgpu_set_test_stage_threads(int threads);
 extern void sjgpu_multi_test_trace(char *buf, size_t len);
 #pragma weak sjgpu_test_alloc_ms
 extern double sjgpu_test_alloc_ms(int reset);
+#pragma weak sjgpu_eps_test_prep_steps
+extern void sjgpu_eps_test_prep_steps(int on, double *ms);
 
 typedef SjTestPair GPair;
 typedef SjTestPairs GPairs;
@@ -1653,6 +1655,11 @@ t_bench(const char *name, const SjVectors *L, double eps, int metric, int cpu_to
 	}
 	else if (ndevices == 1)
 		o.gpu_device = devices[0];
+	/* SJ_EPS_BENCH_STEPS=1: the preparation's steps (each then waits for the device) */
+	int			steps_on = getenv("SJ_EPS_BENCH_STEPS") && sjgpu_eps_test_prep_steps;
+
+	if (steps_on)
+		sjgpu_eps_test_prep_steps(1, NULL);
 	for (int rep = 0; rep < 3; rep++)
 	{
 		double		t0 = now_ms(),
@@ -1680,9 +1687,21 @@ t_bench(const char *name, const SjVectors *L, double eps, int metric, int cpu_to
 			sjgpu_multi_test_trace(trace, sizeof(trace));
 			printf("BENCH trace: %s\n", trace);
 		}
+		if (steps_on)
+		{
+			double		ms[7];
+
+			/* sums over the devices of a spread join */
+			sjgpu_eps_test_prep_steps(1, ms);
+			printf("BENCH prep steps (ms): norms %.1f, mean+max %.1f, seeds %.1f, assign+sort %.1f, "
+				   "reorder %.1f, fp16 %.1f, tile bounds %.1f\n",
+				   ms[0], ms[1], ms[2], ms[3], ms[4], ms[5], ms[6]);
+		}
 	}
 	if (sjgpu_eps_set_test_spread)
 		sjgpu_eps_set_test_spread(0);
+	if (steps_on)
+		sjgpu_eps_test_prep_steps(0, NULL);
 	flops = (double) L->n * L->n * ((L->dim + 31) / 32 * 32);
 	printf("BENCH gpu %s: best engine %.1f ms%s on %d device(s)%s; all-pairs filter equivalent %.1f TFLOP/s\n",
 		   name, best, ndevices > 0 ? " (wall)" : " (build + probe)",

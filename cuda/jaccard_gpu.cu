@@ -62,7 +62,9 @@
  *	  device index, so the automatic choice also falls back to it when no
  *	  index (or signature table) of the others fits the memory limit.
  *
- * Cost model.  From token counts over the distinct sets the host estimates
+ * Cost model.  From token counts over the distinct sets (counted on the
+ *	  device once the sets are uploaded; on the host where the device has
+ *	  no room for the three histograms) the host estimates
  *	  prefix: P = sum over probes of the index-list lengths of their probing
  *	          prefix tokens, each visit costing a positional check and maybe
  *	          a merge from global memory: cost P * (8 + avg |set| / 2);
@@ -145,6 +147,7 @@ namespace sjjaccard_gpu
  * per verification (0 = from the memory budget). */
 int			forced_strategy = 0;
 int			forced_sig_words = 0;
+bool		model_check = false;
 size_t		forced_coproc_candidates = 0;
 size_t		forced_coproc_records = 0;
 
@@ -156,8 +159,8 @@ size_t		forced_coproc_records = 0;
 thread_local double phase_ms[kPhases];
 
 /*
- * Set up the device half of a prepared join: upload the sets while the
- * cost model runs, then plan the memory.
+ * Set up the device half of a prepared join: upload the sets, count their
+ * tokens there for the cost model, then plan the memory.
  */
 JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 							 const SjJoinOptions *options, sjgpu::UnitClaim claim)
@@ -179,65 +182,18 @@ JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 	stream_.create();
 	kernel_timer_.create();
 	{
-		double		t1 = sj_now_ms();
-		double		upload_ms = 0;
-		std::exception_ptr upload_error;
+		double		t1 = sj_now_ms(),
+					t2;
 
-		/*
-		 * The sets go to the device (pageable copies: the host waits) while
-		 * the host threads compute the cost model.
-		 */
-		{
-			sigset_t	all,
-						old;
-
-			/* signals stay with the backend's main thread (sjthreads.c) */
-			sigfillset(&all);
-			pthread_sigmask(SIG_BLOCK, &all, &old);
-			std::thread uploader;
-
-			try
-			{
-				uploader = std::thread([&] {
-					try
-					{
-						double		t2 = sj_now_ms();
-
-						sjgpu::use_device(options->gpu_device);
-						upload_sets();
-						upload_ms = sj_now_ms() - t2;	/* phase_ms is per thread */
-					}
-					catch (...)
-					{
-						upload_error = std::current_exception();
-					}
-				});
-			}
-			catch (...)
-			{
-				pthread_sigmask(SIG_SETMASK, &old, nullptr);
-				throw;
-			}
-			pthread_sigmask(SIG_SETMASK, &old, nullptr);
-
-			try
-			{
-				double		t2 = sj_now_ms();
-
-				choose_strategy_shared();
-				phase_ms[kPhaseModel] = sj_now_ms() - t2;
-			}
-			catch (...)
-			{
-				uploader.join();
-				throw;
-			}
-			uploader.join();
-		}
-		if (upload_error)
-			std::rethrow_exception(upload_error);
+		/* the sets go to the device, whose token counts feed the cost model */
+		upload_sets();
+		upload_bounds();
+		SJGPU_CHECK(cudaStreamSynchronize(stream_.get()));
+		phase_ms[kPhaseUpload] = sj_now_ms() - t1;
+		t2 = sj_now_ms();
+		choose_strategy_shared();
+		phase_ms[kPhaseModel] = sj_now_ms() - t2;
 		phase_ms[kPhaseStrategy] = sj_now_ms() - t1;
-		phase_ms[kPhaseUpload] = upload_ms;
 		t1 = sj_now_ms();
 		plan_memory();
 		phase_ms[kPhaseMemory] = sj_now_ms() - t1;
@@ -270,6 +226,19 @@ const char *
 JaccardDevice::strategy_name() const
 {
 	return strategy_str_;
+}
+
+/* Copy the size bounds (minov_, minsize_, size_start_) to the device, once. */
+void
+JaccardDevice::upload_bounds()
+{
+	cudaStream_t s = stream_.get();
+
+	if (d_minov_.get())
+		return;
+	d_minov_ = upload(&budget_, minov_, (size_t) 2 * maxsize_ + 1, "bounds", s);
+	d_minsize_ = upload(&budget_, minsize_, (size_t) maxsize_ + 1, "bounds", s);
+	d_size_start_ = upload(&budget_, size_start_, (size_t) maxsize_ + 2, "bounds", s);
 }
 
 /* Copy the distinct sets and their member counts to the device. */
@@ -728,6 +697,17 @@ jaccard_source(void *ctx, const uint32_t **u, const uint32_t **v,
 	return sjgpu::guard(errmsg, [&] {
 		static_cast<JaccardDevice *>(ctx)->fetch(u, v, sim, n, count, exhausted);
 	});
+}
+
+/*
+ * Test hook (not in sjgpu.h): on != 0 makes every cost model count the
+ * tokens on the host too and fail the join (SJ_ERR_INTERNAL) where the
+ * device's counts differ.
+ */
+extern "C" void
+sjgpu_jaccard_set_test_model_check(int on)
+{
+	model_check = on != 0;
 }
 
 /*

@@ -84,6 +84,15 @@ enum class Strategy
  */
 extern int	forced_strategy;
 extern int	forced_sig_words;
+extern bool model_check;		/* test hook: the host recounts the model's tokens */
+
+/* The cost model's sums over all probes (jaccard_plan.cu). */
+struct ModelSums
+{
+	uint64_t	sp = 0;			/* prefix-block list entries visited */
+	uint64_t	sb = 0;			/* brute-force overlap list entries */
+	uint64_t	sr = 0;			/* candidates of the probes' size ranges */
+};
 extern size_t forced_coproc_candidates;
 extern size_t forced_coproc_records;
 
@@ -201,6 +210,10 @@ private:
 	void		upload_sets();
 	void		choose_strategy();
 	void		choose_strategy_shared();
+	void		host_counts(ModelSums *m);
+	bool		device_counts(ModelSums *m);
+	void		launch_model_counts(uint32_t *hist, unsigned long long *rt);
+	void		upload_bounds();
 	double		bitmap_pass_fraction() const;
 	double		coproc_candidate_fraction() const;
 	void		plan_memory();

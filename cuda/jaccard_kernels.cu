@@ -455,6 +455,60 @@ verify_kernel(ProbeArgs a, const uint64_t *cand)
 	dev_count_flush(a, local_count);
 }
 
+/*
+ * The cost model's token counts (jaccard_plan.cu): a thread a set adds its
+ * tokens to hist[0 .. u) (all), hist[u .. 2u) (its indexing prefix) and
+ * hist[2u .. 3u) (its probing prefix), u = universe + 1, and the sets of
+ * its size range before it to *rt.
+ */
+__global__ void
+model_counts_kernel(const uint64_t *off, const uint32_t *tok, uint32_t nsets, size_t ucnt,
+					const uint32_t *minov, const uint32_t *minsize, const uint32_t *size_start,
+					uint32_t *hist, unsigned long long *rt)
+{
+	uint32_t	stride = gridDim.x * blockDim.x;
+	unsigned long long r = 0;
+
+	for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < nsets; v += stride)
+	{
+		uint64_t	b = off[v];
+		uint32_t	len = (uint32_t) (off[v + 1] - b);
+		uint32_t	ip = sj_jaccard_index_prefix(minov, len);
+		uint32_t	pl = sj_jaccard_probe_prefix(minov, minsize, len);
+		uint32_t	lo = size_start[minsize[len]];
+
+		for (uint32_t i = 0; i < len; i++)
+		{
+			uint32_t	t = tok[b + i];
+
+			atomicAdd(hist + t, 1u);
+			if (i < ip)
+				atomicAdd(hist + ucnt + t, 1u);
+			if (i < pl)
+				atomicAdd(hist + 2 * ucnt + t, 1u);
+		}
+		if (v > lo)
+			r += v - lo;
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		r += __shfl_xor_sync(0xffffffffu, r, o);
+	if ((threadIdx.x & 31) == 0 && r)
+		atomicAdd(rt, r);
+}
+
+/* The token counts of the cost model into hist (zeroed) and rt (zeroed). */
+void
+JaccardDevice::launch_model_counts(uint32_t *hist, unsigned long long *rt)
+{
+	int			grid = (int) std::min<uint64_t>(div_up<uint64_t>(nsets_, kBlock),
+												 (uint64_t) sms_ * 32);
+
+	model_counts_kernel<<<std::max(grid, 1), kBlock, 0, stream_.get()>>>(
+		d_off_.get(), d_tok_.get(), nsets_, (size_t) universe_ + 1, d_minov_.get(),
+		d_minsize_.get(), d_size_start_.get(), hist, rt);
+	SJGPU_CHECK_LAUNCH("model_counts_kernel");
+}
+
 /* Build the inverted index of candidate sets [v0, v1) with CUB. */
 void
 JaccardDevice::build_index(uint32_t v0, uint32_t v1)

@@ -1,8 +1,8 @@
 /*
  * jaccard_plan.cu
- *		The GPU jaccard engine's host-side planning: the cost model that
- *		picks a strategy (prefix-block, brute force, bitmap or
- *		co-processing, from token counts and sampled filter rates) and the
+ *		The GPU jaccard engine's planning: the cost model that picks a
+ *		strategy (prefix-block, brute force, bitmap or co-processing, from
+ *		token counts taken on the device and sampled filter rates) and the
  *		memory plan (output buffer, index partitions, co-processing's
  *		batches) within the join's device budget; then the per-probe work
  *		estimates that size the chunks.  See the header of jaccard_gpu.cu.
@@ -100,117 +100,195 @@ JaccardDevice::choose_strategy_shared()
 	}
 }
 
+/*
+ * The cost model's token counts on the host: one pass over the distinct
+ * sets' tokens, in parallel: private histograms over ranges of sets (as
+ * many as keep the histogram work within a quarter of the counting) of
+ * every token, of the indexing prefixes' and of the probing prefixes'
+ * tokens, summed by token range.  The model's sums follow from them
+ * without a second pass: a probe visits cnt_all_[t] lists entries for each
+ * of its tokens t, so over all probes sb = sum of cnt_all_[t]^2, and sp =
+ * sum of cnt_idx_[t] times the probing prefixes holding t (integers, so
+ * exactly the sums over the probes); sr sums the candidates of every
+ * probe's size range.  Sets cnt_all_ and cnt_idx_.
+ */
+void
+JaccardDevice::host_counts(ModelSums *m)
+{
+	uint64_t	total = off_[nsets_];
+	size_t		ucnt = (size_t) universe_ + 1;
+	int			parts = (int) std::max<uint64_t>(1, std::min<uint64_t>(threads_,
+																		  total / (4 * ucnt)));
+	std::vector<std::vector<uint32_t>> hist(parts);
+	std::vector<uint64_t> rpart(parts, 0),
+				ppart(parts, 0),
+				bpart(parts, 0);
+	std::atomic<bool> short_of_memory(false);
+	auto		count = [&](uint64_t part) {
+		/* each thread clears its own (fresh pages: in parallel); no throwing here */
+		try
+		{
+			hist[part].assign(3 * ucnt, 0);
+		}
+		catch (const std::bad_alloc &)
+		{
+			short_of_memory = true;
+			return;
+		}
+
+		uint32_t   *all = hist[part].data(),
+				   *idx = all + ucnt,
+				   *prb = idx + ucnt;
+		uint32_t	v0 = (uint32_t) ((uint64_t) nsets_ * part / parts),
+					v1 = (uint32_t) ((uint64_t) nsets_ * (part + 1) / parts);
+		uint64_t	rt = 0;
+
+		for (uint32_t v = v0; v < v1; v++)
+		{
+			const uint32_t *t = tok_ + off_[v];
+			uint32_t	len = (uint32_t) (off_[v + 1] - off_[v]);
+			uint32_t	ip = sj_jaccard_index_prefix(minov_, len);
+			uint32_t	pl = sj_jaccard_probe_prefix(minov_, minsize_, len);
+			uint32_t	lo = size_start_[minsize_[len]];
+
+			for (uint32_t i = 0; i < len; i++)
+			{
+				all[t[i]]++;
+				if (i < ip)
+					idx[t[i]]++;
+				if (i < pl)
+					prb[t[i]]++;
+			}
+			if (v > lo)
+				rt += v - lo;
+		}
+		rpart[part] = rt;
+	};
+	auto		merge = [&](uint64_t task) {
+		size_t		k0 = ucnt * task / parts,
+					k1 = ucnt * (task + 1) / parts;
+		uint64_t	pt = 0,
+					bt = 0;
+
+		for (size_t k = k0; k < k1; k++)
+		{
+			uint32_t	a = 0,
+						b = 0,
+						c = 0;
+
+			for (int p = 0; p < parts; p++)
+			{
+				const uint32_t *h = hist[p].data();
+
+				a += h[k];
+				b += h[ucnt + k];
+				c += h[2 * ucnt + k];
+			}
+			cnt_all_[k] = a;
+			cnt_idx_[k] = b;
+			bt += (uint64_t) a * a;
+			pt += (uint64_t) b * c;
+		}
+		ppart[task] = pt;
+		bpart[task] = bt;
+	};
+
+	cnt_idx_.assign(ucnt, 0);
+	cnt_all_.assign(ucnt, 0);
+	parallel_for(threads_, parts, count);
+	if (short_of_memory)
+		throw std::bad_alloc();
+	parallel_for(threads_, parts, merge);
+	*m = ModelSums();
+	for (int k = 0; k < parts; k++)
+	{
+		m->sp += ppart[k];
+		m->sb += bpart[k];
+		m->sr += rpart[k];
+	}
+}
+
+/*
+ * The same counts on the device, from the uploaded sets (d_off_, d_tok_)
+ * and bounds: a thread a set adds its tokens to three histograms, then the
+ * host sums them (universe_ entries).  False where the device has no room
+ * for the histograms (the host then counts).
+ */
+bool
+JaccardDevice::device_counts(ModelSums *m)
+{
+	cudaStream_t s = stream_.get();
+	size_t		ucnt = (size_t) universe_ + 1;
+	std::vector<uint32_t> prb(ucnt);
+	DeviceBuffer<uint32_t> hist;
+	DeviceBuffer<unsigned long long> rt;
+	unsigned long long rsum = 0;
+
+	try
+	{
+		hist = DeviceBuffer<uint32_t>(&budget_, 3 * ucnt, "token counts");
+		rt = DeviceBuffer<unsigned long long>(&budget_, 1, "candidate count");
+	}
+	catch (const Error &e)
+	{
+		if (e.status() != SJ_ERR_DEVICE_NOMEM)
+			throw;
+		return false;
+	}
+	SJGPU_CHECK(cudaMemsetAsync(hist.get(), 0, 3 * ucnt * sizeof(uint32_t), s));
+	SJGPU_CHECK(cudaMemsetAsync(rt.get(), 0, sizeof(unsigned long long), s));
+	launch_model_counts(hist.get(), rt.get());
+	cnt_all_.resize(ucnt);
+	cnt_idx_.resize(ucnt);
+	SJGPU_CHECK(cudaMemcpyAsync(cnt_all_.data(), hist.get(), ucnt * sizeof(uint32_t),
+								cudaMemcpyDeviceToHost, s));
+	SJGPU_CHECK(cudaMemcpyAsync(cnt_idx_.data(), hist.get() + ucnt, ucnt * sizeof(uint32_t),
+								cudaMemcpyDeviceToHost, s));
+	SJGPU_CHECK(cudaMemcpyAsync(prb.data(), hist.get() + 2 * ucnt, ucnt * sizeof(uint32_t),
+								cudaMemcpyDeviceToHost, s));
+	SJGPU_CHECK(cudaMemcpyAsync(&rsum, rt.get(), sizeof(rsum), cudaMemcpyDeviceToHost, s));
+	SJGPU_CHECK(cudaStreamSynchronize(s));
+	*m = ModelSums();
+	m->sr = rsum;
+	for (size_t k = 0; k < ucnt; k++)
+	{
+		m->sb += (uint64_t) cnt_all_[k] * cnt_all_[k];
+		m->sp += (uint64_t) cnt_idx_[k] * prb[k];
+	}
+	return true;
+}
+
 /* The cost model of the file header. */
 void
 JaccardDevice::choose_strategy()
 {
-	double		sp = 0,
-				sb = 0,
-				sr = 0;
+	ModelSums	sums;
+	double		sp,
+				sb,
+				sr;
 
-	/*
-	 * One pass over the distinct sets' tokens, in parallel: private
-	 * histograms over ranges of sets (as many as keep the histogram work
-	 * within a quarter of the counting) of every token, of the indexing
-	 * prefixes' and of the probing prefixes' tokens, summed by token range.
-	 * The model's sums follow from them without a second pass: a probe
-	 * visits cnt_all_[t] lists entries for each of its tokens t, so over
-	 * all probes sb = sum of cnt_all_[t]^2, and sp = sum of cnt_idx_[t]
-	 * times the probing prefixes holding t (integers, so exactly the sums
-	 * over the probes).
-	 */
+	if (!device_counts(&sums))
+		host_counts(&sums);
+	else if (model_check)
 	{
-		uint64_t	total = off_[nsets_];
-		size_t		ucnt = (size_t) universe_ + 1;
-		int			parts = (int) std::max<uint64_t>(1, std::min<uint64_t>(threads_,
-																			  total / (4 * ucnt)));
-		std::vector<std::vector<uint32_t>> hist(parts);
-		std::vector<uint64_t> rpart(parts, 0),
-					ppart(parts, 0),
-					bpart(parts, 0);
-		std::atomic<bool> short_of_memory(false);
-		auto		count = [&](uint64_t part) {
-			/* each thread clears its own (fresh pages: in parallel); no throwing here */
-			try
-			{
-				hist[part].assign(3 * ucnt, 0);
-			}
-			catch (const std::bad_alloc &)
-			{
-				short_of_memory = true;
-				return;
-			}
+		/* test hook: the host's counts must be the device's */
+		std::vector<uint32_t> dall = cnt_all_,
+					didx = cnt_idx_;
+		ModelSums	h;
 
-			uint32_t   *all = hist[part].data(),
-					   *idx = all + ucnt,
-					   *prb = idx + ucnt;
-			uint32_t	v0 = (uint32_t) ((uint64_t) nsets_ * part / parts),
-						v1 = (uint32_t) ((uint64_t) nsets_ * (part + 1) / parts);
-			uint64_t	rt = 0;
-
-			for (uint32_t v = v0; v < v1; v++)
-			{
-				const uint32_t *t = tok_ + off_[v];
-				uint32_t	len = (uint32_t) (off_[v + 1] - off_[v]);
-				uint32_t	ip = sj_jaccard_index_prefix(minov_, len);
-				uint32_t	pl = sj_jaccard_probe_prefix(minov_, minsize_, len);
-				uint32_t	lo = size_start_[minsize_[len]];
-
-				for (uint32_t i = 0; i < len; i++)
-				{
-					all[t[i]]++;
-					if (i < ip)
-						idx[t[i]]++;
-					if (i < pl)
-						prb[t[i]]++;
-				}
-				if (v > lo)
-					rt += v - lo;
-			}
-			rpart[part] = rt;
-		};
-		auto		merge = [&](uint64_t task) {
-			size_t		k0 = ucnt * task / parts,
-						k1 = ucnt * (task + 1) / parts;
-			uint64_t	pt = 0,
-						bt = 0;
-
-			for (size_t k = k0; k < k1; k++)
-			{
-				uint32_t	a = 0,
-							b = 0,
-							c = 0;
-
-				for (int p = 0; p < parts; p++)
-				{
-					const uint32_t *h = hist[p].data();
-
-					a += h[k];
-					b += h[ucnt + k];
-					c += h[2 * ucnt + k];
-				}
-				cnt_all_[k] = a;
-				cnt_idx_[k] = b;
-				bt += (uint64_t) a * a;
-				pt += (uint64_t) b * c;
-			}
-			ppart[task] = pt;
-			bpart[task] = bt;
-		};
-
-		cnt_idx_.assign(ucnt, 0);
-		cnt_all_.assign(ucnt, 0);
-		parallel_for(threads_, parts, count);
-		if (short_of_memory)
-			throw std::bad_alloc();
-		parallel_for(threads_, parts, merge);
-		for (int k = 0; k < parts; k++)
-		{
-			sp += (double) ppart[k];
-			sb += (double) bpart[k];
-			sr += (double) rpart[k];
-		}
+		host_counts(&h);
+		if (h.sp != sums.sp || h.sb != sums.sb || h.sr != sums.sr || dall != cnt_all_ ||
+			didx != cnt_idx_)
+			throw Error(SJ_ERR_INTERNAL,
+						"jaccard_join: the device's token counts differ from the host's "
+						"(sp %llu/%llu, sb %llu/%llu, sr %llu/%llu)",
+						(unsigned long long) sums.sp, (unsigned long long) h.sp,
+						(unsigned long long) sums.sb, (unsigned long long) h.sb,
+						(unsigned long long) sums.sr, (unsigned long long) h.sr);
 	}
+	sp = (double) sums.sp;
+	sb = (double) sums.sb;
+	sr = (double) sums.sr;
 
 	/* bitmap signatures: enough bits for the universe, at most 2048 */
 	sig_words_ = 1;
@@ -373,9 +451,7 @@ JaccardDevice::plan_memory()
 	cudaStream_t s = stream_.get();
 	uint64_t	max_one = 0;
 
-	d_minov_ = upload(&budget_, minov_, (size_t) 2 * maxsize_ + 1, "bounds", s);
-	d_minsize_ = upload(&budget_, minsize_, (size_t) maxsize_ + 1, "bounds", s);
-	d_size_start_ = upload(&budget_, size_start_, (size_t) maxsize_ + 2, "bounds", s);
+	upload_bounds();
 	d_counter_ = DeviceBuffer<unsigned long long>(&budget_, 2, "result counter");
 	h_counter_.allocate(2);
 	if (strategy_ == Strategy::Coproc)

@@ -58,6 +58,9 @@ SJ_TEST(jaccard_gpu_vs_cpu)
 		sj_test_skip("no usable GPU");
 		return;
 	}
+	/* every cost model here also counts its tokens on the host: the same counts */
+	if (sjgpu_jaccard_set_test_model_check)
+		sjgpu_jaccard_set_test_model_check(1);
 	for (s = 0; s < TJ_NSHAPES; s++)
 	{
 		TjShape		sh = tj_shapes[s];
@@ -87,6 +90,8 @@ SJ_TEST(jaccard_gpu_vs_cpu)
 		tj_free(&L);
 		tj_free(&R);
 	}
+	if (sjgpu_jaccard_set_test_model_check)
+		sjgpu_jaccard_set_test_model_check(0);
 }
 
 /*

@@ -35,6 +35,8 @@ extern SjStatus sjgpu_jaccard_test_prepare(const SjSets *left, const SjSets *rig
 										   double threshold, const SjJoinOptions *options,
 										   SjJaccardJoin **join, int *on_device,
 										   char *errmsg);
+#pragma weak sjgpu_jaccard_set_test_model_check
+extern void sjgpu_jaccard_set_test_model_check(int on);
 #pragma weak sjgpu_jaccard_set_test_coproc
 extern void sjgpu_jaccard_set_test_coproc(size_t candidates, size_t records);
 

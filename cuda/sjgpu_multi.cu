@@ -62,7 +62,8 @@ struct Worker
 				at_ended = 0.0,
 				waited_ms = 0.0,
 				alloc_begin_ms = 0.0,	/* cudaMalloc/cudaFree in its begin */
-				alloc_ms = 0.0;	/* ... in all its joins */
+				alloc_ms = 0.0,	/* ... until its last join was done */
+				alloc_end_ms = 0.0;	/* ... until its thread ended (frees included) */
 };
 
 class MultiJoin
@@ -306,6 +307,7 @@ worker_main(void *arg)
 	{
 		std::lock_guard<std::mutex> lk(m->mu);
 
+		w->alloc_end_ms = alloc_ms;
 		w->at_ended = now_ms();	/* its last piece's join has ended */
 		m->running--;
 		m->cv_main.notify_all();
@@ -1159,11 +1161,12 @@ multi_end(MultiJoin *m) noexcept
 			if (len >= 0 && (size_t) len < sizeof(last_trace))
 				len += snprintf(last_trace + len, sizeof(last_trace) - len,
 								"; gpu%d thread %.1f begun %.1f done %.1f ended %.1f waited %.1f"
-								" (alloc %.1f in begin, %.1f to done; transfer %.1f build %.1f)",
+								" (alloc %.1f in begin, %.1f to done, %.1f to end; transfer %.1f build %.1f)",
 								w->ordinal, w->at_thread - m->at_created,
 								w->at_begun - m->at_created, w->at_done - m->at_created,
 								w->at_ended - m->at_created, w->waited_ms,
-								w->alloc_begin_ms, w->alloc_ms, w->t.transfer_ms, w->t.build_ms);
+								w->alloc_begin_ms, w->alloc_ms, w->alloc_end_ms,
+								w->t.transfer_ms, w->t.build_ms);
 	}
 	delete m;
 }

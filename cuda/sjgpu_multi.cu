@@ -560,18 +560,15 @@ multi_timings(const MultiJoin *m, SjTimings *t)
  * The operators' pieces: each a one-device join through the C boundary
  * ------------------------------------------------------------------------ */
 
-long long
-SharedUnits::claim(int worker, size_t task, uint32_t n, uint64_t digest)
+/*
+ * The next unit of t, cut into n units with digest by the caller (the
+ * first caller fixes both; another cut throws, naming it `what` id); -1
+ * when every unit is taken.  Counts it in *taken (caller holds mu_).
+ */
+static long long
+next_unit(SharedUnits::Task *t, uint32_t n, uint64_t digest, uint64_t *taken,
+		  const char *what, long long id)
 {
-	std::lock_guard<std::mutex> lk(mu_);
-	Task	   *t;
-
-	if (cancelled_)
-		return -1;
-
-	if (tasks_.size() <= task)
-		tasks_.resize(task + 1);
-	t = &tasks_[task];
 	if (t->n < 0)
 	{
 		t->n = n;
@@ -579,13 +576,27 @@ SharedUnits::claim(int worker, size_t task, uint32_t n, uint64_t digest)
 	}
 	else if (t->n != (long long) n || t->digest != digest)
 		throw Error(SJ_ERR_INTERNAL,
-					"the devices of a spread join planned task %zu differently (%u units, not %lld)",
-					task, n, t->n);
+					"the devices of a spread join cut %s %lld differently (%u units, not %lld)",
+					what, id, n, t->n);
 	if (t->next >= n)
 		return -1;
-	if (worker >= 0 && (size_t) worker < taken_.size())
-		taken_[worker]++;
+	if (taken)
+		(*taken)++;
 	return t->next++;
+}
+
+long long
+SharedUnits::claim(int worker, size_t task, uint32_t n, uint64_t digest)
+{
+	std::lock_guard<std::mutex> lk(mu_);
+
+	if (cancelled_)
+		return -1;
+	if (tasks_.size() <= task)
+		tasks_.resize(task + 1);
+	return next_unit(&tasks_[task], n, digest,
+					 worker >= 0 && (size_t) worker < taken_.size() ? &taken_[worker] : nullptr,
+					 "task", (long long) task);
 }
 
 bool
@@ -620,21 +631,14 @@ long long
 SharedUnits::job_unit(int worker, int job, uint32_t n)
 {
 	std::lock_guard<std::mutex> lk(mu_);
-	Task	   *t = &jobs_[job];	/* std::map: stays valid */
 
 	if (cancelled_)
 		return -1;
-	if (t->n < 0)
-		t->n = n;
-	else if (t->n != (long long) n)
-		throw Error(SJ_ERR_INTERNAL,
-					"the devices of a spread join cut job %d differently (%u units, not %lld)",
-					job, n, t->n);
-	if (t->next >= n)
-		return -1;
-	if (worker >= 0 && (size_t) worker < job_taken_.size())
-		job_taken_[worker]++;
-	return t->next++;
+	/* std::map: the entry stays where it is */
+	return next_unit(&jobs_[job], n, 0,
+					 worker >= 0 && (size_t) worker < job_taken_.size() ? &job_taken_[worker]
+					 : nullptr,
+					 "job", job);
 }
 
 std::shared_ptr<void>

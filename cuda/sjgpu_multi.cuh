@@ -162,13 +162,15 @@ public:
 	uint64_t	taken(int worker) const;
 	uint64_t	taken_all() const;
 
-private:
+	/* A task's or job's units: how many, the plan's digest, the next one. */
 	struct Task
 	{
 		long long	n = -1;
 		uint64_t	digest = 0;
 		uint32_t	next = 0;
 	};
+
+private:
 
 	/* One value shared by the devices (shared()). */
 	struct Shared

@@ -219,6 +219,8 @@ JaccardDevice::~JaccardDevice()
 	/* a chunk may still run: let it finish before its buffers go */
 	if (stream_.get())
 		(void) cudaStreamSynchronize(stream_.get());
+	if (stream2_.get())
+		(void) cudaStreamSynchronize(stream2_.get());
 }
 
 /* The strategy's name for EXPLAIN and SjTimings. */
@@ -254,20 +256,41 @@ JaccardDevice::upload_sets()
 		d_wr_ = upload(&budget_, wr_, nsets_, "member counts", s);
 }
 
-/*
- * Start the next piece of work: a split piece after an overflow, else the
- * next chunk of probes of this partition, else the next partition.
- * Returns false when the join is finished.
- */
+/* Start the next piece of work (next_work); false when the join has no more. */
 bool
 JaccardDevice::launch_next()
 {
+	Work		w;
+
+	if (!next_work(&w))
+		return false;
+	launch(w);
+	return true;
+}
+
+/* Wait for the chunks in flight (their counters stay to be read). */
+void
+JaccardDevice::drain()
+{
+	if (inflight_)
+		stream_.synchronize();
+	if (inflight2_)
+		stream2_.synchronize();
+}
+
+/*
+ * The next piece of work: a split piece after an overflow, else the next
+ * chunk of probes of this partition, else the next partition (whose index
+ * is built once the chunks in flight, which read the last one, are done).
+ * Returns false when the join has no more.
+ */
+bool
+JaccardDevice::next_work(Work *out)
+{
 	if (!stack_.empty())
 	{
-		Work		w = stack_.back();
-
+		*out = stack_.back();
 		stack_.pop_back();
-		launch(w);
 		return true;
 	}
 	for (;;)
@@ -287,6 +310,7 @@ JaccardDevice::launch_next()
 		{
 			double		t1 = sj_now_ms();
 
+			drain();
 			build_index(p->v0, p->v1);
 			phase_ms[kPhaseIndex] += sj_now_ms() - t1;
 			t1 = sj_now_ms();
@@ -334,7 +358,7 @@ JaccardDevice::launch_next()
 		u1 = std::max(u1, u0 + 1);
 		u1 = std::min(u1, unit_end_);
 		next_u_ = u1;
-		launch(Work {u0, u1, p.v0, p.v1});
+		*out = Work {u0, u1, p.v0, p.v1};
 	}
 	return true;
 }
@@ -407,6 +431,11 @@ JaccardDevice::fetch(const uint32_t **u, const uint32_t **v, const double **sim,
 			return;
 		}
 		fetch_coproc(n, count, exhausted);
+		return;
+	}
+	if (count_only_)
+	{
+		fetch_counts(count, exhausted);
 		return;
 	}
 	for (;;)
@@ -565,6 +594,86 @@ JaccardDevice::take_records(unsigned long long nrec, size_t *n, uint64_t *count)
 		transfer_ms_ += sj_now_ms() - t0;
 	}
 	*n = (size_t) nrec;
+}
+
+/*
+ * The count form's record source: two chunks in flight, one on each
+ * stream, so that the device starts the next chunk while the last warps
+ * of the one before finish; each call waits for the oldest, hands its
+ * count over and launches the next chunk in its slot.
+ */
+void
+JaccardDevice::fetch_counts(uint64_t *count, int *exhausted)
+{
+	Work		w;
+	int			slot;
+	double		ms;
+	uint64_t	work;
+
+	if (!stream2_.get())
+	{
+		stream2_.create();
+		kernel_timer2_.create();
+		d_counter2_ = DeviceBuffer<unsigned long long>(&budget_, 2, "result counter");
+		h_counter2_.allocate(2);
+	}
+	while (!launched_all_ && order_.size() < 2)
+	{
+		if (!next_work(&w))
+		{
+			launched_all_ = true;
+			break;
+		}
+		slot = inflight_ ? 1 : 0;
+		launch(w, slot);
+		order_.push_back(slot);
+	}
+	if (order_.empty())
+	{
+		*exhausted = 1;
+		return;
+	}
+	slot = order_.front();
+	order_.pop_front();
+	{
+		double		t1 = sj_now_ms();
+
+		if (slot)
+			stream2_.synchronize();
+		else
+			stream_.synchronize();
+		phase_ms[kPhaseWait] += sj_now_ms() - t1;
+	}
+	ms = slot ? kernel_timer2_.elapsed_ms() : kernel_timer_.elapsed_ms();
+	work = slot ? cur_work2_ : cur_work_;
+	*count = slot ? h_counter2_.get()[1] : h_counter_.get()[1];
+	if (slot)
+		inflight2_ = false;
+	else
+		inflight_ = false;
+
+	/* adapt the chunk size to the measured time (two run at once: each twice) */
+	if (work > 0)
+	{
+		double		want = ms > 0.5 ? (double) work / ms * kChunkMs * 2.0 : target_work_ * 4;
+
+		want = std::min(target_work_ * 4, std::max(target_work_ / 4, want));
+		target_work_ = std::max(1024.0, want);
+	}
+
+	/* the freed slot takes the next chunk */
+	if (!launched_all_)
+	{
+		if (next_work(&w))
+		{
+			launch(w, slot);
+			order_.push_back(slot);
+		}
+		else
+			launched_all_ = true;
+	}
+	if (launched_all_ && order_.empty())
+		*exhausted = 1;
 }
 
 /* Co-processing's record source: the next verified batch of candidates. */

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <new>
 #include <vector>
 
@@ -224,9 +225,12 @@ private:
 	void		build_index(uint32_t v0, uint32_t v1);
 	void		estimate_work();
 	bool		launch_next();
+	bool		next_work(Work *w);
+	void		drain();
+	void		fetch_counts(uint64_t *count, int *exhausted);
 	void		plan_units();
 	ProbeArgs	probe_args(const Work &w) const;
-	void		launch(const Work &w);
+	void		launch(const Work &w, int slot = 0);
 	uint32_t	entries_of(uint32_t v) const;
 	void		take_records(unsigned long long nrec, size_t *n, uint64_t *count);
 
@@ -326,6 +330,22 @@ private:
 	uint64_t	cur_work_ = 0;
 	double		target_work_ = (double) ((uint64_t) 1 << 24);
 	double		records_per_work_ = 0.0;
+
+	/*
+	 * count_only: a second chunk in flight on a stream of its own (slot 1;
+	 * slot 0 is stream_, d_counter_, h_counter_, kernel_timer_, cur_ and
+	 * inflight_), so that one kernel's last warps overlap the next one's
+	 * first; order_ has the slots in flight, oldest first.
+	 */
+	sjgpu::Stream stream2_;
+	sjgpu::EventTimer kernel_timer2_;
+	DeviceBuffer<unsigned long long> d_counter2_;
+	PinnedBuffer<unsigned long long> h_counter2_;
+	bool		inflight2_ = false;
+	Work		cur2_ = {0, 0, 0, 0};
+	uint64_t	cur_work2_ = 0;
+	std::deque<int> order_;
+	bool		launched_all_ = false;
 
 	/* timings */
 	double		build_ms_ = 0.0;

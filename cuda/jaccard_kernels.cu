@@ -622,15 +622,21 @@ JaccardDevice::probe_args(const Work &w) const
 	return a;
 }
 
-/* Launch one piece of work (asynchronously; counter copied back after it). */
+/*
+ * Launch one piece of work (asynchronously; counter copied back after it)
+ * in slot 0 (stream_) or, count_only, slot 1 (stream2_; fetch_counts).
+ */
 void
-JaccardDevice::launch(const Work &w)
+JaccardDevice::launch(const Work &w, int slot)
 {
-	cudaStream_t s = stream_.get();
+	cudaStream_t s = slot ? stream2_.get() : stream_.get();
 	ProbeArgs	a = probe_args(w);
+	unsigned long long *counter = slot ? d_counter2_.get() : d_counter_.get();
+	sjgpu::EventTimer &timer = slot ? kernel_timer2_ : kernel_timer_;
 
-	SJGPU_CHECK(cudaMemsetAsync(d_counter_.get(), 0, 2 * sizeof(unsigned long long), s));
-	kernel_timer_.start(s);
+	a.counter = counter;
+	SJGPU_CHECK(cudaMemsetAsync(counter, 0, 2 * sizeof(unsigned long long), s));
+	timer.start(s);
 	if (strategy_ == Strategy::Prefix)
 	{
 		uint32_t	warps_per_block = kBlock / kWarp;
@@ -656,13 +662,22 @@ JaccardDevice::launch(const Work &w)
 		brute_probe_kernel<<<grid, kBlock, 0, s>>>(a);
 		SJGPU_CHECK_LAUNCH("brute_probe_kernel");
 	}
-	kernel_timer_.stop(s);
-	SJGPU_CHECK(cudaMemcpyAsync(h_counter_.get(), d_counter_.get(),
+	timer.stop(s);
+	SJGPU_CHECK(cudaMemcpyAsync(slot ? h_counter2_.get() : h_counter_.get(), counter,
 								2 * sizeof(unsigned long long),
 								cudaMemcpyDeviceToHost, s));
-	cur_ = w;
-	cur_work_ = work_prefix_[w.u1] - work_prefix_[w.u0];
-	inflight_ = true;
+	if (slot)
+	{
+		cur2_ = w;
+		cur_work2_ = work_prefix_[w.u1] - work_prefix_[w.u0];
+		inflight2_ = true;
+	}
+	else
+	{
+		cur_ = w;
+		cur_work_ = work_prefix_[w.u1] - work_prefix_[w.u0];
+		inflight_ = true;
+	}
 }
 
 /*

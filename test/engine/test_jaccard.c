@@ -573,6 +573,15 @@ tj_group_claim(void *ctx, uint32_t nunits)
 	return c->next < (long long) nunits ? c->next++ : -1;
 }
 
+/* A group claim that fails, as a spread join's would where its devices disagreed. */
+static long long
+tj_group_claim_fails(void *ctx, uint32_t nunits)
+{
+	(void) ctx;
+	(void) nunits;
+	return -2;
+}
+
 /*
  * The pairs inside groups of identical sets shared by several handles of
  * one join (as the devices of a spread join share them,
@@ -580,7 +589,8 @@ tj_group_claim(void *ctx, uint32_t nunits)
  * batches (a group's pairs cut mid-way), 1 to 64 ranges.  Every handle
  * gives all pairs of distinct sets (similarity below 1: each probes the
  * whole join here), and the pairs of similarity 1, from groups, come from
- * exactly one handle each; counted, the handles' counts add up alike.
+ * exactly one handle each; counted, the handles' counts add up alike.  A
+ * claim that fails fails the join.
  */
 SJ_TEST(jaccard_cpu_shared_groups)
 {
@@ -698,4 +708,31 @@ SJ_TEST(jaccard_cpu_shared_groups)
 	free(want.p);
 	free(want_lt.p);
 	free(want_eq.p);
+
+	/* a claim that fails (the devices cut the groups differently) fails the join */
+	{
+		TjShape		sh = tj_shapes[3];	/* heavy duplication */
+		TjSets		L;
+		SjSets		lv;
+		SjJoinOptions o = tj_options(2, 0, 0);
+		SjJaccardJoin *h = NULL;
+		char		err[SJ_ERRMSG_LEN] = "";
+		SjStatus	st = SJ_OK;
+		int			done = 0;
+
+		tj_generate(&L, &sh, 0, sh.universe, &r);
+		lv = tj_view(&L);
+		SJ_CHECK(sj_jaccard_cpu_begin(&lv, NULL, 0.5, &o, &h, err) == SJ_OK, "%s", err);
+		sj_jaccard_share_groups(h, tj_group_claim_fails, NULL, 4);
+		while (!done && st == SJ_OK)
+		{
+			SjPairBatch b;
+
+			st = sj_jaccard_cpu_next(h, &b, &done, err);
+		}
+		SJ_CHECK(st == SJ_ERR_INTERNAL && strstr(err, "pairs inside groups") != NULL,
+				 "a failed group claim: status %d, \"%s\"", st, err);
+		sj_jaccard_cpu_end(h);
+		tj_free(&L);
+	}
 }

@@ -312,6 +312,11 @@ JaccardDevice::next_work(Work *out)
 
 			drain();
 			build_index(p->v0, p->v1);
+			/*
+			 * the count form's second stream reads the index and the
+			 * bitmap signatures that this stream built: they must be done
+			 */
+			stream_.synchronize();
 			phase_ms[kPhaseIndex] += sj_now_ms() - t1;
 			t1 = sj_now_ms();
 			estimate_work();
@@ -779,8 +784,9 @@ struct SjGpuJaccardJoin
 
 /*
  * Group claim callback of the host handle (spread): the next range of the
- * pairs inside groups; -1 when none is left, -2 where the devices cut
- * them differently (an internal error: the join fails).
+ * pairs inside groups; -1 when none is left, -3 out of host memory, -2
+ * where the devices cut them differently (an internal error: the join
+ * fails).
  */
 static long long
 group_claim(void *ctx, uint32_t nunits)
@@ -790,6 +796,10 @@ group_claim(void *ctx, uint32_t nunits)
 	try
 	{
 		return c->units->job_unit(c->worker, kJobGroups, nunits);
+	}
+	catch (const std::bad_alloc &)
+	{
+		return -3;
 	}
 	catch (...)
 	{

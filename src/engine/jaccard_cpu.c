@@ -326,6 +326,8 @@ jc_next_groups(SjJaccardJoin *j)
 			j->gcuts[k++] = j->nsets;
 	}
 	u = j->group_claim(j->group_ctx, j->ngroup_units);
+	if (u == -3)
+		return -1;
 	if (u < -1 || u >= (long long) j->ngroup_units)
 		return -2;
 	if (u < 0)

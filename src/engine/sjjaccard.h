@@ -160,8 +160,8 @@ extern void sj_jaccard_set_source(SjJaccardJoin *j, SjJaccardSource source,
  * of a spread join: they are cut into nunits ranges of the distinct sets
  * of about equal pairs (the same on every device), and this join emits
  * (or counts) the ranges claim(ctx, nunits) hands it, until it returns -1
- * (less than -1: an error, the join fails).  Every range must go to exactly
- * one of the joins.
+ * (-3: out of memory; another value below -1: an internal error; the join
+ * fails).  Every range must go to exactly one of the joins.
  */
 typedef long long (*SjJaccardGroupClaim) (void *ctx, uint32_t nunits);
 extern void sj_jaccard_share_groups(SjJaccardJoin *j, SjJaccardGroupClaim claim,

@@ -573,13 +573,15 @@ tj_group_claim(void *ctx, uint32_t nunits)
 	return c->next < (long long) nunits ? c->next++ : -1;
 }
 
-/* A group claim that fails, as a spread join's would where its devices disagreed. */
+/*
+ * A group claim that fails, as a spread join's would where its devices
+ * disagreed (-2) or its host ran out of memory (-3): *ctx says which.
+ */
 static long long
 tj_group_claim_fails(void *ctx, uint32_t nunits)
 {
-	(void) ctx;
 	(void) nunits;
-	return -2;
+	return *(const long long *) ctx;
 }
 
 /*
@@ -709,8 +711,14 @@ SJ_TEST(jaccard_cpu_shared_groups)
 	free(want_lt.p);
 	free(want_eq.p);
 
-	/* a claim that fails (the devices cut the groups differently) fails the join */
+	/*
+	 * a claim that fails fails the join: the devices cut the groups
+	 * differently (internal), or out of memory
+	 */
+	for (int k = 0; k < 2; k++)
 	{
+		static const long long why[] = {-2, -3};
+		static const SjStatus want_st[] = {SJ_ERR_INTERNAL, SJ_ERR_NOMEM};
 		TjShape		sh = tj_shapes[3];	/* heavy duplication */
 		TjSets		L;
 		SjSets		lv;
@@ -723,15 +731,15 @@ SJ_TEST(jaccard_cpu_shared_groups)
 		tj_generate(&L, &sh, 0, sh.universe, &r);
 		lv = tj_view(&L);
 		SJ_CHECK(sj_jaccard_cpu_begin(&lv, NULL, 0.5, &o, &h, err) == SJ_OK, "%s", err);
-		sj_jaccard_share_groups(h, tj_group_claim_fails, NULL, 4);
+		sj_jaccard_share_groups(h, tj_group_claim_fails, (void *) &why[k], 4);
 		while (!done && st == SJ_OK)
 		{
 			SjPairBatch b;
 
 			st = sj_jaccard_cpu_next(h, &b, &done, err);
 		}
-		SJ_CHECK(st == SJ_ERR_INTERNAL && strstr(err, "pairs inside groups") != NULL,
-				 "a failed group claim: status %d, \"%s\"", st, err);
+		SJ_CHECK(st == want_st[k] && (k == 1 || strstr(err, "pairs inside groups") != NULL),
+				 "a group claim failing with %lld: status %d, \"%s\"", why[k], st, err);
 		sj_jaccard_cpu_end(h);
 		tj_free(&L);
 	}

@@ -124,15 +124,11 @@
  * the kernels and their launches; jaccard_gpu.cuh the class for the three.
  * The pair rules shared with the CPU engine are in src/engine/sjjrules.h.
  */
-#include <pthread.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <exception>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "jaccard_gpu.cuh"
@@ -230,14 +226,12 @@ JaccardDevice::strategy_name() const
 	return strategy_str_;
 }
 
-/* Copy the size bounds (minov_, minsize_, size_start_) to the device, once. */
+/* Copy the size bounds (minov_, minsize_, size_start_) to the device. */
 void
 JaccardDevice::upload_bounds()
 {
 	cudaStream_t s = stream_.get();
 
-	if (d_minov_.get())
-		return;
 	d_minov_ = upload(&budget_, minov_, (size_t) 2 * maxsize_ + 1, "bounds", s);
 	d_minsize_ = upload(&budget_, minsize_, (size_t) maxsize_ + 1, "bounds", s);
 	d_size_start_ = upload(&budget_, size_start_, (size_t) maxsize_ + 2, "bounds", s);
@@ -490,11 +484,7 @@ JaccardDevice::fetch(const uint32_t **u, const uint32_t **v, const double **sim,
 		/* adapt the chunk size to the measured time and result density */
 		if (cur_work_ > 0 && stack_.empty())
 		{
-			double		want = ms > 0.5 ? (double) cur_work_ / ms * kChunkMs
-				: target_work_ * 4;
-
-			want = std::min(target_work_ * 4, std::max(target_work_ / 4, want));
-			target_work_ = std::max(1024.0, want);
+			adapt_target(cur_work_, ms, kChunkMs);
 			if (!count_only_)
 				records_per_work_ = std::max(records_per_work_ * 0.5,
 											 (double) nrec / cur_work_);
@@ -602,6 +592,20 @@ JaccardDevice::take_records(unsigned long long nrec, size_t *n, uint64_t *count)
 }
 
 /*
+ * Size the next chunks from the last: work units that ran ms, so that a
+ * chunk takes about chunk_ms (at most 4 times, at least a quarter of, the
+ * current target; no less than 1,024 units).
+ */
+void
+JaccardDevice::adapt_target(uint64_t work, double ms, double chunk_ms)
+{
+	double		want = ms > 0.5 ? (double) work / ms * chunk_ms : target_work_ * 4;
+
+	want = std::min(target_work_ * 4, std::max(target_work_ / 4, want));
+	target_work_ = std::max(1024.0, want);
+}
+
+/*
  * The count form's record source: two chunks in flight, one on each
  * stream, so that the device starts the next chunk while the last warps
  * of the one before finish; each call waits for the oldest, hands its
@@ -659,12 +663,7 @@ JaccardDevice::fetch_counts(uint64_t *count, int *exhausted)
 
 	/* adapt the chunk size to the measured time (two run at once: each twice) */
 	if (work > 0)
-	{
-		double		want = ms > 0.5 ? (double) work / ms * kChunkMs * 2.0 : target_work_ * 4;
-
-		want = std::min(target_work_ * 4, std::max(target_work_ / 4, want));
-		target_work_ = std::max(1024.0, want);
-	}
+		adapt_target(work, ms, kChunkMs * 2.0);
 
 	/* the freed slot takes the next chunk */
 	if (!launched_all_)

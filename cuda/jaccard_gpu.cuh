@@ -228,6 +228,7 @@ private:
 	bool		next_work(Work *w);
 	void		drain();
 	void		fetch_counts(uint64_t *count, int *exhausted);
+	void		adapt_target(uint64_t work, double ms, double chunk_ms);
 	void		plan_units();
 	ProbeArgs	probe_args(const Work &w) const;
 	void		launch(const Work &w, int slot = 0);

@@ -442,8 +442,9 @@ JaccardDevice::coproc_candidate_fraction() const
 }
 
 /*
- * Upload the resident data, size the output buffer, and cut the candidate
- * sets into index partitions that fit what is left of the budget.
+ * With the resident data on the device (upload_sets, upload_bounds): size
+ * the output buffer, and cut the candidate sets into index partitions that
+ * fit what is left of the budget.
  */
 void
 JaccardDevice::plan_memory()
@@ -451,7 +452,6 @@ JaccardDevice::plan_memory()
 	cudaStream_t s = stream_.get();
 	uint64_t	max_one = 0;
 
-	upload_bounds();
 	d_counter_ = DeviceBuffer<unsigned long long>(&budget_, 2, "result counter");
 	h_counter_.allocate(2);
 	if (strategy_ == Strategy::Coproc)

@@ -18,6 +18,27 @@
 
 #include "sjengine.h"
 
+/*
+ * Test hooks of the GPU engine that several test files use (cuda/; absent
+ * from CPU-only builds: weak, NULL there).  Each file declares its own others.
+ */
+#pragma weak sjgpu_eps_set_test_strategy
+extern void sjgpu_eps_set_test_strategy(int strategy);
+#pragma weak sjgpu_eps_set_test_pruning
+extern void sjgpu_eps_set_test_pruning(int on);
+#pragma weak sjgpu_eps_set_test_spread
+extern void sjgpu_eps_set_test_spread(int always);
+#pragma weak sjgpu_jaccard_set_test_spread
+extern void sjgpu_jaccard_set_test_spread(int always);
+#pragma weak sjgpu_jaccard_set_test_strategy
+extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
+#pragma weak sjgpu_set_test_upload_chunk
+extern void sjgpu_set_test_upload_chunk(long chunk);
+#pragma weak sjgpu_set_test_stage_threads
+extern void sjgpu_set_test_stage_threads(int threads);
+#pragma weak sjgpu_multi_test_trace
+extern void sjgpu_multi_test_trace(char *buf, size_t len);
+
 typedef void (*SjTestFn) (int *failed);
 
 extern void sj_test_register(const char *name, SjTestFn fn);

@@ -34,20 +34,8 @@
 #pragma weak sj_eps_cpu_begin
 #pragma weak sj_eps_cpu_next
 #pragma weak sj_eps_cpu_end
-#pragma weak sjgpu_eps_set_test_strategy
 #pragma weak sjgpu_eps_set_test_segment_work
-#pragma weak sjgpu_eps_set_test_pruning
-#pragma weak sjgpu_eps_set_test_spread
-#pragma weak sjgpu_set_test_upload_chunk
-extern void sjgpu_eps_set_test_strategy(int strategy);
 extern void sjgpu_eps_set_test_segment_work(double units);
-extern void sjgpu_eps_set_test_pruning(int on);
-extern void sjgpu_eps_set_test_spread(int always);
-extern void sjgpu_set_test_upload_chunk(long chunk);
-#pragma weak sjgpu_set_test_stage_threads
-extern void sjgpu_set_test_stage_threads(int threads);
-#pragma weak sjgpu_multi_test_trace
-extern void sjgpu_multi_test_trace(char *buf, size_t len);
 #pragma weak sjgpu_test_alloc_ms
 extern double sjgpu_test_alloc_ms(int reset);
 #pragma weak sjgpu_eps_test_prep_steps

@@ -12,8 +12,6 @@
 
 #include "tjaccard.h"
 
-#pragma weak sjgpu_jaccard_set_test_spread
-extern void sjgpu_jaccard_set_test_spread(int always);
 
 /* ----------------------------------------------------------------------
  * Timing mode

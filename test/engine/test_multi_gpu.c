@@ -20,18 +20,8 @@
 #include "sjgpu.h"
 #include "sjtest.h"
 
-#pragma weak sjgpu_eps_set_test_strategy
-#pragma weak sjgpu_eps_set_test_pruning
-#pragma weak sjgpu_eps_set_test_spread
-#pragma weak sjgpu_jaccard_set_test_spread
-#pragma weak sjgpu_jaccard_set_test_strategy
 #pragma weak sjgpu_set_test_peer_copies
 #pragma weak sjgpu_set_test_replica_nomem
-extern void sjgpu_eps_set_test_strategy(int strategy);
-extern void sjgpu_eps_set_test_pruning(int on);
-extern void sjgpu_eps_set_test_spread(int always);
-extern void sjgpu_jaccard_set_test_spread(int always);
-extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
 extern void sjgpu_set_test_peer_copies(int on);
 extern void sjgpu_set_test_replica_nomem(int worker);
 

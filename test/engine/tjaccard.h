@@ -17,19 +17,11 @@
 #include "sjjaccard.h"
 #include "sjtest.h"
 
-/* GPU engine test hook (cuda/jaccard_gpu.cu; absent from CPU-only builds). */
-#pragma weak sjgpu_jaccard_set_test_strategy
-extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
+/* GPU engine test hooks of the jaccard tests (cuda/; absent from CPU-only builds). */
 #pragma weak sjgpu_jaccard_test_phases
 extern void sjgpu_jaccard_test_phases(double *ms);
 #pragma weak sjgpu_jaccard_test_prep_steps
 extern void sjgpu_jaccard_test_prep_steps(double *ms);
-#pragma weak sjgpu_set_test_upload_chunk
-extern void sjgpu_set_test_upload_chunk(long chunk);
-#pragma weak sjgpu_multi_test_trace
-extern void sjgpu_multi_test_trace(char *buf, size_t len);
-#pragma weak sjgpu_set_test_stage_threads
-extern void sjgpu_set_test_stage_threads(int threads);
 #pragma weak sjgpu_jaccard_test_prepare
 extern SjStatus sjgpu_jaccard_test_prepare(const SjSets *left, const SjSets *right,
 										   double threshold, const SjJoinOptions *options,

@@ -365,7 +365,7 @@ DeviceMemory::reset() noexcept
  * all.  It is never freed explicitly (process exit releases it; freeing in
  * a static destructor could run after the CUDA runtime is gone).
  */
-constexpr int kPinnedSlots = 16;
+constexpr int kPinnedSlots = 40;
 constexpr size_t kPinnedCacheBytes = (size_t) 160 << 20;
 
 static std::mutex pinned_lock;
@@ -445,16 +445,19 @@ pinned_free(void *ptr, size_t bytes) noexcept
  * pageable copies instead.
  */
 constexpr size_t kStageMin = (size_t) 32 << 20;
-constexpr size_t kStageChunk = (size_t) 8 << 20;
+constexpr size_t kStageChunk = (size_t) 2 << 20;
 
 /*
- * Threads of a staged copy: 8, or half the host's hardware threads where
+ * Threads of a staged copy: 16, or half the host's hardware threads where
  * that is fewer, shared by the devices of a spread join, which copy at the
- * same time (at least 2 each).  On a 16-thread H100 host 8 threads moved
- * 2.4 GB in 61 ms, 4 in 78 ms and 12 in 83 ms; two devices copying at once
- * with 8 threads each were slower than with 4 (test/bench/BENCHMARKS.md).
+ * same time (at least 2 each).  2 MB pieces: a thread's two halves stay in
+ * the host's cache while the device reads them.  On a 32-thread host with
+ * two H200 (an emulation of this copy, 1.2 GB): 8 MB pieces took 27 ms
+ * over 8 threads to one device and 33 ms over 4 threads each to two; 2 MB
+ * pieces 26 ms and 16 ms (8 threads each); 4 threads each, 23 ms
+ * (test/bench/BENCHMARKS.md).
  */
-constexpr int kStageThreads = 8;
+constexpr int kStageThreads = 16;
 
 static std::atomic<int> stage_sharers{0};	/* devices of running spread joins */
 

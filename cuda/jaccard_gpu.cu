@@ -8,7 +8,10 @@
  * src/engine/jaccard_prep.c), computed on the device by cuda/jaccard_prep.cu
  * (the same arrays, element for element; the host's own code when it does
  * not fit in the budget): tokens renumbered by frequency, identical sets
- * grouped into distinct sets ordered by size.  The host derives the exact
+ * grouped into distinct sets ordered by size; the distinct sets stay on the
+ * device that prepared them (a spread join's other devices copy them from
+ * it), their tokens going back to the host in the background, for the
+ * host's samples and work estimates (DeviceSets).  The host derives the exact
  * integer bounds (minov, minsize, size_start) from the double similarity
  * test.  The device finds every similar pair of distinct sets (u > v); the host
  * expands those records to member pairs in batches, again with the CPU
@@ -125,6 +128,9 @@
  * The pair rules shared with the CPU engine are in src/engine/sjjrules.h.
  */
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -159,11 +165,13 @@ thread_local double phase_ms[kPhases];
  * tokens there for the cost model, then plan the memory.
  */
 JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
-							 const SjJoinOptions *options, sjgpu::UnitClaim claim)
+							 const SjJoinOptions *options, sjgpu::UnitClaim claim,
+							 std::shared_ptr<DeviceSets> kept)
 	: host_(host),
 	  threshold_(threshold),
 	  threads_(options->cpu_threads > 0 ? options->cpu_threads : 1),
 	  count_only_(options->count_only != 0),
+	  kept_(std::move(kept)),
 	  claim_(claim)
 {
 	double		t0 = sj_now_ms();
@@ -237,17 +245,151 @@ JaccardDevice::upload_bounds()
 	d_size_start_ = upload(&budget_, size_start_, (size_t) maxsize_ + 2, "bounds", s);
 }
 
-/* Copy the distinct sets and their member counts to the device. */
+/*
+ * The distinct sets and their member counts on this device: the
+ * preparation's own arrays where it kept them here (charged to this
+ * join's budget as an upload would be), copied from its device where it
+ * kept them on another, else uploaded from the host.
+ */
 void
 JaccardDevice::upload_sets()
 {
 	cudaStream_t s = stream_.get();
+	int			device;
 
-	d_off_ = upload(&budget_, off_, (size_t) nsets_ + 1, "set offsets", s);
-	d_tok_ = upload(&budget_, tok_, (size_t) off_[nsets_], "set tokens", s);
-	d_wl_ = upload(&budget_, wl_, nsets_, "member counts", s);
-	if (!self_)
-		d_wr_ = upload(&budget_, wr_, nsets_, "member counts", s);
+	SJGPU_CHECK(cudaGetDevice(&device));
+	if (kept_ && kept_->device == device)
+	{
+		budget_.reserve(kept_->bytes(), "the prepared sets");
+		dev_off_ = kept_->off.get();
+		dev_tok_ = kept_->tok.get();
+		dev_wl_ = kept_->weight[0].get();
+		dev_wr_ = self_ ? nullptr : kept_->weight[1].get();
+		return;
+	}
+	if (kept_)
+	{
+		auto		peer = [&](auto *dst, const auto *src, size_t n) {
+			SJGPU_CHECK(cudaMemcpyPeerAsync(dst, device, src, kept_->device,
+											n * sizeof(*src), s));
+		};
+
+		d_off_ = DeviceBuffer<uint64_t>(&budget_, (size_t) nsets_ + 1, "set offsets");
+		d_tok_ = DeviceBuffer<uint32_t>(&budget_, std::max<uint64_t>(kept_->ntok, 1),
+										"set tokens");
+		d_wl_ = DeviceBuffer<uint32_t>(&budget_, nsets_, "member counts");
+		peer(d_off_.get(), kept_->off.get(), (size_t) nsets_ + 1);
+		peer(d_tok_.get(), kept_->tok.get(), kept_->ntok);
+		peer(d_wl_.get(), kept_->weight[0].get(), nsets_);
+		if (!self_)
+		{
+			d_wr_ = DeviceBuffer<uint32_t>(&budget_, nsets_, "member counts");
+			peer(d_wr_.get(), kept_->weight[1].get(), nsets_);
+		}
+	}
+	else
+	{
+		d_off_ = upload(&budget_, off_, (size_t) nsets_ + 1, "set offsets", s);
+		d_tok_ = upload(&budget_, tok_, (size_t) off_[nsets_], "set tokens", s);
+		d_wl_ = upload(&budget_, wl_, nsets_, "member counts", s);
+		if (!self_)
+			d_wr_ = upload(&budget_, wr_, nsets_, "member counts", s);
+	}
+	dev_off_ = d_off_.get();
+	dev_tok_ = d_tok_.get();
+	dev_wl_ = d_wl_.get();
+	dev_wr_ = d_wr_.get();
+}
+
+/* Wait for the host's copy of the tokens (DeviceSets::host_tokens) if pending. */
+void
+JaccardDevice::host_tokens() const
+{
+	if (kept_)
+		kept_->host_tokens();
+}
+
+DeviceSets::~DeviceSets()
+{
+	int			current;
+
+	if (running_)
+		fetch_.join();
+	/* the arrays are freed on their own device */
+	if (cudaGetDevice(&current) == cudaSuccess && cudaSetDevice(device) == cudaSuccess)
+	{
+		off.reset();
+		tok.reset();
+		weight[0].reset();
+		weight[1].reset();
+		(void) cudaSetDevice(current);
+	}
+	(void) cudaGetLastError();
+}
+
+/* The background download's body: on a stream of its own, staged as usual. */
+void
+DeviceSets::download(uint32_t *dst) noexcept
+{
+	try
+	{
+		sjgpu::Stream s;
+
+		SJGPU_CHECK(cudaSetDevice(device));
+		s.create();
+		sjgpu::download_bytes(dst, tok.get(), ntok * sizeof(uint32_t), s.get());
+	}
+	catch (const Error &e)
+	{
+		failure_ = e;
+		failed_ = true;
+	}
+	catch (const std::bad_alloc &)
+	{
+		failure_ = Error(SJ_ERR_NOMEM, "out of host memory downloading the prepared sets");
+		failed_ = true;
+	}
+	catch (...)
+	{
+		failed_ = true;
+	}
+}
+
+void
+DeviceSets::start_download(uint32_t *dst)
+{
+	sigset_t	all,
+				old;
+
+	/* signals stay with the backend's main thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	try
+	{
+		fetch_ = std::thread([this, dst] { download(dst); });
+		running_ = true;
+	}
+	catch (...)
+	{
+		running_ = false;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	if (!running_)
+		download(dst);			/* no thread: here and now */
+}
+
+void
+DeviceSets::host_tokens()
+{
+	std::lock_guard<std::mutex> hold(mu_);
+
+	if (running_)
+	{
+		fetch_.join();
+		running_ = false;
+	}
+	if (failed_)
+		throw failure_;
 }
 
 /* Start the next piece of work (next_work); false when the join has no more. */
@@ -755,9 +897,11 @@ using namespace sjjaccard_gpu;
 struct SharedPreparation
 {
 	SjJaccardJoin *host = nullptr;
+	std::shared_ptr<DeviceSets> kept;	/* where the device prepared */
 
 	~SharedPreparation()
 	{
+		kept.reset();			/* its download writes into host's tokens */
 		sj_jaccard_cpu_end(host);
 	}
 };
@@ -766,6 +910,7 @@ struct SjGpuJaccardJoin
 {
 	SjJaccardJoin *host = nullptr;
 	std::shared_ptr<void> prepared; /* spread: the SharedPreparation host borrows */
+	std::shared_ptr<DeviceSets> kept;	/* one device: the preparation's arrays */
 	std::unique_ptr<JaccardDevice> dev;
 	double		start_ms = 0;	/* waiting for the device to start */
 	sjgpu::MultiJoin *multi = nullptr;	/* set: on several devices, and
@@ -776,6 +921,7 @@ struct SjGpuJaccardJoin
 	{
 		sjgpu::multi_end(multi);
 		dev.reset();
+		kept.reset();			/* its download writes into host's tokens */
 		sj_jaccard_cpu_end(host);
 		/* then prepared, which host borrowed from */
 	}
@@ -901,6 +1047,7 @@ jaccard_begin_shared(const SjSets *left, const SjSets *right, double threshold,
 		std::unique_ptr<SjGpuJaccardJoin> j(new SjGpuJaccardJoin);
 		char		msg[SJ_ERRMSG_LEN] = "";
 		SjStatus	st;
+		std::shared_ptr<DeviceSets> kept;
 
 		if (join == nullptr || options == nullptr)
 			throw Error(SJ_ERR_INVALID, "jaccard_join: bad arguments");
@@ -916,8 +1063,8 @@ jaccard_begin_shared(const SjSets *left, const SjSets *right, double threshold,
 			j->prepared = claim.units->shared(kSharePrepare, [&]() -> std::shared_ptr<void> {
 				std::shared_ptr<SharedPreparation> p(new SharedPreparation);
 				char		pmsg[SJ_ERRMSG_LEN] = "";
-				SjStatus	ps = sjgpu_jaccard_prepare(left, right, threshold, options,
-													   &p->host, pmsg);
+				SjStatus	ps = jaccard_prepare_kept(left, right, threshold, options,
+													  &p->host, &p->kept, pmsg);
 
 				if (ps != SJ_OK)
 					throw Error(ps, "%s", pmsg);
@@ -925,15 +1072,23 @@ jaccard_begin_shared(const SjSets *left, const SjSets *right, double threshold,
 			});
 		}
 		if (j->prepared)
-			st = sj_jaccard_prepare_borrowed(left, right, threshold, options,
-											 static_cast<SharedPreparation *>(j->prepared.get())->host,
+		{
+			SharedPreparation *sp = static_cast<SharedPreparation *>(j->prepared.get());
+
+			st = sj_jaccard_prepare_borrowed(left, right, threshold, options, sp->host,
 											 &j->host, msg);
+			kept = sp->kept;
+		}
 		else
-			st = sjgpu_jaccard_prepare(left, right, threshold, options, &j->host, msg);
+		{
+			st = jaccard_prepare_kept(left, right, threshold, options, &j->host, &j->kept,
+									  msg);
+			kept = j->kept;
+		}
 		phase_ms[kPhasePrepare] = sj_now_ms() - t0;
 		if (st != SJ_OK)
 			throw Error(st, "%s", msg);
-		j->dev.reset(new JaccardDevice(j->host, threshold, options, claim));
+		j->dev.reset(new JaccardDevice(j->host, threshold, options, claim, kept));
 		sj_jaccard_set_source(j->host, jaccard_source, j->dev.get(),
 							  j->dev->strategy_name());
 		/* spread: the devices' host threads share the pairs inside groups */

@@ -14,7 +14,10 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <memory>
+#include <mutex>
 #include <new>
+#include <thread>
 #include <vector>
 
 #include "sjgpu_internal.cuh"
@@ -117,6 +120,64 @@ enum
 };
 extern thread_local double phase_ms[kPhases];
 
+/*
+ * The distinct sets of a preparation made on the device, kept there
+ * (jaccard_prep.cu), so that the join does not upload again what the
+ * preparation has just computed: their offsets, tokens and member counts
+ * per side.  The small arrays go back to the host at once; the tokens,
+ * most of the bytes, in the background (start_download), into the array
+ * the host handle owns, while the device goes on with the cost model,
+ * memory plan and index: host_tokens() waits for them, and every reader
+ * of the host's tokens on the way (the model's samples and host counts,
+ * the work estimates, co-processing) calls it first.  A spread join's
+ * devices share one (the others copy it device to device).  The last
+ * holder joins the download and frees the device arrays; that must come
+ * before the host handle owning the token array ends.
+ */
+class DeviceSets
+{
+public:
+	int			device = -1;
+	uint32_t	nsets = 0;
+	uint64_t	ntok = 0;
+	DeviceBuffer<uint64_t> off;		/* nsets + 1 */
+	DeviceBuffer<uint32_t> tok;		/* ntok */
+	DeviceBuffer<uint32_t> weight[2];	/* nsets (+ 1); [1] two-table only */
+
+	DeviceSets() = default;
+	~DeviceSets();
+	DeviceSets(const DeviceSets &) = delete;
+	DeviceSets &operator=(const DeviceSets &) = delete;
+
+	/* Download tok into dst (the host handle's array) on a thread of its own. */
+	void		start_download(uint32_t *dst);
+	/* Wait for that download; throws its failure. */
+	void		host_tokens();
+	/* Device bytes of the arrays (what a join's budget is charged). */
+	size_t		bytes() const
+	{
+		return off.bytes() + tok.bytes() + weight[0].bytes() + weight[1].bytes();
+	}
+
+private:
+	void		download(uint32_t *dst) noexcept;
+
+	std::mutex	mu_;
+	std::thread fetch_;
+	bool		running_ = false;
+	bool		failed_ = false;
+	Error		failure_ {SJ_ERR_INTERNAL, "jaccard_join: the prepared sets' download failed"};
+};
+
+/*
+ * sjgpu_jaccard_prepare (jaccard_prep.cu), keeping the distinct sets on the
+ * device where it prepares there (*kept, their tokens' download under
+ * way; null where the host prepared).
+ */
+SjStatus	jaccard_prepare_kept(const SjSets *left, const SjSets *right, double threshold,
+								 const SjJoinOptions *options, SjJaccardJoin **join,
+								 std::shared_ptr<DeviceSets> *kept, char *errmsg);
+
 /* Everything a probe kernel reads and writes. */
 struct ProbeArgs
 {
@@ -199,7 +260,8 @@ class JaccardDevice
 {
 public:
 	JaccardDevice(SjJaccardJoin *host, double threshold,
-				  const SjJoinOptions *options, sjgpu::UnitClaim claim);
+				  const SjJoinOptions *options, sjgpu::UnitClaim claim,
+				  std::shared_ptr<DeviceSets> kept);
 	~JaccardDevice();
 
 	const char *strategy_name() const;
@@ -209,6 +271,7 @@ public:
 
 private:
 	void		upload_sets();
+	void		host_tokens() const;
 	void		choose_strategy();
 	void		choose_strategy_shared();
 	void		host_counts(ModelSums *m);
@@ -241,7 +304,7 @@ private:
 	bool		launch_next_coproc(bool may_filter);
 	void		launch_verify(const Work &w);
 
-	/* the prepared input (host memory owned by the host handle) */
+	/* the prepared input (host memory owned by the host handle; tok_: host_tokens() first) */
 	SjJaccardJoin *host_;
 	uint32_t	nsets_ = 0;
 	uint32_t	universe_ = 0;
@@ -267,7 +330,15 @@ private:
 	sjgpu::EventTimer kernel_timer_;
 	int			sms_ = 1;
 
-	/* resident: the distinct sets, member counts, bounds */
+	/*
+	 * resident: the distinct sets and member counts (dev_*: the preparation's
+	 * kept arrays where this is their device, else d_* copies), bounds
+	 */
+	std::shared_ptr<DeviceSets> kept_;
+	const uint64_t *dev_off_ = nullptr;
+	const uint32_t *dev_tok_ = nullptr;
+	const uint32_t *dev_wl_ = nullptr;
+	const uint32_t *dev_wr_ = nullptr;
 	DeviceBuffer<uint64_t> d_off_;
 	DeviceBuffer<uint32_t> d_tok_;
 	DeviceBuffer<uint32_t> d_wl_;

@@ -504,7 +504,7 @@ JaccardDevice::launch_model_counts(uint32_t *hist, unsigned long long *rt)
 												 (uint64_t) sms_ * 32);
 
 	model_counts_kernel<<<std::max(grid, 1), kBlock, 0, stream_.get()>>>(
-		d_off_.get(), d_tok_.get(), nsets_, (size_t) universe_ + 1, d_minov_.get(),
+		dev_off_, dev_tok_, nsets_, (size_t) universe_ + 1, d_minov_.get(),
 		d_minsize_.get(), d_size_start_.get(), hist, rt);
 	SJGPU_CHECK_LAUNCH("model_counts_kernel");
 }
@@ -544,7 +544,7 @@ JaccardDevice::build_index(uint32_t v0, uint32_t v1)
 			int			grid = (int) std::min<uint64_t>(div_up<uint64_t>(v1 - v0, kBlock),
 														 (uint64_t) sms_ * 16);
 
-			index_fill_kernel<<<grid, kBlock, 0, s>>>(d_off_.get(), d_tok_.get(),
+			index_fill_kernel<<<grid, kBlock, 0, s>>>(dev_off_, dev_tok_,
 													  d_minov_.get(), d_rel.get(), v0, v1,
 													  strategy_ == Strategy::Prefix,
 													  keys0.get(), vals0.get());
@@ -594,10 +594,10 @@ JaccardDevice::probe_args(const Work &w) const
 {
 	ProbeArgs	a;
 
-	a.off = d_off_.get();
-	a.tok = d_tok_.get();
-	a.wl = d_wl_.get();
-	a.wr = self_ ? d_wl_.get() : d_wr_.get();
+	a.off = dev_off_;
+	a.tok = dev_tok_;
+	a.wl = dev_wl_;
+	a.wr = self_ ? dev_wl_ : dev_wr_;
 	a.minov = d_minov_.get();
 	a.minsize = d_minsize_.get();
 	a.size_start = d_size_start_.get();
@@ -717,7 +717,7 @@ JaccardDevice::build_signatures()
 
 	d_sig_ = DeviceBuffer<unsigned long long>(&budget_, (size_t) nsets_ * sig_words_,
 											  "bitmap signatures");
-	signature_kernel<<<grid, kBlock, 0, s>>>(d_off_.get(), d_tok_.get(), nsets_,
+	signature_kernel<<<grid, kBlock, 0, s>>>(dev_off_, dev_tok_, nsets_,
 											 sig_words_, d_sig_.get());
 	SJGPU_CHECK_LAUNCH("signature_kernel");
 }

@@ -116,6 +116,8 @@ void
 JaccardDevice::host_counts(ModelSums *m)
 {
 	uint64_t	total = off_[nsets_];
+
+	host_tokens();
 	size_t		ucnt = (size_t) universe_ + 1;
 	int			parts = (int) std::max<uint64_t>(1, std::min<uint64_t>(threads_,
 																		  total / (4 * ucnt)));
@@ -209,7 +211,7 @@ JaccardDevice::host_counts(ModelSums *m)
 }
 
 /*
- * The same counts on the device, from the uploaded sets (d_off_, d_tok_)
+ * The same counts on the device, from its copy of the sets (dev_off_, dev_tok_)
  * and bounds: a thread a set adds its tokens to three histograms, then the
  * host sums them (universe_ entries).  False where the device has no room
  * for the histograms (the host then counts).
@@ -383,6 +385,7 @@ JaccardDevice::bitmap_pass_fraction() const
 	uint64_t	su[kMaxSigWords],
 				sv[kMaxSigWords];
 
+	host_tokens();
 	return sample_fraction(nsets_, off_, minsize_, size_start_,
 		[&](uint32_t u) {
 			host_signature(off_, tok_, u, sig_words_, su);
@@ -408,6 +411,7 @@ JaccardDevice::bitmap_pass_fraction() const
 double
 JaccardDevice::coproc_candidate_fraction() const
 {
+	host_tokens();
 	return sample_fraction(nsets_, off_, minsize_, size_start_,
 		[](uint32_t u) {
 		},
@@ -567,6 +571,8 @@ JaccardDevice::plan_coproc()
 	char		msg[SJ_ERRMSG_LEN] = "";
 	SjStatus	st;
 
+	/* the CPU engine's filters read the host's tokens */
+	host_tokens();
 	ccap_ = std::min(kMaxCandidates, budget_.available() / per);
 	if (ccap_ < kMinRecords)
 		throw Error(SJ_ERR_DEVICE_NOMEM,
@@ -625,6 +631,7 @@ JaccardDevice::estimate_work()
 	std::vector<uint32_t> part_cnt;
 	const std::vector<uint32_t> *cnt;
 
+	host_tokens();
 	if (p.v0 == 0 && p.v1 == nsets_)
 		cnt = strategy_ == Strategy::Prefix ? &cnt_idx_ : &cnt_all_;
 	else

@@ -32,7 +32,10 @@
  *	   member lists are the sequence's non-empty sets of each side in order
  *	   (CUB's select, which keeps order): within a run, ascending input
  *	   index, as on the host.
- * Everything is copied back into malloc'd arrays (SjJaccardPrepared).
+ * Everything is copied back into malloc'd arrays (SjJaccardPrepared).  A
+ * join's preparation (jaccard_prepare_kept) keeps the distinct sets'
+ * offsets, tokens and member counts on the device for its engine, and the
+ * tokens go back in the background (DeviceSets in jaccard_gpu.cuh).
  *
  * Limits: fewer than 2^31 sets (the host's own limit) and fewer than 2^31
  * tokens in all (32-bit offsets and CUB item counts); beyond those, with
@@ -43,8 +46,9 @@
  * host first (sj_jaccard_check), so errors are the CPU engine's.
  *
  * Ownership: device memory through DeviceBuffer charged to a Budget of its
- * own (freed before the join's engine allocates); host arrays are malloc'd
- * and owned by a PreparedOwner until the host handle adopts them.
+ * own (freed before the join's engine allocates, but for the kept arrays,
+ * which the engine's budget is charged for); host arrays are malloc'd and
+ * owned by a PreparedOwner until the host handle adopts them.
  */
 #include <cub/cub.cuh>
 
@@ -54,6 +58,7 @@
 #include <cstring>
 #include <new>
 
+#include "jaccard_gpu.cuh"
 #include "sjgpu_internal.cuh"
 #include "sjjaccard.h"
 
@@ -77,6 +82,8 @@ constexpr uint32_t kNone = UINT32_MAX;	/* member key of an empty set */
  */
 constexpr int kSteps = 9;
 thread_local double step_ms[kSteps];
+
+bool		test_keep = false;	/* test hook: sjgpu_jaccard_set_test_keep */
 
 /* Blocks for a grid-stride loop over n items (threads_per_item 1 or 32). */
 static unsigned
@@ -730,9 +737,14 @@ prep_members(PrepDevice &p)
 	}
 }
 
-/* Copy the result back into malloc'd arrays. */
+/*
+ * Copy the result back into malloc'd arrays; with keep, all but the
+ * tokens (their array allocated, not filled), and keep takes the device's
+ * offsets, tokens and member counts, no longer charged to the
+ * preparation's budget.
+ */
 static void
-prep_download(PrepDevice &p, SjJaccardPrepared *out)
+prep_download(PrepDevice &p, SjJaccardPrepared *out, sjjaccard_gpu::DeviceSets *keep)
 {
 	cudaStream_t s = p.s;
 	uint32_t	nd = p.nd;
@@ -744,7 +756,8 @@ prep_download(PrepDevice &p, SjJaccardPrepared *out)
 	out->len = host_array<uint32_t>(nd);
 	out->len[nd] = 0;
 	download(out->off, p.d_off.get(), (size_t) nd + 1, s);
-	download(out->tok, p.d_dtok.get(), p.dtok, s);
+	if (!keep)
+		download(out->tok, p.d_dtok.get(), p.dtok, s);
 	download(out->len, p.d_len.get(), nd, s);
 	for (int side = 0; side < p.nsides; side++)
 	{
@@ -757,6 +770,21 @@ prep_download(PrepDevice &p, SjJaccardPrepared *out)
 	}
 	SJGPU_CHECK(cudaStreamSynchronize(s));
 	out->maxsize = out->len[nd - 1];
+	if (keep)
+	{
+		SJGPU_CHECK(cudaGetDevice(&keep->device));
+		keep->nsets = nd;
+		keep->ntok = p.dtok;
+		keep->off = std::move(p.d_off);
+		keep->tok = std::move(p.d_dtok);
+		keep->off.uncharge();
+		keep->tok.uncharge();
+		for (int side = 0; side < p.nsides; side++)
+		{
+			keep->weight[side] = std::move(p.d_w[side]);
+			keep->weight[side].uncharge();
+		}
+	}
 }
 
 /*
@@ -766,7 +794,7 @@ prep_download(PrepDevice &p, SjJaccardPrepared *out)
  */
 static void
 device_prepare(const SjSets *left, const SjSets *right, const PrepShape &sh,
-			   Budget *budget, SjJaccardPrepared *out)
+			   Budget *budget, SjJaccardPrepared *out, sjjaccard_gpu::DeviceSets *keep)
 {
 	PrepDevice	p(budget, sh, right ? 2 : 1);
 	double		t = sj_now_ms();
@@ -793,7 +821,7 @@ device_prepare(const SjSets *left, const SjSets *right, const PrepShape &sh,
 	step();
 	prep_members(p);
 	step();
-	prep_download(p, out);
+	prep_download(p, out, keep);
 	step();
 }
 
@@ -804,15 +832,18 @@ device_prepare(const SjSets *left, const SjSets *right, const PrepShape &sh,
 static SjStatus
 prepare(const SjSets *left, const SjSets *right, double threshold,
 		const SjJoinOptions *options, SjJaccardJoin **join, int *on_device,
-		char *errmsg)
+		std::shared_ptr<sjjaccard_gpu::DeviceSets> *kept, char *errmsg)
 {
 	double		t0 = sj_now_ms();
 	SjStatus	st;
 	PrepShape	sh;
 	PreparedOwner res;
 	bool		device = false;
+	uint32_t   *host_tok;
 
 	*on_device = 0;
+	if (kept)
+		kept->reset();
 	if (join == nullptr)
 	{
 		sjgpu::set_errmsg(errmsg, "jaccard_join: no handle pointer");
@@ -834,7 +865,9 @@ prepare(const SjSets *left, const SjSets *right, double threshold,
 				return;
 			try
 			{
-				device_prepare(left, right, sh, &budget, &res.p);
+				if (kept)
+					kept->reset(new sjjaccard_gpu::DeviceSets);
+				device_prepare(left, right, sh, &budget, &res.p, kept ? kept->get() : nullptr);
 				device = true;
 			}
 			catch (const Error &e)
@@ -843,22 +876,38 @@ prepare(const SjSets *left, const SjSets *right, double threshold,
 				if (e.status() != SJ_ERR_DEVICE_NOMEM)
 					throw;
 				sj_jaccard_prepared_free(&res.p);
+				if (kept)
+					kept->reset();
 			}
 		});
 		if (st != SJ_OK)
+		{
+			if (kept)
+				kept->reset();
 			return st;
+		}
 	}
 	if (!device)
 		return sj_jaccard_prepare_checked(left, right, threshold, options, nullptr,
 										  join, errmsg);
 	res.p.prep_ms = sj_now_ms() - t0;
 	*on_device = 1;
+	host_tok = res.p.tok;		/* the handle takes it over, unfilled if kept */
 	{
 		double		t1 = sj_now_ms();
 
 		st = sj_jaccard_prepare_checked(left, right, threshold, options, &res.p, join,
 										errmsg);
 		step_ms[kSteps - 1] = sj_now_ms() - t1;
+	}
+	if (kept && *kept)
+	{
+		if (st != SJ_OK)
+			kept->reset();
+		else
+			st = sjgpu::guard(errmsg, [&] {
+				(*kept)->start_download(host_tok);
+			});
 	}
 	return st;
 }
@@ -876,7 +925,17 @@ sjgpu_jaccard_prepare(const SjSets *left, const SjSets *right, double threshold,
 {
 	int			on_device;
 
-	return prepare(left, right, threshold, options, join, &on_device, errmsg);
+	return prepare(left, right, threshold, options, join, &on_device, nullptr, errmsg);
+}
+
+SjStatus
+sjjaccard_gpu::jaccard_prepare_kept(const SjSets *left, const SjSets *right, double threshold,
+									const SjJoinOptions *options, SjJaccardJoin **join,
+									std::shared_ptr<DeviceSets> *kept, char *errmsg)
+{
+	int			on_device;
+
+	return prepare(left, right, threshold, options, join, &on_device, kept, errmsg);
 }
 
 /* Test hook (not in sjgpu.h): the same, and whether the device prepared. */
@@ -885,7 +944,32 @@ sjgpu_jaccard_test_prepare(const SjSets *left, const SjSets *right, double thres
 						   const SjJoinOptions *options, SjJaccardJoin **join,
 						   int *on_device, char *errmsg)
 {
-	return prepare(left, right, threshold, options, join, on_device, errmsg);
+	std::shared_ptr<sjjaccard_gpu::DeviceSets> kept;
+	SjStatus	st = prepare(left, right, threshold, options, join, on_device,
+							 test_keep ? &kept : nullptr, errmsg);
+
+	/* kept: the host's tokens as the join would have them, once it waited */
+	if (st == SJ_OK && kept)
+		st = sjgpu::guard(errmsg, [&] {
+			kept->host_tokens();
+		});
+	if (st != SJ_OK && join && *join)
+	{
+		sj_jaccard_cpu_end(*join);
+		*join = nullptr;
+	}
+	return st;
+}
+
+/*
+ * Test hook (not in sjgpu.h): on != 0 makes sjgpu_jaccard_test_prepare keep
+ * the sets on the device, as a join does, and download the tokens in the
+ * background (waited for before it returns).
+ */
+extern "C" void
+sjgpu_jaccard_set_test_keep(int on)
+{
+	test_keep = on != 0;
 }
 
 /* Test hook (not in sjgpu.h): step_ms above, kSteps values. */

@@ -202,6 +202,13 @@ public:
 
 	/* Free now (errors of cudaFree are ignored: nothing can be done). */
 	void		reset() noexcept;
+	/* No longer charged to its Budget (which may end first); stays allocated. */
+	void		uncharge() noexcept
+	{
+		if (budget_)
+			budget_->release(bytes_);
+		budget_ = nullptr;
+	}
 	void	   *get() const { return ptr_; }
 	size_t		bytes() const { return bytes_; }
 
@@ -228,6 +235,7 @@ public:
 		: mem_(budget, count * sizeof(T), what), count_(count) {}
 
 	void		reset() noexcept { mem_.reset(); count_ = 0; }
+	void		uncharge() noexcept { mem_.uncharge(); }
 	T		   *get() const { return static_cast<T *>(mem_.get()); }
 	size_t		size() const { return count_; }
 	size_t		bytes() const { return mem_.bytes(); }

@@ -552,11 +552,13 @@ tj_prepared_diff(const SjJaccardJoin *g, const SjJaccardJoin *h, int two_table)
 /*
  * Prepare on the host and through the GPU engine's preparation; the same
  * status and message, and the same arrays.  want_device: 1 the device must
- * have prepared, 0 the host must have (fallback), -1 either.
+ * have prepared, 0 the host must have (fallback), -1 either.  keep: the
+ * device keeps its arrays and sends the tokens back in the background, as
+ * in a join.
  */
 static const char *
-tj_prepare_both(const TjSets *L, const TjSets *R, double t, SjJoinOptions o,
-				int want_device)
+tj_prepare_one(const TjSets *L, const TjSets *R, double t, SjJoinOptions o,
+			   int want_device, int keep)
 {
 	static char why[512];
 	SjSets		l = tj_view(L),
@@ -573,7 +575,11 @@ tj_prepare_both(const TjSets *L, const TjSets *R, double t, SjJoinOptions o,
 	if (R)
 		r = tj_view(R);
 	hs = sj_jaccard_prepare(&l, R ? &r : NULL, t, &o, &h, herr);
+	if (sjgpu_jaccard_set_test_keep)
+		sjgpu_jaccard_set_test_keep(keep);
 	gs = sjgpu_jaccard_test_prepare(&l, R ? &r : NULL, t, &o, &g, &dev, gerr);
+	if (sjgpu_jaccard_set_test_keep)
+		sjgpu_jaccard_set_test_keep(0);
 	if (hs != gs || (hs != SJ_OK && strcmp(herr, gerr) != 0))
 	{
 		snprintf(why, sizeof(why), "status %d (%.200s), host %d (%.200s)", gs, gerr, hs, herr);
@@ -588,6 +594,23 @@ tj_prepare_both(const TjSets *L, const TjSets *R, double t, SjJoinOptions o,
 		err = tj_prepared_diff(g, h, R != NULL);
 	sj_jaccard_cpu_end(h);
 	sj_jaccard_cpu_end(g);
+	if (err && keep)
+	{
+		snprintf(why, sizeof(why), "%.480s (sets kept on the device)", err);
+		err = why;
+	}
+	return err;
+}
+
+/* tj_prepare_one with the tokens downloaded at once, then in the background. */
+static const char *
+tj_prepare_both(const TjSets *L, const TjSets *R, double t, SjJoinOptions o,
+				int want_device)
+{
+	const char *err = tj_prepare_one(L, R, t, o, want_device, 0);
+
+	if (err == NULL && sjgpu_jaccard_set_test_keep)
+		err = tj_prepare_one(L, R, t, o, want_device, 1);
 	return err;
 }
 

@@ -27,6 +27,8 @@ extern SjStatus sjgpu_jaccard_test_prepare(const SjSets *left, const SjSets *rig
 										   double threshold, const SjJoinOptions *options,
 										   SjJaccardJoin **join, int *on_device,
 										   char *errmsg);
+#pragma weak sjgpu_jaccard_set_test_keep
+extern void sjgpu_jaccard_set_test_keep(int on);
 #pragma weak sjgpu_jaccard_set_test_model_check
 extern void sjgpu_jaccard_set_test_model_check(int on);
 #pragma weak sjgpu_jaccard_set_test_coproc

@@ -180,6 +180,18 @@ JaccardDevice::JaccardDevice(SjJaccardJoin *host, double threshold,
 	sj_jaccard_prepared_bounds(host, &maxsize_, &minov_, &minsize_, &size_start_);
 	self_ = wr_ == nullptr;
 	budget_.set_limit(sjgpu::memory_limit(options->gpu_memory_limit));
+	if (options->gpu_memory_limit == 0 && kept_)
+	{
+		int			device;
+
+		/*
+		 * the default limit is a share of the free memory, which the kept
+		 * sets, charged below, already left
+		 */
+		SJGPU_CHECK(cudaGetDevice(&device));
+		if (kept_->device == device)
+			budget_.set_limit(budget_.limit() + kept_->bytes());
+	}
 	if (nsets_ == 0)
 		return;
 	sms_ = sjgpu::multiprocessor_count();
@@ -249,7 +261,8 @@ JaccardDevice::upload_bounds()
  * The distinct sets and their member counts on this device: the
  * preparation's own arrays where it kept them here (charged to this
  * join's budget as an upload would be), copied from its device where it
- * kept them on another, else uploaded from the host.
+ * kept them on another that this one reaches peer to peer, else uploaded
+ * from the host.
  */
 void
 JaccardDevice::upload_sets()
@@ -267,7 +280,9 @@ JaccardDevice::upload_sets()
 		dev_wr_ = self_ ? nullptr : kept_->weight[1].get();
 		return;
 	}
-	if (kept_)
+	if (kept_ && !sjgpu::peer_reachable(device, kept_->device))
+		host_tokens();			/* no peer access: from the host, as below */
+	else if (kept_)
 	{
 		auto		peer = [&](auto *dst, const auto *src, size_t n) {
 			SJGPU_CHECK(cudaMemcpyPeerAsync(dst, device, src, kept_->device,
@@ -287,7 +302,7 @@ JaccardDevice::upload_sets()
 			peer(d_wr_.get(), kept_->weight[1].get(), nsets_);
 		}
 	}
-	else
+	if (!d_off_.get())
 	{
 		d_off_ = upload(&budget_, off_, (size_t) nsets_ + 1, "set offsets", s);
 		d_tok_ = upload(&budget_, tok_, (size_t) off_[nsets_], "set tokens", s);
@@ -331,26 +346,18 @@ DeviceSets::~DeviceSets()
 void
 DeviceSets::download(uint32_t *dst) noexcept
 {
-	try
-	{
+	char		msg[SJ_ERRMSG_LEN] = "";
+	SjStatus	st = sjgpu::guard(msg, [&] {
 		sjgpu::Stream s;
 
 		SJGPU_CHECK(cudaSetDevice(device));
 		s.create();
 		sjgpu::download_bytes(dst, tok.get(), ntok * sizeof(uint32_t), s.get());
-	}
-	catch (const Error &e)
+	});
+
+	if (st != SJ_OK)
 	{
-		failure_ = e;
-		failed_ = true;
-	}
-	catch (const std::bad_alloc &)
-	{
-		failure_ = Error(SJ_ERR_NOMEM, "out of host memory downloading the prepared sets");
-		failed_ = true;
-	}
-	catch (...)
-	{
+		failure_ = Error(st, "%s", msg);
 		failed_ = true;
 	}
 }

@@ -732,7 +732,7 @@ constexpr int kMaxPeers = 64;	/* device ordinals peer_reachable remembers */
 static bool peer_copies = true; /* test hook: false, every share from the host */
 
 /* Can device read peer's memory directly?  Enables it on first use. */
-static bool
+bool
 peer_reachable(int device, int peer)
 {
 	static std::mutex mu;

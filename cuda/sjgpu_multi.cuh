@@ -230,6 +230,13 @@ uint64_t	plan_digest(const uint32_t *cuts, size_t n,
 bool		devices_alike(const SjJoinOptions *options);
 
 /*
+ * Can `device` (the calling thread's current device) read peer's memory
+ * directly?  Enables peer access on first use; false under the test hook
+ * sjgpu_set_test_peer_copies(0).
+ */
+bool		peer_reachable(int device, int peer);
+
+/*
  * One piece of a join: left rows [left_first, left_first + left_n) against
  * right rows [right_first, right_first + right_n); self: a self-join of
  * those left rows (right_* unused).  For a self-join's cross pieces, the

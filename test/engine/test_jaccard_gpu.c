@@ -596,8 +596,10 @@ tj_prepare_one(const TjSets *L, const TjSets *R, double t, SjJoinOptions o,
 	sj_jaccard_cpu_end(g);
 	if (err && keep)
 	{
-		snprintf(why, sizeof(why), "%.480s (sets kept on the device)", err);
-		err = why;
+		static char kept_why[560];
+
+		snprintf(kept_why, sizeof(kept_why), "%.500s (sets kept on the device)", err);
+		err = kept_why;
 	}
 	return err;
 }

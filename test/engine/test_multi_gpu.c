@@ -591,6 +591,15 @@ SJ_TEST(multi_gpu_jaccard)
 										5000, strat, why),
 						 "self %d threshold %g count %d [%s]: %s", self, thresholds[ti],
 						 count_only, strat, why);
+	/* the other devices take the prepared sets from the host, not from a peer */
+	if (sjgpu_set_test_peer_copies)
+	{
+		sjgpu_set_test_peer_copies(0);
+		for (int self = 0; self < 2; self++)
+			SJ_CHECK(m_jaccard_case(3000, 1200, 5000, 60, self, 0.6, self, 5000, strat, why),
+					 "self %d, sets from the host [%s]: %s", self, strat, why);
+		sjgpu_set_test_peer_copies(1);
+	}
 	m_spread(0);
 }
 

@@ -277,8 +277,12 @@ private:
 	void		host_counts(ModelSums *m);
 	bool		device_counts(ModelSums *m);
 	void		launch_model_counts(uint32_t *hist, unsigned long long *rt);
+	void		launch_pass_sample(const uint64_t *pairs, uint32_t npairs,
+								   unsigned long long *passed);
+	bool		device_pass_fraction(double *fraction);
 	void		upload_bounds();
-	double		bitmap_pass_fraction() const;
+	double		bitmap_pass_fraction();
+	double		host_pass_fraction() const;
 	double		coproc_candidate_fraction() const;
 	void		plan_memory();
 	void		build_signatures();

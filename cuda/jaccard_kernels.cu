@@ -456,28 +456,30 @@ verify_kernel(ProbeArgs a, const uint64_t *cand)
 }
 
 /*
- * The cost model's token counts (jaccard_plan.cu): a thread a set adds its
- * tokens to hist[0 .. u) (all), hist[u .. 2u) (its indexing prefix) and
- * hist[2u .. 3u) (its probing prefix), u = universe + 1, and the sets of
- * its size range before it to *rt.
+ * The cost model's token counts (jaccard_plan.cu): a warp a set (its
+ * lanes reading consecutive tokens) adds its tokens to hist[0 .. u) (all),
+ * hist[u .. 2u) (its indexing prefix) and hist[2u .. 3u) (its probing
+ * prefix), u = universe + 1, and the sets of its size range before it to
+ * *rt.
  */
 __global__ void
 model_counts_kernel(const uint64_t *off, const uint32_t *tok, uint32_t nsets, size_t ucnt,
 					const uint32_t *minov, const uint32_t *minsize, const uint32_t *size_start,
 					uint32_t *hist, unsigned long long *rt)
 {
-	uint32_t	stride = gridDim.x * blockDim.x;
+	uint32_t	lane = threadIdx.x & (kWarp - 1);
+	uint64_t	warp = ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) / kWarp,
+				nwarps = (uint64_t) gridDim.x * blockDim.x / kWarp;
 	unsigned long long r = 0;
 
-	for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < nsets; v += stride)
+	for (uint64_t v = warp; v < nsets; v += nwarps)
 	{
 		uint64_t	b = off[v];
 		uint32_t	len = (uint32_t) (off[v + 1] - b);
 		uint32_t	ip = sj_jaccard_index_prefix(minov, len);
 		uint32_t	pl = sj_jaccard_probe_prefix(minov, minsize, len);
-		uint32_t	lo = size_start[minsize[len]];
 
-		for (uint32_t i = 0; i < len; i++)
+		for (uint32_t i = lane; i < len; i += kWarp)
 		{
 			uint32_t	t = tok[b + i];
 
@@ -487,12 +489,15 @@ model_counts_kernel(const uint64_t *off, const uint32_t *tok, uint32_t nsets, si
 			if (i < pl)
 				atomicAdd(hist + 2 * ucnt + t, 1u);
 		}
-		if (v > lo)
-			r += v - lo;
+		if (lane == 0)
+		{
+			uint32_t	lo = size_start[minsize[len]];
+
+			if (v > lo)
+				r += v - lo;
+		}
 	}
-	for (int o = 16; o > 0; o >>= 1)
-		r += __shfl_xor_sync(0xffffffffu, r, o);
-	if ((threadIdx.x & 31) == 0 && r)
+	if (lane == 0 && r)
 		atomicAdd(rt, r);
 }
 
@@ -500,13 +505,72 @@ model_counts_kernel(const uint64_t *off, const uint32_t *tok, uint32_t nsets, si
 void
 JaccardDevice::launch_model_counts(uint32_t *hist, unsigned long long *rt)
 {
-	int			grid = (int) std::min<uint64_t>(div_up<uint64_t>(nsets_, kBlock),
+	int			grid = (int) std::min<uint64_t>(div_up<uint64_t>((uint64_t) nsets_ * kWarp,
+																 kBlock),
 												 (uint64_t) sms_ * 32);
 
 	model_counts_kernel<<<std::max(grid, 1), kBlock, 0, stream_.get()>>>(
 		dev_off_, dev_tok_, nsets_, (size_t) universe_ + 1, d_minov_.get(),
 		d_minsize_.get(), d_size_start_.get(), hist, rt);
 	SJGPU_CHECK_LAUNCH("model_counts_kernel");
+}
+
+/*
+ * The bitmap pass fraction's sample on the device (jaccard_plan.cu): a
+ * thread a pair (u << 32 | v) builds both sets' signatures of `words`
+ * words as host_signature does and counts, in *passed, the pairs whose
+ * signature bound reaches the required overlap.
+ */
+__global__ void
+pass_sample_kernel(const uint64_t *off, const uint32_t *tok, const uint32_t *minov,
+				   const uint64_t *pairs, uint32_t npairs, uint32_t words,
+				   unsigned long long *passed)
+{
+	uint32_t	k = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned	pass = 0;
+
+	if (k < npairs)
+	{
+		uint32_t	u = (uint32_t) (pairs[k] >> 32),
+					v = (uint32_t) pairs[k];
+		uint64_t	su[kMaxSigWords],
+					sv[kMaxSigWords];
+		uint32_t	lu = (uint32_t) (off[u + 1] - off[u]),
+					lv = (uint32_t) (off[v + 1] - off[v]),
+					bits = 0;
+
+		for (uint32_t w = 0; w < words; w++)
+			su[w] = sv[w] = 0;
+		for (uint64_t i = off[u]; i < off[u + 1]; i++)
+		{
+			uint32_t	b = tok[i] & (words * 64 - 1);
+
+			su[b / 64] |= (uint64_t) 1 << (b % 64);
+		}
+		for (uint64_t i = off[v]; i < off[v + 1]; i++)
+		{
+			uint32_t	b = tok[i] & (words * 64 - 1);
+
+			sv[b / 64] |= (uint64_t) 1 << (b % 64);
+		}
+		for (uint32_t w = 0; w < words; w++)
+			bits += (uint32_t) __popcll(su[w] ^ sv[w]);
+		pass = bits <= lu + lv && (lu + lv - bits) / 2 >= minov[lu + lv];
+	}
+	pass = __popc(__ballot_sync(0xffffffffu, pass));
+	if ((threadIdx.x & (kWarp - 1)) == 0 && pass)
+		atomicAdd(passed, (unsigned long long) pass);
+}
+
+/* Count into *passed (zeroed) the sample pairs whose signature bound passes. */
+void
+JaccardDevice::launch_pass_sample(const uint64_t *pairs, uint32_t npairs,
+								  unsigned long long *passed)
+{
+	pass_sample_kernel<<<(unsigned) div_up<uint64_t>(npairs, kBlock), kBlock, 0,
+						 stream_.get()>>>(dev_off_, dev_tok_, d_minov_.get(), pairs, npairs,
+										  sig_words_, passed);
+	SJGPU_CHECK_LAUNCH("pass_sample_kernel");
 }
 
 /* Build the inverted index of candidate sets [v0, v1) with CUB. */

@@ -380,7 +380,77 @@ sample_fraction(uint32_t nsets, const uint64_t *off, const uint32_t *minsize,
  * reaches the required overlap, on the sample of sample_fraction.
  */
 double
-JaccardDevice::bitmap_pass_fraction() const
+JaccardDevice::bitmap_pass_fraction()
+{
+	double		fraction;
+
+	if (!device_pass_fraction(&fraction))
+		return host_pass_fraction();
+	if (model_check)
+	{
+		/* test hook: the host's sample must pass as many pairs */
+		double		host = host_pass_fraction();
+
+		if (host != fraction)
+			throw Error(SJ_ERR_INTERNAL,
+						"jaccard_join: the device's bitmap sample passes %.17g, the host's %.17g",
+						fraction, host);
+	}
+	return fraction;
+}
+
+/*
+ * The same sample on the device, which holds the sets' tokens while the
+ * host's copy may still be on its way: the pairs drawn on the host (the
+ * draw reads only lengths), their signatures built and tested by
+ * pass_sample_kernel.  False where the device has no room for the pairs.
+ */
+bool
+JaccardDevice::device_pass_fraction(double *fraction)
+{
+	cudaStream_t s = stream_.get();
+	std::vector<uint64_t> pairs;
+	DeviceBuffer<uint64_t> d_pairs;
+	DeviceBuffer<unsigned long long> d_passed;
+	unsigned long long passed = 0;
+
+	(void) sample_fraction(nsets_, off_, minsize_, size_start_,
+		[](uint32_t u) {
+		},
+		[&](uint32_t u, uint32_t lu, uint32_t v) {
+			pairs.push_back((uint64_t) u << 32 | v);
+			return false;
+		});
+	if (pairs.empty())
+	{
+		*fraction = 1.0;		/* as sample_fraction: none tried */
+		return true;
+	}
+	try
+	{
+		d_pairs = DeviceBuffer<uint64_t>(&budget_, pairs.size(), "bitmap sample");
+		d_passed = DeviceBuffer<unsigned long long>(&budget_, 1, "bitmap sample");
+	}
+	catch (const Error &e)
+	{
+		if (e.status() != SJ_ERR_DEVICE_NOMEM)
+			throw;
+		return false;
+	}
+	SJGPU_CHECK(cudaMemcpyAsync(d_pairs.get(), pairs.data(), pairs.size() * sizeof(uint64_t),
+								cudaMemcpyHostToDevice, s));
+	SJGPU_CHECK(cudaMemsetAsync(d_passed.get(), 0, sizeof(unsigned long long), s));
+	launch_pass_sample(d_pairs.get(), (uint32_t) pairs.size(), d_passed.get());
+	SJGPU_CHECK(cudaMemcpyAsync(&passed, d_passed.get(), sizeof(passed),
+								cudaMemcpyDeviceToHost, s));
+	SJGPU_CHECK(cudaStreamSynchronize(s));
+	*fraction = (double) passed / (double) pairs.size();
+	return true;
+}
+
+/* bitmap_pass_fraction on the host (its tokens, once they are there). */
+double
+JaccardDevice::host_pass_fraction() const
 {
 	uint64_t	su[kMaxSigWords],
 				sv[kMaxSigWords];

@@ -30,6 +30,8 @@ extern void sjgpu_eps_set_test_pruning(int on);
 extern void sjgpu_eps_set_test_spread(int always);
 #pragma weak sjgpu_jaccard_set_test_spread
 extern void sjgpu_jaccard_set_test_spread(int always);
+#pragma weak sjgpu_jaccard_set_test_model_check
+extern void sjgpu_jaccard_set_test_model_check(int on);
 #pragma weak sjgpu_jaccard_set_test_strategy
 extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
 #pragma weak sjgpu_set_test_upload_chunk

@@ -584,6 +584,9 @@ SJ_TEST(multi_gpu_jaccard)
 	}
 	m_rng = sj_test_seed() ^ 0x6a6163ULL;
 	m_spread(1);
+	/* the cost model's device counts and bitmap sample checked against the host's */
+	if (sjgpu_jaccard_set_test_model_check)
+		sjgpu_jaccard_set_test_model_check(1);
 	for (int self = 0; self < 2; self++)
 		for (int ti = 0; ti < 3; ti++)
 			for (int count_only = 0; count_only < 2; count_only++)
@@ -600,6 +603,8 @@ SJ_TEST(multi_gpu_jaccard)
 					 "self %d, sets from the host [%s]: %s", self, strat, why);
 		sjgpu_set_test_peer_copies(1);
 	}
+	if (sjgpu_jaccard_set_test_model_check)
+		sjgpu_jaccard_set_test_model_check(0);
 	m_spread(0);
 }
 

@@ -29,8 +29,6 @@ extern SjStatus sjgpu_jaccard_test_prepare(const SjSets *left, const SjSets *rig
 										   char *errmsg);
 #pragma weak sjgpu_jaccard_set_test_keep
 extern void sjgpu_jaccard_set_test_keep(int on);
-#pragma weak sjgpu_jaccard_set_test_model_check
-extern void sjgpu_jaccard_set_test_model_check(int on);
 #pragma weak sjgpu_jaccard_set_test_coproc
 extern void sjgpu_jaccard_set_test_coproc(size_t candidates, size_t records);
 

@@ -11,9 +11,9 @@
  * grouped into distinct sets ordered by size; the distinct sets stay on the
  * device that prepared them (a spread join's other devices copy them from
  * it), their tokens going back to the host in the background, for the
- * host's samples and work estimates (DeviceSets).  The host derives the exact
- * integer bounds (minov, minsize, size_start) from the double similarity
- * test.  The device finds every similar pair of distinct sets (u > v); the host
+ * host's co-processing, fallbacks and work estimates (DeviceSets).  The
+ * host derives the exact integer bounds (minov, minsize, size_start) from
+ * the double similarity test.  The device finds every similar pair of distinct sets (u > v); the host
  * expands those records to member pairs in batches, again with the CPU
  * engine's code, so both engines share one definition of what joins.  The
  * similarity is (double) inter / (double) (|u| + |v| - inter) on both: IEEE

@@ -212,7 +212,7 @@ JaccardDevice::host_counts(ModelSums *m)
 
 /*
  * The same counts on the device, from its copy of the sets (dev_off_, dev_tok_)
- * and bounds: a thread a set adds its tokens to three histograms, then the
+ * and bounds: a warp a set adds its tokens to three histograms, then the
  * host sums them (universe_ entries).  False where the device has no room
  * for the histograms (the host then counts).
  */

@@ -972,8 +972,8 @@ jaccard_source(void *ctx, const uint32_t **u, const uint32_t **v,
 
 /*
  * Test hook (not in sjgpu.h): on != 0 makes every cost model count the
- * tokens on the host too and fail the join (SJ_ERR_INTERNAL) where the
- * device's counts differ.
+ * tokens and test the bitmap sample on the host too, and fail the join
+ * (SJ_ERR_INTERNAL) where the device's counts or pass fraction differ.
  */
 extern "C" void
 sjgpu_jaccard_set_test_model_check(int on)

@@ -88,7 +88,7 @@ enum class Strategy
  */
 extern int	forced_strategy;
 extern int	forced_sig_words;
-extern bool model_check;		/* test hook: the host recounts the model's tokens */
+extern bool model_check;		/* test hook: the host redoes the model's counts and sample */
 
 /* The cost model's sums over all probes (jaccard_plan.cu). */
 struct ModelSums

@@ -147,6 +147,9 @@ SJ_TEST(jaccard_gpu_strategies)
 
 			sjgpu_jaccard_set_test_strategy(forced[f].strategy, forced[f].words);
 			sjgpu_jaccard_set_test_coproc(forced[f].candidates, forced[f].records);
+			/* short signatures: the model's bitmap sample, device against host */
+			if (sjgpu_jaccard_set_test_model_check)
+				sjgpu_jaccard_set_test_model_check(forced[f].words > 0);
 			for (ti = 0; ti < sizeof(ts) / sizeof(ts[0]); ti++)
 			{
 				SjJoinOptions o = tj_options(2, ti == 2 ? 5 : 0, (int) (ti == 3));
@@ -167,6 +170,8 @@ SJ_TEST(jaccard_gpu_strategies)
 		}
 		sjgpu_jaccard_set_test_strategy(0, 0);
 		sjgpu_jaccard_set_test_coproc(0, 0);
+		if (sjgpu_jaccard_set_test_model_check)
+			sjgpu_jaccard_set_test_model_check(0);
 		tj_free(&L);
 		tj_free(&R);
 	}

@@ -53,6 +53,47 @@ sj_test_gpu_usable(void)
 	return usable;
 }
 
+/*
+ * Every GPU test hook that sets behaviour back to its default (the
+ * engine's initial values): strategies automatic, pruning on, no forced
+ * segment work, spreading only where the engine decides, the model check
+ * and kept-set preparation off, co-processing batches from the budget,
+ * peer copies on, no simulated replica failure, staged copies as
+ * configured.  Called before every test.
+ */
+void
+sj_test_reset_hooks(void)
+{
+	if (sjgpu_eps_set_test_strategy)
+		sjgpu_eps_set_test_strategy(0);
+	if (sjgpu_eps_set_test_pruning)
+		sjgpu_eps_set_test_pruning(1);
+	if (sjgpu_eps_set_test_segment_work)
+		sjgpu_eps_set_test_segment_work(0.0);
+	if (sjgpu_eps_set_test_spread)
+		sjgpu_eps_set_test_spread(0);
+	if (sjgpu_jaccard_set_test_spread)
+		sjgpu_jaccard_set_test_spread(0);
+	if (sjgpu_jaccard_set_test_strategy)
+		sjgpu_jaccard_set_test_strategy(0, 0);
+	if (sjgpu_jaccard_set_test_model_check)
+		sjgpu_jaccard_set_test_model_check(0);
+	if (sjgpu_jaccard_set_test_keep)
+		sjgpu_jaccard_set_test_keep(0);
+	if (sjgpu_jaccard_set_test_coproc)
+		sjgpu_jaccard_set_test_coproc(0, 0);
+	if (sjgpu_theta_set_test_spread)
+		sjgpu_theta_set_test_spread(0);
+	if (sjgpu_set_test_peer_copies)
+		sjgpu_set_test_peer_copies(1);
+	if (sjgpu_set_test_replica_nomem)
+		sjgpu_set_test_replica_nomem(-1);
+	if (sjgpu_set_test_upload_chunk)
+		sjgpu_set_test_upload_chunk(0);
+	if (sjgpu_set_test_stage_threads)
+		sjgpu_set_test_stage_threads(0);
+}
+
 /* Mark the running test as skipped. */
 void
 sj_test_skip(const char *why)
@@ -101,6 +142,7 @@ main(int argc, char **argv)
 		if (filter && !strstr(tests[i].name, filter))
 			continue;
 		skip_reason = NULL;
+		sj_test_reset_hooks();
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		t0 = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 		tests[i].fn(&f);

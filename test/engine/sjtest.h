@@ -19,8 +19,11 @@
 #include "sjengine.h"
 
 /*
- * Test hooks of the GPU engine that several test files use (cuda/; absent
- * from CPU-only builds: weak, NULL there).  Each file declares its own others.
+ * Test hooks of the GPU engine that set its behaviour (cuda/; absent from
+ * CPU-only builds: weak, NULL there).  The runner puts each back to its
+ * default before every test (sj_test_reset_hooks), so that a test that
+ * fails with one switched on leaves the others unaffected.  Each file
+ * declares its own other hooks (those that only read).
  */
 #pragma weak sjgpu_eps_set_test_strategy
 extern void sjgpu_eps_set_test_strategy(int strategy);
@@ -38,6 +41,18 @@ extern void sjgpu_jaccard_set_test_strategy(int strategy, int signature_words);
 extern void sjgpu_set_test_upload_chunk(long chunk);
 #pragma weak sjgpu_set_test_stage_threads
 extern void sjgpu_set_test_stage_threads(int threads);
+#pragma weak sjgpu_eps_set_test_segment_work
+extern void sjgpu_eps_set_test_segment_work(double units);
+#pragma weak sjgpu_jaccard_set_test_keep
+extern void sjgpu_jaccard_set_test_keep(int on);
+#pragma weak sjgpu_jaccard_set_test_coproc
+extern void sjgpu_jaccard_set_test_coproc(size_t candidates, size_t records);
+#pragma weak sjgpu_theta_set_test_spread
+extern void sjgpu_theta_set_test_spread(int always);
+#pragma weak sjgpu_set_test_peer_copies
+extern void sjgpu_set_test_peer_copies(int on);
+#pragma weak sjgpu_set_test_replica_nomem
+extern void sjgpu_set_test_replica_nomem(int worker);
 #pragma weak sjgpu_multi_test_trace
 extern void sjgpu_multi_test_trace(char *buf, size_t len);
 
@@ -45,6 +60,7 @@ typedef void (*SjTestFn) (int *failed);
 
 extern void sj_test_register(const char *name, SjTestFn fn);
 extern int	sj_test_gpu_usable(void);
+extern void sj_test_reset_hooks(void);
 extern void sj_test_skip(const char *why);
 extern unsigned long long sj_test_seed(void);
 

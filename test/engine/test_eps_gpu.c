@@ -34,8 +34,6 @@
 #pragma weak sj_eps_cpu_begin
 #pragma weak sj_eps_cpu_next
 #pragma weak sj_eps_cpu_end
-#pragma weak sjgpu_eps_set_test_segment_work
-extern void sjgpu_eps_set_test_segment_work(double units);
 #pragma weak sjgpu_test_alloc_ms
 extern double sjgpu_test_alloc_ms(int reset);
 #pragma weak sjgpu_eps_test_prep_steps

@@ -20,10 +20,6 @@
 #include "sjgpu.h"
 #include "sjtest.h"
 
-#pragma weak sjgpu_set_test_peer_copies
-#pragma weak sjgpu_set_test_replica_nomem
-extern void sjgpu_set_test_peer_copies(int on);
-extern void sjgpu_set_test_replica_nomem(int worker);
 
 /* The strategy and devices lines of the last spread join of m_case. */
 static char m_strategy[128];

@@ -29,8 +29,6 @@
 #include "sjtest.h"
 
 /* a test hook of the GPU engine (absent from a build without CUDA) */
-#pragma weak sjgpu_theta_set_test_spread
-extern void sjgpu_theta_set_test_spread(int always);
 
 /* ------------------------------------------------------------------------
  * Random numbers

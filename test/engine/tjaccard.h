@@ -27,10 +27,6 @@ extern SjStatus sjgpu_jaccard_test_prepare(const SjSets *left, const SjSets *rig
 										   double threshold, const SjJoinOptions *options,
 										   SjJaccardJoin **join, int *on_device,
 										   char *errmsg);
-#pragma weak sjgpu_jaccard_set_test_keep
-extern void sjgpu_jaccard_set_test_keep(int on);
-#pragma weak sjgpu_jaccard_set_test_coproc
-extern void sjgpu_jaccard_set_test_coproc(size_t candidates, size_t records);
 
 /* A random stream (splitmix64 state). */
 typedef struct TjRng

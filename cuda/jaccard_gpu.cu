@@ -128,13 +128,11 @@
  * The pair rules shared with the CPU engine are in src/engine/sjjrules.h.
  */
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "jaccard_gpu.cuh"
@@ -365,14 +363,10 @@ DeviceSets::download(uint32_t *dst) noexcept
 void
 DeviceSets::start_download(uint32_t *dst)
 {
-	sigset_t	all,
-				old;
-
-	/* signals stay with the backend's main thread */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
 	try
 	{
+		sjgpu::SignalsBlocked quiet;
+
 		fetch_ = std::thread([this, dst] { download(dst); });
 		running_ = true;
 	}
@@ -380,7 +374,6 @@ DeviceSets::start_download(uint32_t *dst)
 	{
 		running_ = false;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	if (!running_)
 		download(dst);			/* no thread: here and now */
 }
@@ -917,7 +910,6 @@ struct SjGpuJaccardJoin
 {
 	SjJaccardJoin *host = nullptr;
 	std::shared_ptr<void> prepared; /* spread: the SharedPreparation host borrows */
-	std::shared_ptr<DeviceSets> kept;	/* one device: the preparation's arrays */
 	std::unique_ptr<JaccardDevice> dev;
 	double		start_ms = 0;	/* waiting for the device to start */
 	sjgpu::MultiJoin *multi = nullptr;	/* set: on several devices, and
@@ -927,8 +919,8 @@ struct SjGpuJaccardJoin
 	~SjGpuJaccardJoin()
 	{
 		sjgpu::multi_end(multi);
-		dev.reset();
-		kept.reset();			/* its download writes into host's tokens */
+		dev.reset();			/* with it the kept sets, whose download writes
+								 * into host's tokens */
 		sj_jaccard_cpu_end(host);
 		/* then prepared, which host borrowed from */
 	}
@@ -1054,6 +1046,7 @@ jaccard_begin_shared(const SjSets *left, const SjSets *right, double threshold,
 		std::unique_ptr<SjGpuJaccardJoin> j(new SjGpuJaccardJoin);
 		char		msg[SJ_ERRMSG_LEN] = "";
 		SjStatus	st;
+		/* after j: on an error it goes first, joining its download */
 		std::shared_ptr<DeviceSets> kept;
 
 		if (join == nullptr || options == nullptr)
@@ -1087,11 +1080,7 @@ jaccard_begin_shared(const SjSets *left, const SjSets *right, double threshold,
 			kept = sp->kept;
 		}
 		else
-		{
-			st = jaccard_prepare_kept(left, right, threshold, options, &j->host, &j->kept,
-									  msg);
-			kept = j->kept;
-		}
+			st = jaccard_prepare_kept(left, right, threshold, options, &j->host, &kept, msg);
 		phase_ms[kPhasePrepare] = sj_now_ms() - t0;
 		if (st != SJ_OK)
 			throw Error(st, "%s", msg);

@@ -27,6 +27,8 @@
 #define SJGPU_INTERNAL_CUH
 
 #include <cuda_runtime.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -307,6 +309,29 @@ private:
 	T		   *ptr_ = nullptr;
 	size_t		count_ = 0;
 	size_t		bytes_ = 0;		/* size of the pinned block */
+};
+
+/*
+ * Every signal blocked on the calling thread while in scope, so that the
+ * threads it starts meanwhile inherit the mask: PostgreSQL's handlers stay
+ * with the backend's main thread.
+ */
+class SignalsBlocked
+{
+public:
+	SignalsBlocked()
+	{
+		sigset_t	all;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old_);
+	}
+	~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+	SignalsBlocked(const SignalsBlocked &) = delete;
+	SignalsBlocked &operator=(const SignalsBlocked &) = delete;
+
+private:
+	sigset_t	old_;
 };
 
 /* ------------------------------------------------------------------------

@@ -16,7 +16,6 @@
 #include <mutex>
 
 #include <pthread.h>
-#include <signal.h>
 
 #include "sjgpu_multi.cuh"
 
@@ -377,8 +376,6 @@ start_workers(std::unique_ptr<MultiJoin> m, const SjJoinOptions *options, bool c
 	int			n = options->gpu_ndevices;
 	int			started = 0;
 	size_t		smallest = SIZE_MAX;
-	sigset_t	all,
-				old;
 
 	m->count_only = options->count_only != 0;
 	for (const Piece &p : m->pieces)
@@ -418,25 +415,26 @@ start_workers(std::unique_ptr<MultiJoin> m, const SjJoinOptions *options, bool c
 	m->staging = n;
 
 	/* the threads block every signal: PostgreSQL's handlers stay on ours */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (auto &w : m->workers)
 	{
-		std::lock_guard<std::mutex> lk(m->mu);
+		SignalsBlocked quiet;
 
-		w->started = pthread_create(&w->thread, nullptr, worker_main, w.get()) == 0;
-		if (w->started)
+		for (auto &w : m->workers)
 		{
-			m->running++;
-			started++;
-		}
-		else if (m->units && !m->units->drop(w->index) && started > 0)
-		{
-			/* no thread and no leaving (another left already): the join fails */
-			m->fail_locked(SJ_ERR_INTERNAL, "could not start a thread for a GPU");
+			std::lock_guard<std::mutex> lk(m->mu);
+
+			w->started = pthread_create(&w->thread, nullptr, worker_main, w.get()) == 0;
+			if (w->started)
+			{
+				m->running++;
+				started++;
+			}
+			else if (m->units && !m->units->drop(w->index) && started > 0)
+			{
+				/* no thread and no leaving (another left already): the join fails */
+				m->fail_locked(SJ_ERR_INTERNAL, "could not start a thread for a GPU");
+			}
 		}
 	}
-	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	if (started == 0)
 	{
 		multi_end(m.release());

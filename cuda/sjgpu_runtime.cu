@@ -19,7 +19,6 @@
 #include <vector>
 
 #include <pthread.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -637,8 +636,6 @@ run_staging(size_t bytes, size_t chunk, cudaStream_t stream, const char *what, P
 	std::vector<Error> why(nthreads, Error(SJ_ERR_INTERNAL, "%s", what));
 	std::vector<char> ok(nthreads, 0);
 	std::vector<std::thread> helpers;
-	sigset_t	all,
-				old;
 
 	SJGPU_CHECK(cudaGetDevice(&device));
 	after.create(false);
@@ -647,20 +644,21 @@ run_staging(size_t bytes, size_t chunk, cudaStream_t stream, const char *what, P
 		ok[t] = part(device, after.get(), &next, &stop, &why[t]);
 	};
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (int t = 1; t < nthreads; t++)
 	{
-		try
+		SignalsBlocked quiet;
+
+		for (int t = 1; t < nthreads; t++)
 		{
-			helpers.emplace_back(run, t);
-		}
-		catch (...)
-		{
-			ok[t] = 1;			/* no thread: the others take its pieces */
+			try
+			{
+				helpers.emplace_back(run, t);
+			}
+			catch (...)
+			{
+				ok[t] = 1;		/* no thread: the others take its pieces */
+			}
 		}
 	}
-	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	run(0);
 	for (std::thread &h : helpers)
 		h.join();
@@ -923,8 +921,6 @@ extern "C" void
 sjgpu_start_devices(const int *ordinals, int n)
 {
 	std::lock_guard<std::mutex> lock(sjgpu::start_mutex);
-	sigset_t	all,
-				old;
 
 	if (sjgpu::start_begun)
 		return;
@@ -941,16 +937,17 @@ sjgpu_start_devices(const int *ordinals, int n)
 	if (sjgpu::start_count == 0)
 		return;
 	sjgpu::start_begun = true;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
 	{
 		std::lock_guard<std::mutex> done(sjgpu::started_mutex);
 
 		sjgpu::started_all = false;
 	}
-	sjgpu::start_running =
-		pthread_create(&sjgpu::start_thread, nullptr, sjgpu::start_main, nullptr) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	{
+		sjgpu::SignalsBlocked quiet;
+
+		sjgpu::start_running =
+			pthread_create(&sjgpu::start_thread, nullptr, sjgpu::start_main, nullptr) == 0;
+	}
 	if (!sjgpu::start_running)
 	{
 		std::lock_guard<std::mutex> done(sjgpu::started_mutex);

@@ -224,7 +224,13 @@ typedef struct SjEpsMerge
 	double	   *coords;
 } SjEpsMerge;
 
-#define SJ_MERGE_BLOCK	65536	/* rows a merge task copies */
+/*
+ * Rows a merge task copies: 2 MB of columns, in whole transpose tiles, at
+ * most 65,536 rows.  A high-dimensional side then has hundreds of tasks for
+ * simjoin.cpu_threads threads, not one per participant's piece.
+ */
+#define SJ_MERGE_TASK_BYTES	(2 * 1024 * 1024)
+#define SJ_MERGE_MAX_ROWS	65536
 /*
  * The transpose's tile: rows at a time, and coordinates of a row at a time
  * (a cache line of them), so that each line of the rows is read once
@@ -284,6 +290,7 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	SjEpsMerge	m;
 	int			nparts = parts ? parts->nparts : 0;
 	int			p;
+	size_t		block;
 
 	memset(&m, 0, sizeof(m));
 	m.pieces = palloc0((nparts + 1) * sizeof(SjEpsPiece));
@@ -323,7 +330,9 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	m.keys = nparts > 0 ?
 		palloc_extended(Max(m.n, 1) * sizeof(int64), MCXT_ALLOC_HUGE) : scan->keys;
 	/* the leader's rows go to the columns too, in parallel blocks */
-	SjMergePieces(m.npieces, m.pieces, sizeof(SjEpsPiece), SJ_MERGE_BLOCK,
+	block = SJ_MERGE_TASK_BYTES / ((size_t) m.dim * sizeof(double));
+	block = Min(Max(block / SJ_TRANSPOSE_ROWS, 1) * SJ_TRANSPOSE_ROWS, SJ_MERGE_MAX_ROWS);
+	SjMergePieces(m.npieces, m.pieces, sizeof(SjEpsPiece), block,
 				  SjEpsMergeRows, &m);
 	pfree(scan->rows);
 	scan->rows = NULL;

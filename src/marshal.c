@@ -404,6 +404,7 @@ SjScanJoinSides(const SjJoinSide *sides, int nsides, SjPartKind kind,
 	bool		together;
 	int			workers = 0;
 	int			s;
+	double		t0;
 
 	Assert(nsides == 1 || nsides == 2);
 	for (s = 0; s < nsides; s++)
@@ -422,7 +423,9 @@ SjScanJoinSides(const SjJoinSide *sides, int nsides, SjPartKind kind,
 			parts[s] = SjScanRelation(relids[s], ncols[s], cols[s], kind,
 									  scans[s], what[s]);
 		workers = Max(workers, parts[s] ? parts[s]->workers : 0);
+		t0 = sj_now_ms();
 		finish(scans[s], parts[s], sides[s].out);
+		elog(DEBUG2, "simjoin: %s merged in %.1f ms", what[s], sj_now_ms() - t0);
 		SjPartsRelease(parts[s]);
 	}
 	return workers;

@@ -105,6 +105,8 @@ typedef struct SjParShared
 	int64		rows[SJ_PAR_MAX_JOBS];	/* rows read by the workers */
 	int64		filtered[SJ_PAR_MAX_JOBS];	/* rows the filter removed, workers */
 	int			published;		/* workers whose parts are all in */
+	double		read_ms;		/* the slowest worker's read, its serialize */
+	double		write_ms;
 	int			nslots;
 	/* [job * nslots + ParallelWorkerNumber] */
 	dsa_pointer part[FLEXIBLE_ARRAY_MEMBER];
@@ -565,13 +567,16 @@ SjScanSide(TableScanDesc scan, SjPartKind kind, int ncols, const AttrNumber *att
  * A participant's share of one job: begin a side (the leader passes its
  * own), read blocks of the relation in turn, and, for a worker, serialize
  * the side into the shared area.  Returns the part (InvalidDsaPointer for
- * the leader).
+ * the leader); ms, when not NULL, gets the milliseconds of the read and of
+ * the serialization.
  */
 static dsa_pointer
 SjParticipate(const SjPartSpec *spec, Relation rel, ParallelTableScanDesc pscan,
 			  List *quals, dsa_area *area, void *leader_side, int64 *rows,
-			  int64 *filtered)
+			  int64 *filtered, double *ms)
 {
+	double		t0 = sj_now_ms();
+
 	const SjPartOps *ops = sj_part_ops[spec->kind];
 	MemoryContext cxt = NULL,
 				old = NULL;
@@ -588,6 +593,8 @@ SjParticipate(const SjPartSpec *spec, Relation rel, ParallelTableScanDesc pscan,
 	side = leader_side ? leader_side : ops->begin(spec);
 	*rows = SjScanSide(table_beginscan_parallel(rel, pscan), spec->kind, spec->ncols,
 					   spec->attnums, quals, side, filtered);
+	if (ms)
+		ms[0] = sj_now_ms() - t0;
 
 	if (leader_side == NULL)
 	{
@@ -598,6 +605,8 @@ SjParticipate(const SjPartSpec *spec, Relation rel, ParallelTableScanDesc pscan,
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(cxt);
 	}
+	if (ms)
+		ms[1] = sj_now_ms() - t0 - ms[0];
 	return dp;
 }
 
@@ -622,11 +631,14 @@ SjParallelScanMain(dsm_segment *seg, shm_toc *toc)
 		int64		rows = 0,
 					filtered = 0;
 		dsa_pointer dp;
+		double		ms[2];
 
 		dp = SjParticipate(&sh->spec[j], rel, pscan, quals, area, NULL, &rows,
-						   &filtered);
+						   &filtered, ms);
 		table_close(rel, AccessShareLock);
 		SpinLockAcquire(&sh->mutex);
+		sh->read_ms = Max(sh->read_ms, ms[0]);
+		sh->write_ms = Max(sh->write_ms, ms[1]);
 		sh->part[j * sh->nslots + ParallelWorkerNumber] = dp;
 		sh->rows[j] += rows;
 		sh->filtered[j] += filtered;
@@ -780,19 +792,21 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 			InstrStartNode(jobs[j].instrument);
 		if (parallel_leader_participation || pcxt->nworkers_launched == 0)
 			(void) SjParticipate(&jobs[j].spec, jobs[j].rel, pscan[j], jobs[j].quals,
-								 run->area, jobs[j].side, &rows[j], &filtered[j]);
+								 run->area, jobs[j].side, &rows[j], &filtered[j], NULL);
 		if (jobs[j].instrument && j < njobs - 1)
 			InstrStopNode(jobs[j].instrument, 0);
 	}
 	t_leader = sj_now_ms();
 	SjWaitForParts(pcxt, sh);
 	elog(DEBUG2, "simjoin: parallel scan of \"%s\"%s%s%s: %d workers; set-up %.1f ms, "
-		 "leader's share %.1f ms (%lld rows), workers' end %.1f ms later (%lld rows)",
+		 "leader's share %.1f ms (%lld rows), workers' end %.1f ms later (%lld rows; "
+		 "the slowest worker's read %.1f ms, its copy into shared memory %.1f ms)",
 		 RelationGetRelationName(jobs[0].rel), njobs > 1 ? " and \"" : "",
 		 njobs > 1 ? RelationGetRelationName(jobs[1].rel) : "", njobs > 1 ? "\"" : "",
 		 pcxt->nworkers_launched, t_launched - t0, t_leader - t_launched,
 		 (long long) (rows[0] + (njobs > 1 ? rows[1] : 0)), sj_now_ms() - t_leader,
-		 (long long) (sh->rows[0] + (njobs > 1 ? sh->rows[1] : 0)));
+		 (long long) (sh->rows[0] + (njobs > 1 ? sh->rows[1] : 0)),
+		 sh->read_ms, sh->write_ms);
 
 	run->refs = njobs;
 	for (j = 0; j < njobs; j++)

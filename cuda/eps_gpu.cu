@@ -909,6 +909,22 @@ gather_columns_kernel(const T *in, const uint32_t *perm, uint32_t n, int ndim, T
 		out[(size_t) k * n + i] = in[(size_t) k * n + from];
 }
 
+/*
+ * Widen in place: the floats at f[nfl + i] become the doubles at d[i]
+ * (d and f the same memory), for i in [a, b).  Double i covers floats
+ * 2i and 2i + 1, so a launch may write no float at nfl or beyond that it
+ * or a later launch still reads (widen_in_place sizes them); a thread
+ * reads its float before it writes.
+ */
+__global__ void
+widen_kernel(double *d, size_t nfl, size_t a, size_t b)
+{
+	size_t		i = a + (size_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < b)
+		d[i] = (double) reinterpret_cast<const float *>(d)[nfl + i];
+}
+
 /* orig[i] = base + (perm ? perm[i] : i) */
 __global__ void
 orig_kernel(const uint32_t *perm, uint32_t n, uint32_t base, uint32_t *orig)
@@ -1465,23 +1481,56 @@ plan_tasks(SjGpuEpsJoin *j)
 	}
 }
 
-/* Copy rows [first, first + n) of one side into dst (stride n). */
+/*
+ * The n floats in the upper half of d (n doubles) widened into all of it,
+ * on the stream: launches over [a, b) with 2b <= n + a write only floats
+ * already read, each half the rest.
+ */
+void
+widen_in_place(double *d, size_t n, cudaStream_t st)
+{
+	size_t		a = 0;
+
+	while (a < n)
+	{
+		size_t		b = std::max(a + 1, (n + a) / 2);
+
+		widen_kernel<<<blocks_for(b - a), kBlock, 0, st>>>(d, n, a, b);
+		SJGPU_CHECK(cudaGetLastError());
+		a = b;
+	}
+}
+
+/*
+ * Copy rows [first, first + n) of one side into dst (stride n).  Columns
+ * given as floats (SjVectors.fcoords) are uploaded into dst's upper half,
+ * half the bytes, and widened there.
+ */
 void
 upload_rows(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
 			double *dst)
 {
-	size_t		row = (size_t) n * sizeof(double);
-	size_t		pitch = (size_t) v->n * sizeof(double);
+	const bool	narrow = v->coords == nullptr;
+	const size_t elem = narrow ? sizeof(float) : sizeof(double);
+	const size_t total = (size_t) n * j->dim;
+	size_t		row = (size_t) n * elem;
+	size_t		pitch = (size_t) v->n * elem;
+	const unsigned char *src = narrow ?
+		(const unsigned char *) (v->fcoords + first) :
+		(const unsigned char *) (v->coords + first);
+	unsigned char *to = narrow ?
+		(unsigned char *) (reinterpret_cast<float *>(dst) + total) : (unsigned char *) dst;
 
 	/* a spread join's devices each upload a share and copy the rest from the others */
 	if (j->claim.units && j->claim.units->workers() > 1)
 		j->timings.transfer_ms +=
-			j->claim.units->upload(j->claim.worker, j->uploads++, j->device,
-								   (unsigned char *) dst, (const unsigned char *) (v->coords + first),
+			j->claim.units->upload(j->claim.worker, j->uploads++, j->device, to, src,
 								   pitch, row, (size_t) j->dim, j->compute.get());
 	else
-		j->timings.transfer_ms += sjgpu::upload_2d(dst, row, v->coords + first, pitch, row,
+		j->timings.transfer_ms += sjgpu::upload_2d(to, row, src, pitch, row,
 												   (size_t) j->dim, j->compute.get());
+	if (narrow)
+		widen_in_place(dst, total, j->compute.get());
 }
 
 /*
@@ -2642,14 +2691,14 @@ check_args(const SjVectors *left, const SjVectors *right, double eps,
 	if (left->dim < 1)
 		throw Error(SJ_ERR_INVALID, "eps_join: dimension must be at least 1, not %d",
 					left->dim);
-	if (left->n > 0 && !left->coords)
+	if (left->n > 0 && !left->coords && !left->fcoords)
 		throw Error(SJ_ERR_INVALID, "eps_join: left coordinates are NULL");
 	if (right)
 	{
 		if (right->dim != left->dim)
 			throw Error(SJ_ERR_INVALID, "eps_join: different vector dimensions %d and %d",
 						left->dim, right->dim);
-		if (right->n > 0 && !right->coords)
+		if (right->n > 0 && !right->coords && !right->fcoords)
 			throw Error(SJ_ERR_INVALID, "eps_join: right coordinates are NULL");
 	}
 	if (!(eps >= 0.0))
@@ -2773,11 +2822,14 @@ grid_likely(const SjVectors *build, double eps, bool self, int metric)
 				hi(dim, -INFINITY);
 	GridParams	g;
 
-	if (metric != SJ_METRIC_L2 || !std::isfinite(eps) || n == 0 || !build->coords)
+	if (metric != SJ_METRIC_L2 || !std::isfinite(eps) || n == 0 ||
+		(!build->coords && !build->fcoords))
 		return false;
 	for (int k = 0; k < dim; k++)
 	{
-		const double *col = build->coords + (size_t) k * n;
+		const double *dcol = build->coords ? build->coords + (size_t) k * n : nullptr;
+		const float *fcol = build->coords ? nullptr : build->fcoords + (size_t) k * n;
+		auto		col = [&](uint32_t i) { return dcol ? dcol[i] : (double) fcol[i]; };
 
 		for (uint32_t b = 0; b < kGridSampleBlocks; b++)
 		{
@@ -2787,10 +2839,12 @@ grid_likely(const SjVectors *build, double eps, bool self, int metric)
 			for (uint32_t i = first; i < first + run; i++)
 			{
 				/* NaN compares false and widens nothing, as on the device */
-				if (col[i] < lo[k])
-					lo[k] = col[i];
-				if (col[i] > hi[k])
-					hi[k] = col[i];
+				double		x = col(i);
+
+				if (x < lo[k])
+					lo[k] = x;
+				if (x > hi[k])
+					hi[k] = x;
 			}
 		}
 	}

@@ -222,6 +222,7 @@ typedef struct SjEpsMerge
 	size_t		n;
 	int64	   *keys;
 	double	   *coords;
+	float4	   *fcoords;		/* instead of coords: every piece is real */
 } SjEpsMerge;
 
 /*
@@ -231,6 +232,7 @@ typedef struct SjEpsMerge
  */
 #define SJ_MERGE_TASK_BYTES	(2 * 1024 * 1024)
 #define SJ_MERGE_MAX_ROWS	65536
+#define SJ_WIDEN_BLOCK		(256 * 1024)	/* coordinates a widening task */
 /*
  * The transpose's tile: rows at a time, and coordinates of a row at a time
  * (a cache line of them), so that each line of the rows is read once
@@ -241,7 +243,8 @@ typedef struct SjEpsMerge
 
 /*
  * Transpose rows [first, last) of src (a row of dim coordinates of type
- * T) into columns of stride n at dst, widened to double, a tile at a time.
+ * T) into columns of stride n at dst (its own type: widened to double, or
+ * real kept), a tile at a time.
  */
 #define SJ_EPS_TRANSPOSE(T, src, dst, n, dim, first, last) \
 	do { \
@@ -258,7 +261,7 @@ typedef struct SjEpsMerge
 				int			k_; \
 				for (i_ = i0_; i_ < i1_; i_++) \
 					for (k_ = k0_; k_ < k1_; k_++) \
-						(dst)[(size_t) k_ * (n) + i_] = (double) s_[i_ * (dim) + k_]; \
+						(dst)[(size_t) k_ * (n) + i_] = s_[i_ * (dim) + k_]; \
 			} \
 		} \
 	} while (0)
@@ -269,15 +272,66 @@ SjEpsMergeRows(void *arg, int p, size_t first, size_t last)
 {
 	SjEpsMerge *m = (SjEpsMerge *) arg;
 	const SjEpsPiece *pc = &m->pieces[p];
-	double	   *dst = m->coords + pc->offset;
-
 	if (m->keys != pc->keys)
 		memcpy(m->keys + pc->offset + first, pc->keys + first,
 			   (last - first) * sizeof(int64));
-	if (pc->elem == sizeof(float4))
+	if (m->fcoords)
+	{
+		float4	   *dst = m->fcoords + pc->offset;
+
 		SJ_EPS_TRANSPOSE(float4, pc->rows, dst, m->n, m->dim, first, last);
+	}
 	else
-		SJ_EPS_TRANSPOSE(double, pc->rows, dst, m->n, m->dim, first, last);
+	{
+		double	   *dst = m->coords + pc->offset;
+
+		if (pc->elem == sizeof(float4))
+			SJ_EPS_TRANSPOSE(float4, pc->rows, dst, m->n, m->dim, first, last);
+		else
+			SJ_EPS_TRANSPOSE(double, pc->rows, dst, m->n, m->dim, first, last);
+	}
+}
+
+/* SjTaskFn of SjEpsColumnsWide: a block of coordinates widened. */
+static void
+SjEpsWidenTask(void *arg, uint64_t task, int worker)
+{
+	SjVectors  *v = (SjVectors *) arg;
+	size_t		total = (size_t) v->n * v->dim;
+	size_t		first = (size_t) task * SJ_WIDEN_BLOCK;
+	size_t		last = Min(total, first + SJ_WIDEN_BLOCK);
+	double	   *dst = (double *) v->coords;
+	size_t		i;
+
+	for (i = first; i < last; i++)
+		dst[i] = (double) v->fcoords[i];
+}
+
+/*
+ * A side kept as real columns (SjVectors.fcoords) in doubles, for an
+ * engine that needs them (the CPU engine, the GPU's fallback to it): the
+ * same values the transpose would have written.
+ */
+void
+SjEpsColumnsWide(SjVectors *v)
+{
+	size_t		total = (size_t) v->n * v->dim;
+	SjStatus	status;
+	char		errmsg[SJ_ERRMSG_LEN] = "";
+
+	if (v->coords || v->fcoords == NULL)
+		return;
+	v->coords = SjAllocLarge(Max(total, 1) * sizeof(double));
+	status = sj_parallel_for(Max(1, sj_cpu_threads),
+							 (total + SJ_WIDEN_BLOCK - 1) / SJ_WIDEN_BLOCK,
+							 SjEpsWidenTask, v);
+	if (status != SJ_OK)
+	{
+		sj_error(errmsg, status, "could not start the threads that widen vectors");
+		SjReportStatus(status, errmsg, "simjoin");
+	}
+	pfree((void *) v->fcoords);
+	v->fcoords = NULL;
 }
 
 /*
@@ -291,6 +345,7 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	int			nparts = parts ? parts->nparts : 0;
 	int			p;
 	size_t		block;
+	bool		narrow;
 
 	memset(&m, 0, sizeof(m));
 	m.pieces = palloc0((nparts + 1) * sizeof(SjEpsPiece));
@@ -326,7 +381,14 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 
 	scan->dim = m.dim;			/* -1 still when no vector was seen */
 	m.dim = m.dim < 0 ? 1 : m.dim;
-	m.coords = SjAllocLarge(m.n * m.dim * sizeof(double));
+	narrow = scan->keep_real;
+	for (p = 0; p < m.npieces; p++)
+		if (m.pieces[p].n > 0 && m.pieces[p].elem != sizeof(float4))
+			narrow = false;
+	if (narrow)
+		m.fcoords = SjAllocLarge(Max(m.n * m.dim, 1) * sizeof(float4));
+	else
+		m.coords = SjAllocLarge(m.n * m.dim * sizeof(double));
 	m.keys = nparts > 0 ?
 		palloc_extended(Max(m.n, 1) * sizeof(int64), MCXT_ALLOC_HUGE) : scan->keys;
 	/* the leader's rows go to the columns too, in parallel blocks */
@@ -344,6 +406,7 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	out->vectors.n = (uint32_t) m.n;
 	out->vectors.dim = m.dim;
 	out->vectors.coords = m.coords;
+	out->vectors.fcoords = m.fcoords;
 	out->keys = m.keys;
 	out->skipped = scan->skipped;
 	pfree(m.pieces);
@@ -428,7 +491,12 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 	else
 	{
 		SjEpsJoin  *h = NULL;
-		SjStatus	s = sj_eps_cpu_begin(&job->left.vectors, right, job->eps,
+		SjStatus	s;
+
+		SjEpsColumnsWide(&job->left.vectors);
+		if (!job->self)
+			SjEpsColumnsWide(&job->right.vectors);
+		s = sj_eps_cpu_begin(&job->left.vectors, right, job->eps,
 										 options, &h, errmsg);
 
 		return SjRunStarted(run, h, &sj_eps_cpu_engine, s);
@@ -524,6 +592,8 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	SjEpsPrepare(&lscan, left_relid, left_key, left_vec);
 	if (!job.self)
 		SjEpsPrepare(&rscan, right_relid, right_key, right_vec);
+	/* real[] columns stay real for the GPU, which widens them itself */
+	lscan.keep_real = rscan.keep_real = SjUseGpu();
 	if (job.self)
 		stats.scan_workers = SjEpsMarshal(&lscan, NULL, &job.left, NULL);
 	else

@@ -36,6 +36,9 @@ typedef struct SjEpsScan
 	void	   *rows;			/* row-major while scanning */
 	int64	   *keys;
 	int64		skipped;
+	bool		keep_real;		/* the function form on the GPU: columns of
+								 * real[] vectors stay real (SjVectors.fcoords)
+								 * until an engine needs doubles */
 	char		what[NAMEDATALEN * 2 + 32];
 } SjEpsScan;
 
@@ -63,6 +66,7 @@ extern int64 SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 						  Oid right_relid, text *right_key, text *right_vec,
 						  double eps, int metric, struct Tuplestorestate *store,
 						  TupleDesc desc);
+extern void SjEpsColumnsWide(SjVectors *v);
 extern SjStatus SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options,
 						   SjRun *run, char *errmsg);
 

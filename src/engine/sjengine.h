@@ -60,6 +60,13 @@ typedef struct SjVectors
 	uint32_t	n;				/* rows */
 	int			dim;			/* dimensions, >= 1 */
 	const double *coords;		/* dim * n doubles */
+	/*
+	 * GPU engine only, read only where coords is NULL: the same columns as
+	 * floats (every coordinate a real), half the bytes to build and upload;
+	 * the device widens them to the same doubles.  The CPU engine needs
+	 * coords.
+	 */
+	const float *fcoords;
 } SjVectors;
 
 /*

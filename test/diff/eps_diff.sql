@@ -126,6 +126,25 @@ SELECT CASE WHEN sjd_gpu() AND (SELECT count(*) FROM simjoin_devices()) < 2
             THEN 'SKIP eps on two real GPUs (one visible; the cases ran on devices 0,0)' END
 WHERE sjd_gpu() AND (SELECT count(*) FROM simjoin_devices()) < 2;
 
+-- real[] vectors stay real for the GPU (the device widens them); where auto
+-- then picks the CPU engine (a small join), the columns are widened first:
+-- the same pairs and distances as with device = cpu
+CREATE OR REPLACE FUNCTION sjd_auto_real() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE dev text; p text;
+BEGIN
+    PERFORM sjd_capture('sjd_real_cpu', 'cpu', $q$SELECT * FROM eps_join('d_u33', 'id', 'v', 15)$q$);
+    PERFORM sjd_capture('sjd_real_auto', 'auto', $q$SELECT * FROM eps_join('d_u33', 'id', 'v', 15)$q$);
+    SELECT device INTO dev FROM simjoin_last_stats();
+    p := sjd_same('sjd_real_auto', 'sjd_real_cpu');
+    IF dev IS DISTINCT FROM 'cpu' THEN
+        p := coalesce(p || '; ', '') || format('ran on %s, not the CPU engine', dev);
+    END IF;
+    RETURN p;
+END $$;
+SELECT CASE WHEN NOT sjd_gpu() THEN 'SKIP auto on a GPU host (no GPU)'
+            ELSE sjd_report('auto on a GPU host: a small real[] join on the CPU engine = cpu',
+                            sjd_auto_real()) END;
+
 -- device selection without a GPU: gpu is refused, auto uses the CPU
 CREATE OR REPLACE FUNCTION sjd_gpu_refusal() RETURNS text LANGUAGE plpgsql AS $$
 BEGIN

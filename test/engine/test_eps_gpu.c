@@ -1778,3 +1778,91 @@ SJ_TEST(eps_gpu_hd_bench)
 	if (sjgpu_set_test_stage_threads)
 		sjgpu_set_test_stage_threads(0);
 }
+
+/*
+ * Columns given as floats (SjVectors.fcoords, coords NULL: the function
+ * form's real[] vectors) give the pairs and distances of the same values
+ * given as doubles, bit for bit: the grid (3-D), the tensor-core filter
+ * (96-D, 384-D, both metrics), chunks and cut segments under a small
+ * memory limit (uploads of rows [first, first + n) of a side), and a join
+ * spread over two shares of device 0.
+ */
+SJ_TEST(eps_gpu_real_columns)
+{
+	static const struct
+	{
+		uint32_t	n;
+		int			dim;
+		int			metric;
+		double		eps;
+		size_t		limit;		/* gpu_memory_limit, 0: the default */
+		int			shares;		/* devices of the join: 1, or 2 of device 0 */
+	}			cases[] = {
+		{20000, 3, 0, 0.01, 0, 1},
+		{20000, 3, 0, 0.01, 0, 2},
+		{3000, 96, 0, 0.12, 12 << 20, 1},
+		{3000, 96, 1, 0.0005, 12 << 20, 1},
+		{3000, 96, 1, 0.0005, 0, 2},
+		{4001, 384, 1, 0.0005, 0, 1},
+		{4001, 384, 0, 0.2, 24 << 20, 2},
+	};
+	static const int zero2[2] = {0, 0};
+	char		why[512];
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	g_seed(4242);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+	{
+		uint32_t	n = cases[c].n,
+					nr = n / 2 + 7;
+		int			dim = cases[c].dim;
+		double	   *lc = t_clusters(n, dim, n / 10 + 1, 0.01),
+				   *rc = t_clusters(nr, dim, nr / 10 + 1, 0.01);
+		float	   *lf = malloc(sizeof(float) * n * dim),
+				   *rf = malloc(sizeof(float) * nr * dim);
+		SjVectors	L = {n, dim, lc, NULL},
+					R = {nr, dim, rc, NULL},
+					Lf = {n, dim, NULL, lf},
+					Rf = {nr, dim, NULL, rf};
+		SjJoinOptions o;
+
+		for (size_t i = 0; i < (size_t) n * dim; i++)
+			lc[i] = (double) (lf[i] = (float) lc[i]);
+		for (size_t i = 0; i < (size_t) nr * dim; i++)
+			rc[i] = (double) (rf[i] = (float) rc[i]);
+		memset(&o, 0, sizeof(o));
+		o.metric = cases[c].metric;
+		o.gpu_memory_limit = cases[c].limit;
+		o.max_batch_pairs = 5000;
+		if (cases[c].shares > 1)
+		{
+			o.gpu_ndevices = 2;
+			o.gpu_devices = zero2;
+		}
+		for (int two = 0; two < 2; two++)
+		{
+			GPairs		exp = {0},
+						got = {0};
+			uint64_t	count,
+						fcount;
+
+			SJ_CHECK(run_gpu(&L, two ? &R : NULL, cases[c].eps, &o, &exp, &count, NULL, why),
+					 "case %zu %s, doubles: %s", c, two ? "two" : "self", why);
+			SJ_CHECK(run_gpu(&Lf, two ? &Rf : NULL, cases[c].eps, &o, &got, &fcount, NULL, why),
+					 "case %zu %s, floats: %s", c, two ? "two" : "self", why);
+			SJ_CHECK(exp.n > 100, "case %zu %s: only %zu pairs", c, two ? "two" : "self", exp.n);
+			SJ_CHECK(compare_pairs(&exp, &got, why), "case %zu %s: %s", c,
+					 two ? "two" : "self", why);
+			free(exp.p);
+			free(got.p);
+		}
+		free(lc);
+		free(rc);
+		free(lf);
+		free(rf);
+	}
+}

@@ -1821,7 +1821,7 @@ SJ_TEST(eps_gpu_real_columns)
 					nr = n / 2 + 7;
 		int			dim = cases[c].dim;
 		double	   *lc = t_clusters(n, dim, n / 10 + 1, 0.01),
-				   *rc = t_clusters(nr, dim, nr / 10 + 1, 0.01);
+				   *rc = malloc(sizeof(double) * nr * dim);
 		float	   *lf = malloc(sizeof(float) * n * dim),
 				   *rf = malloc(sizeof(float) * nr * dim);
 		SjVectors	L = {n, dim, lc, NULL},
@@ -1830,6 +1830,11 @@ SJ_TEST(eps_gpu_real_columns)
 					Rf = {nr, dim, NULL, rf};
 		SjJoinOptions o;
 
+		/* the right side: every other left row, jittered (pairs across the sides) */
+		for (int k = 0; k < dim; k++)
+			for (uint32_t i = 0; i < nr; i++)
+				rc[(size_t) k * nr + i] = lc[(size_t) k * n + (2 * i) % n] +
+					0.002 * (2.0 * sj_test_unit(&g_rng) - 1.0);
 		for (size_t i = 0; i < (size_t) n * dim; i++)
 			lc[i] = (double) (lf[i] = (float) lc[i]);
 		for (size_t i = 0; i < (size_t) nr * dim; i++)

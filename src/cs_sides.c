@@ -54,10 +54,15 @@ static void
 SjEpsSidesBegin(SjScanState *state)
 {
 	SjEpsSides *sd = palloc0(sizeof(SjEpsSides));
+	bool		gpu = !SjPlanKeepsCpu(state) && SjUseGpu();
 	int			s;
 
 	for (s = 0; s < 2; s++)
+	{
 		SjEpsSideInit(&sd->scan[s], "vector");	/* l2_distance's word */
+		/* real[] columns stay real for the GPU, which widens them itself */
+		sd->scan[s].keep_real = gpu;
+	}
 	state->sides = sd;
 }
 

@@ -54,7 +54,7 @@ static void
 SjEpsSidesBegin(SjScanState *state)
 {
 	SjEpsSides *sd = palloc0(sizeof(SjEpsSides));
-	bool		gpu = !SjPlanKeepsCpu(state) && SjUseGpu();
+	bool		gpu = !SjPlanKeepsCpu(state) && SjGpuLikely();
 	int			s;
 
 	for (s = 0; s < 2; s++)

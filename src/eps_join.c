@@ -272,6 +272,7 @@ SjEpsMergeRows(void *arg, int p, size_t first, size_t last)
 {
 	SjEpsMerge *m = (SjEpsMerge *) arg;
 	const SjEpsPiece *pc = &m->pieces[p];
+
 	if (m->keys != pc->keys)
 		memcpy(m->keys + pc->offset + first, pc->keys + first,
 			   (last - first) * sizeof(int64));
@@ -313,7 +314,7 @@ SjEpsWidenTask(void *arg, uint64_t task, int worker)
  * same values the transpose would have written.
  */
 void
-SjEpsColumnsWide(SjVectors *v)
+SjEpsColumnsWide(SjVectors *v, int threads)
 {
 	size_t		total = (size_t) v->n * v->dim;
 	SjStatus	status;
@@ -322,7 +323,7 @@ SjEpsColumnsWide(SjVectors *v)
 	if (v->coords || v->fcoords == NULL)
 		return;
 	v->coords = SjAllocLarge(Max(total, 1) * sizeof(double));
-	status = sj_parallel_for(Max(1, sj_cpu_threads),
+	status = sj_parallel_for(Max(1, threads),
 							 (total + SJ_WIDEN_BLOCK - 1) / SJ_WIDEN_BLOCK,
 							 SjEpsWidenTask, v);
 	if (status != SJ_OK)
@@ -392,7 +393,7 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	m.keys = nparts > 0 ?
 		palloc_extended(Max(m.n, 1) * sizeof(int64), MCXT_ALLOC_HUGE) : scan->keys;
 	/* the leader's rows go to the columns too, in parallel blocks */
-	block = SJ_MERGE_TASK_BYTES / ((size_t) m.dim * sizeof(double));
+	block = SJ_MERGE_TASK_BYTES / ((size_t) m.dim * (narrow ? sizeof(float4) : sizeof(double)));
 	block = Min(Max(block / SJ_TRANSPOSE_ROWS, 1) * SJ_TRANSPOSE_ROWS, SJ_MERGE_MAX_ROWS);
 	SjMergePieces(m.npieces, m.pieces, sizeof(SjEpsPiece), block,
 				  SjEpsMergeRows, &m);
@@ -493,11 +494,11 @@ SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options, SjRun *run,
 		SjEpsJoin  *h = NULL;
 		SjStatus	s;
 
-		SjEpsColumnsWide(&job->left.vectors);
+		SjEpsColumnsWide(&job->left.vectors, options->cpu_threads);
 		if (!job->self)
-			SjEpsColumnsWide(&job->right.vectors);
+			SjEpsColumnsWide(&job->right.vectors, options->cpu_threads);
 		s = sj_eps_cpu_begin(&job->left.vectors, right, job->eps,
-										 options, &h, errmsg);
+							 options, &h, errmsg);
 
 		return SjRunStarted(run, h, &sj_eps_cpu_engine, s);
 	}
@@ -521,8 +522,9 @@ SjEpsPreferCpu(void *arg)
 	double		dim = Max(1, job->left.vectors.dim);
 	double		grow = Max(1.0, dim / 10.0);
 	double		cpu_ms = 0.15 + 0.000068 * grow * rows;
+	double		elem = job->left.vectors.coords ? sizeof(double) : sizeof(float4);
 	double		gpu_ms = SjGpuStartMs() + 0.0000021 * grow * rows +
-		rows * dim * sizeof(double) / 9.0e6;
+		rows * dim * elem / 9.0e6;
 
 	return cpu_ms < gpu_ms;
 }
@@ -593,7 +595,9 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	if (!job.self)
 		SjEpsPrepare(&rscan, right_relid, right_key, right_vec);
 	/* real[] columns stay real for the GPU, which widens them itself */
-	lscan.keep_real = rscan.keep_real = SjUseGpu();
+	lscan.keep_real = SjGpuLikely();
+	if (!job.self)
+		rscan.keep_real = lscan.keep_real;
 	if (job.self)
 		stats.scan_workers = SjEpsMarshal(&lscan, NULL, &job.left, NULL);
 	else

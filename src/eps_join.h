@@ -66,7 +66,7 @@ extern int64 SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 						  Oid right_relid, text *right_key, text *right_vec,
 						  double eps, int metric, struct Tuplestorestate *store,
 						  TupleDesc desc);
-extern void SjEpsColumnsWide(SjVectors *v);
+extern void SjEpsColumnsWide(SjVectors *v, int threads);
 extern SjStatus SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options,
 						   SjRun *run, char *errmsg);
 

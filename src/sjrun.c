@@ -107,6 +107,17 @@ SjGpuStartMs(void)
 	return Max(SJ_GPU_JOIN_START_MS, SJ_GPU_CONTEXT_MS - (sj_now_ms() - sj_gpu_start_at));
 }
 
+/*
+ * Will a join run on the GPU, as far as the settings say (SjUseGpu without
+ * its error: for choices made before a join starts, such as keeping real[]
+ * vectors as floats)?
+ */
+bool
+SjGpuLikely(void)
+{
+	return sj_device != SJ_DEVICE_CPU && SjGpuUsable();
+}
+
 /* Should this join run on the GPU?  Errors for device = gpu without one. */
 bool
 SjUseGpu(void)

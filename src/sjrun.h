@@ -150,6 +150,7 @@ extern bool SjGpuUsable(void);
 #define SJ_GPU_JOIN_START_MS	0.4
 
 extern bool SjUseGpu(void);
+extern bool SjGpuLikely(void);
 extern double SjGpuStartMs(void);
 extern void SjStartDevice(void);
 extern void SjJoinOptionsInit(SjJoinOptions *options, bool count_only);

@@ -25,10 +25,20 @@ SELECT i AS id, (random() * 20)::int AS g,
 FROM generate_series(1, 1200) i;
 ANALYZE cs_a;
 ANALYZE cs_b;
+-- the same points as real[] (float columns where the node runs on the GPU)
+CREATE TABLE cs_a4 AS SELECT id, g, v::float4[] AS v FROM cs_a;
+CREATE TABLE cs_b4 AS SELECT id, g, v::float4[] AS v FROM cs_b;
+ANALYZE cs_a4;
+ANALYZE cs_b4;
 
 SELECT sjd_sql_case('eps inner, residual', $q$
     SELECT a.id AS a, b.id AS b, l2_distance(a.v, b.v) AS d FROM cs_a a JOIN cs_b b
     ON a.v <-> b.v <= 1.25 AND a.g <> b.g $q$);
+SELECT sjd_sql_case('eps over real[], distances', $q$
+    SELECT a.id AS a, b.id AS b, l2_distance(a.v, b.v) AS d FROM cs_a4 a JOIN cs_b4 b
+    ON a.v <-> b.v <= 1.25 $q$);
+SELECT sjd_sql_case('eps over real[], self-join count', $q$
+    SELECT count(*) AS n FROM cs_a4 a JOIN cs_a4 b ON a.v <-> b.v <= 2 $q$);
 SELECT sjd_sql_case('eps < at grid distances, self-join', $q$
     SELECT a.id AS a, b.id AS b FROM cs_a a JOIN cs_a b ON l2_distance(a.v, b.v) < 0.5 $q$);
 SELECT sjd_sql_case('eps left join', $q$

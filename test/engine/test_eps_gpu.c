@@ -1780,12 +1780,14 @@ SJ_TEST(eps_gpu_hd_bench)
 }
 
 /*
- * Columns given as floats (SjVectors.fcoords, coords NULL: the function
- * form's real[] vectors) give the pairs and distances of the same values
- * given as doubles, bit for bit: the grid (3-D), the tensor-core filter
- * (96-D, 384-D, both metrics), chunks and cut segments under a small
- * memory limit (uploads of rows [first, first + n) of a side), and a join
- * spread over two shares of device 0.
+ * Columns given as floats (SjVectors.fcoords, coords NULL: real[] vectors
+ * on the GPU) give the pairs and distances of the same values given as
+ * doubles, bit for bit: the grid (3-D), the tensor-core filter (96-D,
+ * 384-D, both metrics), chunks and cut segments under a small memory limit
+ * (uploads of rows [first, first + n) of a side), staged uploads in small
+ * pieces, joins spread over two shares of device 0 (the shared upload of
+ * floats, with peer copies and from the host), and a float side joined
+ * with a double one.
  */
 SJ_TEST(eps_gpu_real_columns)
 {
@@ -1797,14 +1799,17 @@ SJ_TEST(eps_gpu_real_columns)
 		double		eps;
 		size_t		limit;		/* gpu_memory_limit, 0: the default */
 		int			shares;		/* devices of the join: 1, or 2 of device 0 */
+		long		chunk;		/* staged uploads' piece (test hook), 0: default */
+		int			peer;		/* spread: copies between devices (else from the host) */
 	}			cases[] = {
-		{20000, 3, 0, 0.01, 0, 1},
-		{20000, 3, 0, 0.01, 0, 2},
-		{3000, 96, 0, 0.12, 12 << 20, 1},
-		{3000, 96, 1, 0.0005, 12 << 20, 1},
-		{3000, 96, 1, 0.0005, 0, 2},
-		{4001, 384, 1, 0.0005, 0, 1},
-		{4001, 384, 0, 0.2, 24 << 20, 2},
+		{20000, 3, 0, 0.01, 0, 1, 0, 1},
+		{20000, 3, 0, 0.01, 0, 2, 0, 1},
+		{3000, 96, 0, 0.12, 12 << 20, 1, 0, 1},
+		{3000, 96, 1, 0.0005, 12 << 20, 1, 4099, 1},
+		{3000, 96, 1, 0.0005, 0, 2, 0, 1},
+		{3000, 96, 0, 0.12, 0, 2, 0, 0},
+		{4001, 384, 1, 0.0005, 0, 1, 0, 1},
+		{4001, 384, 0, 0.2, 24 << 20, 2, 0, 1},
 	};
 	static const int zero2[2] = {0, 0};
 	char		why[512];
@@ -1848,20 +1853,29 @@ SJ_TEST(eps_gpu_real_columns)
 			o.gpu_ndevices = 2;
 			o.gpu_devices = zero2;
 		}
-		for (int two = 0; two < 2; two++)
+		for (int form = 0; form < 3; form++)
 		{
+			/* 0: self-join; 1: floats x floats; 2: floats x doubles */
+			const SjVectors *rd = form ? &R : NULL,
+					   *rfl = form == 1 ? &Rf : form == 2 ? &R : NULL;
 			GPairs		exp = {0},
 						got = {0};
 			uint64_t	count,
 						fcount;
 
-			SJ_CHECK(run_gpu(&L, two ? &R : NULL, cases[c].eps, &o, &exp, &count, NULL, why),
-					 "case %zu %s, doubles: %s", c, two ? "two" : "self", why);
-			SJ_CHECK(run_gpu(&Lf, two ? &Rf : NULL, cases[c].eps, &o, &got, &fcount, NULL, why),
-					 "case %zu %s, floats: %s", c, two ? "two" : "self", why);
-			SJ_CHECK(exp.n > 100, "case %zu %s: only %zu pairs", c, two ? "two" : "self", exp.n);
-			SJ_CHECK(compare_pairs(&exp, &got, why), "case %zu %s: %s", c,
-					 two ? "two" : "self", why);
+			SJ_CHECK(run_gpu(&L, rd, cases[c].eps, &o, &exp, &count, NULL, why),
+					 "case %zu form %d, doubles: %s", c, form, why);
+			if (cases[c].shares > 1 && sjgpu_eps_set_test_spread)
+				sjgpu_eps_set_test_spread(1);
+			if (!cases[c].peer && sjgpu_set_test_peer_copies)
+				sjgpu_set_test_peer_copies(0);
+			if (cases[c].chunk && sjgpu_set_test_upload_chunk)
+				sjgpu_set_test_upload_chunk(cases[c].chunk);
+			SJ_CHECK(run_gpu(&Lf, rfl, cases[c].eps, &o, &got, &fcount, NULL, why),
+					 "case %zu form %d, floats: %s", c, form, why);
+			sj_test_reset_hooks();
+			SJ_CHECK(exp.n > 100, "case %zu form %d: only %zu pairs", c, form, exp.n);
+			SJ_CHECK(compare_pairs(&exp, &got, why), "case %zu form %d: %s", c, form, why);
 			free(exp.p);
 			free(got.p);
 		}

@@ -11,16 +11,17 @@
  *	  in this library) whose shared memory holds the parallel heap scan
  *	  descriptor (with the statement's snapshot), a description of the side
  *	  to build (SjPartSpec), the scan's filter when the custom scan reads
- *	  a filtered Seq Scan (nodeToString form), and a dynamic shared area;
+ *	  a filtered Seq Scan (nodeToString form);
  *	- each worker, and the leader unless parallel_leader_participation is
  *	  off, takes blocks of the table in turn and runs the operator's own row
  *	  function (SjEpsRow, SjSetRow, SjThetaRow) into a side of its own, so
  *	  every row is checked exactly as in a serial scan and errors are the
  *	  same (a worker's error is re-thrown in the leader);
- *	- a worker serializes its side into the shared area (the operator's
- *	  "part" format) and exits; the leader keeps its side where it is and
- *	  hands the parts to the operator, which merges them with its own side
- *	  (on the CPU engine's threads) before the context is released.
+ *	- a worker serializes its side into a shared memory segment of its own
+ *	  (the operator's "part" format), keeps it until the leader has mapped
+ *	  it, and exits; the leader keeps its side where it is and hands the
+ *	  parts to the operator, which merges them with its own side (on the
+ *	  CPU engine's threads) before the context is released.
  *
  * The two tables of a two-table join (functions and counting node alike)
  * are read in one parallel context, one after the other by every
@@ -31,9 +32,10 @@
  * either is merged, so where both would fail, the error raised may be the
  * other side's than in a serial read.
  *
- * Ownership: the parts live in the parallel context's shared area; they are
- * valid until SjPartsRelease, or until the (sub)transaction aborts, which
- * releases the context with everything in it.  Workers take no privilege
+ * Ownership: the parts live in segments the leader maps (under its
+ * resource owner) once every worker has published; they are valid until
+ * SjPartsRelease, or until the (sub)transaction aborts, which releases the
+ * mappings and the context.  Workers take no privilege
  * decisions: the leader checked every column before the scan, and a table
  * with row-level security in force is read serially through the executor
  * (marshal.c), or, for the custom scan, with its policies already among the
@@ -70,7 +72,7 @@
 #include "storage/shm_toc.h"
 #include "storage/spin.h"
 #include "utils/builtins.h"
-#include "utils/dsa.h"
+#include "storage/dsm.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -89,7 +91,6 @@
  * and one filter per relation read (job).
  */
 #define SJ_PAR_KEY_SHARED	UINT64CONST(0x53494D4A4F494E01)
-#define SJ_PAR_KEY_AREA		UINT64CONST(0x53494D4A4F494E03)
 #define SJ_PAR_KEY_SCAN(j)	(UINT64CONST(0x53494D4A4F494E10) + (j))
 #define SJ_PAR_KEY_QUAL(j)	(UINT64CONST(0x53494D4A4F494E20) + (j))
 
@@ -107,9 +108,10 @@ typedef struct SjParShared
 	int			published;		/* workers whose parts are all in */
 	double		read_ms;		/* the slowest worker's read, its serialize */
 	double		write_ms;
+	bool		released;		/* the leader has mapped every part */
 	int			nslots;
-	/* [job * nslots + ParallelWorkerNumber] */
-	dsa_pointer part[FLEXIBLE_ARRAY_MEMBER];
+	/* [job * nslots + ParallelWorkerNumber]: each part's own segment */
+	dsm_handle	part[FLEXIBLE_ARRAY_MEMBER];
 } SjParShared;
 
 /* One relation of a parallel read, as the leader describes it. */
@@ -135,7 +137,8 @@ static const SjPartOps *const sj_part_ops[] = {
 typedef struct SjParRun
 {
 	ParallelContext *pcxt;
-	dsa_area   *area;
+	dsm_segment **segs;			/* the workers' parts, mapped */
+	int			nsegs;
 	int			refs;			/* SjParts not yet released */
 } SjParRun;
 
@@ -566,22 +569,24 @@ SjScanSide(TableScanDesc scan, SjPartKind kind, int ncols, const AttrNumber *att
 /*
  * A participant's share of one job: begin a side (the leader passes its
  * own), read blocks of the relation in turn, and, for a worker, serialize
- * the side into the shared area.  Returns the part (InvalidDsaPointer for
- * the leader); ms, when not NULL, gets the milliseconds of the read and of
- * the serialization.
+ * the side into a shared memory segment of its own (*seg, which the worker
+ * keeps mapped until the leader has mapped it too).  Returns the segment's
+ * handle (DSM_HANDLE_INVALID for the leader); ms, when not NULL, gets the
+ * milliseconds of the read and of the serialization.  Each part has its own
+ * segment, created by its worker while the others create theirs: one
+ * shared area would create and zero them one at a time, under its lock.
  */
-static dsa_pointer
+static dsm_handle
 SjParticipate(const SjPartSpec *spec, Relation rel, ParallelTableScanDesc pscan,
-			  List *quals, dsa_area *area, void *leader_side, int64 *rows,
+			  List *quals, dsm_segment **seg, void *leader_side, int64 *rows,
 			  int64 *filtered, double *ms)
 {
 	double		t0 = sj_now_ms();
-
 	const SjPartOps *ops = sj_part_ops[spec->kind];
 	MemoryContext cxt = NULL,
 				old = NULL;
 	void	   *side;
-	dsa_pointer dp = InvalidDsaPointer;
+	dsm_handle	handle = DSM_HANDLE_INVALID;
 
 	/* a worker's side lives until it is serialized */
 	if (leader_side == NULL)
@@ -600,26 +605,29 @@ SjParticipate(const SjPartSpec *spec, Relation rel, ParallelTableScanDesc pscan,
 	{
 		Size		size = ops->size(side);
 
-		dp = dsa_allocate_extended(area, size, DSA_ALLOC_HUGE);
-		ops->write(side, dsa_get_address(area, dp));
+		*seg = dsm_create(Max(size, 1), 0);
+		ops->write(side, dsm_segment_address(*seg));
+		handle = dsm_segment_handle(*seg);
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(cxt);
 	}
 	if (ms)
 		ms[1] = sj_now_ms() - t0 - ms[0];
-	return dp;
+	return handle;
 }
 
 /*
  * Entry point of a parallel worker (CreateParallelContext): every job in
  * turn, each part published as soon as it is written; the worker counts as
- * published once all its parts are in.
+ * published once all its parts are in.  It then keeps its parts' segments
+ * until the leader has mapped them (a segment goes with its last mapping),
+ * and exits; should the leader fail first, it terminates the worker.
  */
 void
 SjParallelScanMain(dsm_segment *seg, shm_toc *toc)
 {
 	SjParShared *sh = shm_toc_lookup(toc, SJ_PAR_KEY_SHARED, false);
-	dsa_area   *area = dsa_attach_in_place(shm_toc_lookup(toc, SJ_PAR_KEY_AREA, false), seg);
+	dsm_segment *parts[SJ_PAR_MAX_JOBS] = {NULL};
 	int			j;
 
 	for (j = 0; j < sh->njobs; j++)
@@ -630,23 +638,39 @@ SjParallelScanMain(dsm_segment *seg, shm_toc *toc)
 		Relation	rel = table_open(sh->spec[j].relid, AccessShareLock);
 		int64		rows = 0,
 					filtered = 0;
-		dsa_pointer dp;
+		dsm_handle	handle;
 		double		ms[2];
 
-		dp = SjParticipate(&sh->spec[j], rel, pscan, quals, area, NULL, &rows,
-						   &filtered, ms);
+		handle = SjParticipate(&sh->spec[j], rel, pscan, quals, &parts[j], NULL, &rows,
+							   &filtered, ms);
 		table_close(rel, AccessShareLock);
 		SpinLockAcquire(&sh->mutex);
 		sh->read_ms = Max(sh->read_ms, ms[0]);
 		sh->write_ms = Max(sh->write_ms, ms[1]);
-		sh->part[j * sh->nslots + ParallelWorkerNumber] = dp;
+		sh->part[j * sh->nslots + ParallelWorkerNumber] = handle;
 		sh->rows[j] += rows;
 		sh->filtered[j] += filtered;
 		if (j == sh->njobs - 1)
 			sh->published++;
 		SpinLockRelease(&sh->mutex);
 	}
-	dsa_detach(area);
+	for (;;)
+	{
+		bool		released;
+
+		CHECK_FOR_INTERRUPTS();
+		SpinLockAcquire(&sh->mutex);
+		released = sh->released;
+		SpinLockRelease(&sh->mutex);
+		if (released)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	for (j = 0; j < sh->njobs; j++)
+		if (parts[j])
+			dsm_detach(parts[j]);
 }
 
 /*
@@ -659,7 +683,7 @@ SjParallelScanMain(dsm_segment *seg, shm_toc *toc)
 static void
 SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
 {
-	dsa_pointer *last = &sh->part[(sh->njobs - 1) * sh->nslots];
+	dsm_handle *last = &sh->part[(sh->njobs - 1) * sh->nslots];
 
 	for (;;)
 	{
@@ -676,7 +700,7 @@ SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
 		{
 			pid_t		pid;
 
-			if (DsaPointerIsValid(last[i]))
+			if (last[i] != DSM_HANDLE_INVALID)
 				continue;
 			if (pcxt->worker[i].error_mqh == NULL ||
 				GetBackgroundWorkerPid(pcxt->worker[i].bgwhandle, &pid) == BGWH_STOPPED)
@@ -684,7 +708,7 @@ SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
 				/* reports the worker's error; no part and no error is a bug */
 				WaitForParallelWorkersToFinish(pcxt);
 				for (i = 0; i < pcxt->nworkers_launched; i++)
-					if (!DsaPointerIsValid(last[i]))
+					if (last[i] == DSM_HANDLE_INVALID)
 						elog(ERROR, "parallel worker %d of a simjoin scan ended without its rows", i);
 				return;
 			}
@@ -712,15 +736,13 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 	SjParShared *sh;
 	Size		shared_size = add_size(offsetof(SjParShared, part),
 									   mul_size(mul_size(nworkers, njobs),
-												sizeof(dsa_pointer)));
+												sizeof(dsm_handle)));
 	Size		scan_size[SJ_PAR_MAX_JOBS];
-	Size		area_size = dsa_minimum_size();
 	char	   *qualstr[SJ_PAR_MAX_JOBS];
 	ParallelTableScanDesc pscan[SJ_PAR_MAX_JOBS];
-	void	   *area_space;
 	int64		rows[SJ_PAR_MAX_JOBS],
 				filtered[SJ_PAR_MAX_JOBS];
-	int			nkeys = 2;
+	int			nkeys = 1;
 	int			i,
 				j;
 	double		t0 = sj_now_ms(),
@@ -731,7 +753,6 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 	EnterParallelMode();
 	pcxt = CreateParallelContext("simjoin", "SjParallelScanMain", nworkers);
 	shm_toc_estimate_chunk(&pcxt->estimator, shared_size);
-	shm_toc_estimate_chunk(&pcxt->estimator, area_size);
 	for (j = 0; j < njobs; j++)
 	{
 		scan_size[j] = table_parallelscan_estimate(jobs[j].rel, snapshot);
@@ -753,7 +774,7 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 	SpinLockInit(&sh->mutex);
 	sh->nslots = nworkers;
 	for (i = 0; i < nworkers * njobs; i++)
-		sh->part[i] = InvalidDsaPointer;
+		sh->part[i] = DSM_HANDLE_INVALID;
 	for (j = 0; j < njobs; j++)
 		sh->spec[j] = jobs[j].spec;
 	shm_toc_insert(pcxt->toc, SJ_PAR_KEY_SHARED, sh);
@@ -770,10 +791,6 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 			shm_toc_insert(pcxt->toc, SJ_PAR_KEY_QUAL(j), q);
 		}
 	}
-	area_space = shm_toc_allocate(pcxt->toc, area_size);
-	shm_toc_insert(pcxt->toc, SJ_PAR_KEY_AREA, area_space);
-	run->area = dsa_create_in_place(area_space, area_size,
-									LWTRANCHE_PARALLEL_QUERY_DSA, pcxt->seg);
 	run->pcxt = pcxt;
 
 	LaunchParallelWorkers(pcxt);
@@ -792,7 +809,7 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 			InstrStartNode(jobs[j].instrument);
 		if (parallel_leader_participation || pcxt->nworkers_launched == 0)
 			(void) SjParticipate(&jobs[j].spec, jobs[j].rel, pscan[j], jobs[j].quals,
-								 run->area, jobs[j].side, &rows[j], &filtered[j], NULL);
+								 NULL, jobs[j].side, &rows[j], &filtered[j], NULL);
 		if (jobs[j].instrument && j < njobs - 1)
 			InstrStopNode(jobs[j].instrument, 0);
 	}
@@ -809,14 +826,25 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 		 sh->read_ms, sh->write_ms);
 
 	run->refs = njobs;
+	run->segs = palloc0(Max(nworkers * njobs, 1) * sizeof(dsm_segment *));
 	for (j = 0; j < njobs; j++)
 	{
 		SjParts    *pt = palloc0(sizeof(SjParts));
 		const char **part = palloc0(Max(nworkers, 1) * sizeof(char *));
 
 		for (i = 0; i < nworkers; i++)
-			if (DsaPointerIsValid(sh->part[j * nworkers + i]))
-				part[pt->nparts++] = dsa_get_address(run->area, sh->part[j * nworkers + i]);
+		{
+			dsm_handle	handle = sh->part[j * nworkers + i];
+			dsm_segment *seg;
+
+			if (handle == DSM_HANDLE_INVALID)
+				continue;
+			seg = dsm_attach(handle);
+			if (seg == NULL)
+				elog(ERROR, "could not map the rows of parallel worker %d of a simjoin scan", i);
+			run->segs[run->nsegs++] = seg;
+			part[pt->nparts++] = dsm_segment_address(seg);
+		}
 		pt->part = part;
 		pt->rows = rows[j] + sh->rows[j];
 		pt->filtered = filtered[j] + sh->filtered[j];
@@ -832,6 +860,10 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 		}
 		parts[j] = pt;
 	}
+	/* every part mapped here: the workers may let theirs go and exit */
+	SpinLockAcquire(&sh->mutex);
+	sh->released = true;
+	SpinLockRelease(&sh->mutex);
 }
 
 /*
@@ -852,7 +884,8 @@ SjPartsRelease(SjParts *parts)
 		return;
 	/* workers that published exit by now; their late errors still count */
 	WaitForParallelWorkersToFinish(run->pcxt);
-	dsa_detach(run->area);
+	while (run->nsegs > 0)
+		dsm_detach(run->segs[--run->nsegs]);
 	DestroyParallelContext(run->pcxt);
 	ExitParallelMode();
 }

@@ -72,7 +72,6 @@
 #include "storage/shm_toc.h"
 #include "storage/spin.h"
 #include "utils/builtins.h"
-#include "storage/dsm.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -605,6 +604,7 @@ SjParticipate(const SjPartSpec *spec, Relation rel, ParallelTableScanDesc pscan,
 	{
 		Size		size = ops->size(side);
 
+		Assert(seg != NULL);
 		*seg = dsm_create(Max(size, 1), 0);
 		ops->write(side, dsm_segment_address(*seg));
 		handle = dsm_segment_handle(*seg);
@@ -705,7 +705,14 @@ SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
 			if (pcxt->worker[i].error_mqh == NULL ||
 				GetBackgroundWorkerPid(pcxt->worker[i].bgwhandle, &pid) == BGWH_STOPPED)
 			{
-				/* reports the worker's error; no part and no error is a bug */
+				/*
+				 * Let the workers that published go (they wait for the
+				 * leader's mappings, which this scan will not make), then
+				 * report the worker's error; no part and no error is a bug.
+				 */
+				SpinLockAcquire(&sh->mutex);
+				sh->released = true;
+				SpinLockRelease(&sh->mutex);
 				WaitForParallelWorkersToFinish(pcxt);
 				for (i = 0; i < pcxt->nworkers_launched; i++)
 					if (last[i] == DSM_HANDLE_INVALID)

@@ -36,9 +36,10 @@ typedef struct SjEpsScan
 	void	   *rows;			/* row-major while scanning */
 	int64	   *keys;
 	int64		skipped;
-	bool		keep_real;		/* the function form on the GPU: columns of
-								 * real[] vectors stay real (SjVectors.fcoords)
-								 * until an engine needs doubles */
+	bool		keep_real;		/* a join likely on the GPU (function form or
+								 * custom scan): columns of real[] vectors stay
+								 * real (SjVectors.fcoords) until an engine
+								 * needs doubles */
 	char		what[NAMEDATALEN * 2 + 32];
 } SjEpsScan;
 

@@ -673,6 +673,15 @@ SjParallelScanMain(dsm_segment *seg, shm_toc *toc)
 			dsm_detach(parts[j]);
 }
 
+/* Let the workers that wait for the leader's mappings (SjParallelScanMain) exit. */
+static void
+SjReleaseWorkers(SjParShared *sh)
+{
+	SpinLockAcquire(&sh->mutex);
+	sh->released = true;
+	SpinLockRelease(&sh->mutex);
+}
+
 /*
  * Wait until every launched worker has published its parts: the merge need
  * not wait for the workers to exit (they do while it runs).  A worker that
@@ -710,9 +719,7 @@ SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
 				 * leader's mappings, which this scan will not make), then
 				 * report the worker's error; no part and no error is a bug.
 				 */
-				SpinLockAcquire(&sh->mutex);
-				sh->released = true;
-				SpinLockRelease(&sh->mutex);
+				SjReleaseWorkers(sh);
 				WaitForParallelWorkersToFinish(pcxt);
 				for (i = 0; i < pcxt->nworkers_launched; i++)
 					if (last[i] == DSM_HANDLE_INVALID)
@@ -868,9 +875,7 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 		parts[j] = pt;
 	}
 	/* every part mapped here: the workers may let theirs go and exit */
-	SpinLockAcquire(&sh->mutex);
-	sh->released = true;
-	SpinLockRelease(&sh->mutex);
+	SjReleaseWorkers(sh);
 }
 
 /*

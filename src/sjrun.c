@@ -122,23 +122,17 @@ SjGpuLikely(void)
 bool
 SjUseGpu(void)
 {
-	switch (sj_device)
-	{
-		case SJ_DEVICE_CPU:
-			return false;
-		case SJ_DEVICE_GPU:
-			if (!SjGpuUsable())
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("simjoin.device is \"gpu\" but no GPU is usable"),
-						 errdetail(sjgpu_compiled() ?
-								   "No CUDA device was found, or the NVIDIA driver is missing." :
-								   "simjoin was built without CUDA support."),
-						 errhint("Set simjoin.device = auto or cpu.")));
-			return true;
-		default:
-			return SjGpuUsable();
-	}
+	if (SjGpuLikely())
+		return true;
+	if (sj_device == SJ_DEVICE_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("simjoin.device is \"gpu\" but no GPU is usable"),
+				 errdetail(sjgpu_compiled() ?
+						   "No CUDA device was found, or the NVIDIA driver is missing." :
+						   "simjoin was built without CUDA support."),
+				 errhint("Set simjoin.device = auto or cpu.")));
+	return false;
 }
 
 /* Engine options from the settings. */

@@ -5,8 +5,9 @@
  *
  * Each side is scanned once (marshal.c).  Set elements (int4, int8 or text)
  * are dictionary-encoded into dense uint32 token ids through one dictionary
- * shared by both sides of the join, then each set is sorted and
- * de-duplicated into the engines' CSR layout (sjengine.h).  A NULL set and
+ * shared by both sides of the join, then each set is de-duplicated into
+ * the engines' CSR layout (sjengine.h), its ids in the order of the
+ * array: the engines renumber them by frequency and sort them anyway.  A NULL set and
  * an empty set never join and are left out; a NULL element or a NULL key is
  * an error.  int4[] and int8[] sets can be joined with each other (elements
  * compare as integers); text[] only with text[] (elements compare by bytes).
@@ -88,51 +89,13 @@ struct SjDict
 	uint32	   *direct;			/* id + 1 of each integer v below ndirect, 0:
 								 * not seen */
 	uint32		ndirect;
-	MemoryContext cxt;			/* where ints and direct live */
+	MemoryContext cxt;			/* where ints, direct and seen live */
 	sjtextdict_hash *texts;
 	MemoryContext arena;		/* copies of text keys */
+	uint32	   *seen;			/* of each id below nseen: the last row holding it */
+	uint32		nseen;
+	uint32		row;			/* rows de-duplicated so far (wraps to 1) */
 };
-
-/*
- * sj_sort_uint32(array, n): ascending, the comparison inlined (a set's ids
- * are sorted once a row; qsort's comparator calls were 40% of the scan of
- * 1 M sets of 25 integers)
- */
-#define ST_SORT sj_sort_uint32
-#define ST_ELEMENT_TYPE uint32
-#define ST_COMPARE(a, b) (*(a) < *(b) ? -1 : *(a) > *(b))
-#define ST_SCOPE static
-#define ST_DEFINE
-#include "lib/sort_template.h"
-
-/*
- * A set's ids in ascending order: insertion sort up to 64 of them (43-45%
- * faster than sj_sort_uint32 on sets of 5 to 96 random ids, and what most
- * sets hold), sj_sort_uint32 beyond.
- */
-static inline void
-SjSortIds(uint32 *a, size_t n)
-{
-	size_t		i;
-
-	if (n > 64)
-	{
-		sj_sort_uint32(a, n);
-		return;
-	}
-	for (i = 1; i < n; i++)
-	{
-		uint32		t = a[i];
-		size_t		j = i;
-
-		while (j > 0 && a[j - 1] > t)
-		{
-			a[j] = a[j - 1];
-			j--;
-		}
-		a[j] = t;
-	}
-}
 
 /*
  * Integers in [0, SJ_DICT_DIRECT) are looked up in an array (4 bytes a
@@ -246,12 +209,41 @@ SjSetRow(void *arg, Datum *values, bool *isnull)
 		for (i = 0; i < nitems; i++)
 			scan->rowbuf[i] = SjDictInt(dict, src[i]);
 	}
-	SjSortIds(scan->rowbuf, nitems);
+	/*
+	 * Drop repeated elements: an id is kept unless seen[id] already holds
+	 * this row's number.  Sorting each set here (to find its repeats) was
+	 * 40% of the scan of 1 M sets of 25 integers.
+	 */
+	if (dict->next_id > dict->nseen)
+	{
+		uint32		n = Max(dict->next_id, Max(dict->nseen * 2, 65536));
 
+		if (dict->seen == NULL)
+			dict->seen = MemoryContextAllocExtended(dict->cxt, (Size) n * sizeof(uint32),
+													MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		else
+		{
+			dict->seen = repalloc_huge(dict->seen, (Size) n * sizeof(uint32));
+			memset(dict->seen + dict->nseen, 0, (Size) (n - dict->nseen) * sizeof(uint32));
+		}
+		dict->nseen = n;
+	}
+	if (++dict->row == 0)
+	{
+		memset(dict->seen, 0, (Size) dict->nseen * sizeof(uint32));
+		dict->row = 1;
+	}
 	scan->tokens = SjGrow(scan->tokens, &scan->cap_tokens, scan->ntokens + nitems, sizeof(uint32));
 	for (i = 0; i < nitems; i++)
-		if (m == 0 || scan->rowbuf[i] != scan->tokens[scan->ntokens + m - 1])
-			scan->tokens[scan->ntokens + m++] = scan->rowbuf[i];
+	{
+		uint32		id = scan->rowbuf[i];
+
+		if (dict->seen[id] != dict->row)
+		{
+			dict->seen[id] = dict->row;
+			scan->tokens[scan->ntokens + m++] = id;
+		}
+	}
 	scan->ntokens += m;
 	scan->keys = SjGrow(scan->keys, &scan->cap_keys, scan->n + 1, sizeof(int64));
 	scan->offsets = SjGrow(scan->offsets, &scan->cap_offsets, scan->n + 2, sizeof(uint64));
@@ -398,7 +390,7 @@ typedef struct SjSetMerge
 
 #define SJ_SET_MERGE_BLOCK	16384	/* sets a merge task copies */
 
-/* SjMergeFn: sets of one piece, their tokens renumbered and sorted. */
+/* SjMergeFn: sets of one piece, their tokens renumbered (still distinct). */
 static void
 SjSetMergeRows(void *arg, int p, size_t first, size_t last)
 {
@@ -420,10 +412,8 @@ SjSetMergeRows(void *arg, int p, size_t first, size_t last)
 			memcpy(dst, pc->tokens + a, (b - a) * sizeof(uint32));
 			continue;
 		}
-		/* renumbered ids are distinct but no longer ascending: sort */
 		for (k = 0; k < b - a; k++)
 			dst[k] = pc->map[pc->tokens[a + k]];
-		SjSortIds(dst, b - a);
 	}
 }
 

@@ -120,7 +120,49 @@ jc_bits(uint64_t x)
  * Preparation
  * ---------------------------------------------------------------------- */
 
-/* Is set i of s well formed (offsets, strictly ascending tokens below universe)? */
+/*
+ * Are the n tokens t distinct?  Ascending ones are (one pass); others are
+ * compared pairwise up to JC_PAIRWISE_MAX of them, beyond that a sorted
+ * copy is (pairwise again if the copy cannot be allocated: slower, never
+ * wrong).
+ */
+#define JC_PAIRWISE_MAX 128
+
+static int
+jc_distinct(const uint32_t *t, uint64_t n)
+{
+	uint64_t	k,
+				l;
+	uint32_t   *copy;
+	int			ok = 1;
+
+	for (k = 1; k < n && t[k] > t[k - 1]; k++)
+		;
+	if (k >= n)
+		return 1;
+	if (n > JC_PAIRWISE_MAX && (copy = malloc(n * sizeof(uint32_t))) != NULL)
+	{
+		memcpy(copy, t, n * sizeof(uint32_t));
+		jc_sort_u32(copy, (uint32_t) n);
+		for (k = 1; k < n && ok; k++)
+			ok = copy[k] != copy[k - 1];
+		free(copy);
+		return ok;
+	}
+	for (k = 1; k < n; k++)
+	{
+		uint32_t	v = t[k];
+		int			same = 0;
+
+		for (l = 0; l < k; l++)
+			same |= t[l] == v;
+		if (same)
+			return 0;
+	}
+	return 1;
+}
+
+/* Is set i of s well formed (offsets, distinct tokens below universe)? */
 static inline int
 jc_set_ok(const SjSets *s, uint32_t i)
 {
@@ -131,9 +173,9 @@ jc_set_ok(const SjSets *s, uint32_t i)
 	if (b < a || b > s->offsets[s->n] || b - a >= JC_MAX_SET_SIZE)
 		return 0;
 	for (k = a; k < b; k++)
-		if (s->tokens[k] >= s->universe || (k > a && s->tokens[k] <= s->tokens[k - 1]))
+		if (s->tokens[k] >= s->universe)
 			return 0;
-	return 1;
+	return jc_distinct(s->tokens + a, b - a);
 }
 
 /* Shared state of the parallel input check. */
@@ -164,7 +206,7 @@ jc_check_task(void *p, uint64_t task, int worker)
 }
 
 /*
- * Check one input: offsets, strictly ascending tokens below universe.  The
+ * Check one input: offsets, distinct tokens below universe.  The
  * check runs in parallel; a failure is located again serially for the
  * message.
  */
@@ -206,7 +248,7 @@ jc_check_input(const SjSets *s, const char *name, int nthreads, char *errmsg)
 		}
 		else
 			snprintf(msg, sizeof(msg),
-					 "%s set %u: tokens not strictly ascending below the universe",
+					 "%s set %u: a token repeated or not below the universe",
 					 name, i);
 		return jc_error(errmsg, SJ_ERR_INVALID, msg);
 	}

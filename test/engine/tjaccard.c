@@ -103,6 +103,37 @@ tj_add(TjSets *s, const uint32_t *t, uint32_t k)
 	s->n++;
 }
 
+/*
+ * A copy of in whose every set holds the same tokens in a random order:
+ * the order the SQL adapter hands over (distinct ids in the order of the
+ * array).
+ */
+void
+tj_shuffled(const TjSets *in, TjSets *out, TjRng *r)
+{
+	uint32_t	i;
+
+	tj_init(out, in->universe);
+	for (i = 0; i < in->n; i++)
+	{
+		uint64_t	a = in->off[i],
+					b = in->off[i + 1],
+					k;
+		uint32_t   *dst;
+
+		tj_add(out, in->tok + a, (uint32_t) (b - a));
+		dst = out->tok + out->off[i];
+		for (k = b - a; k > 1; k--)
+		{
+			uint32_t	j = tj_below(r, (uint32_t) k),
+						t = dst[k - 1];
+
+			dst[k - 1] = dst[j];
+			dst[j] = t;
+		}
+	}
+}
+
 /* The engine's view of a collection (no copy). */
 SjSets
 tj_view(const TjSets *s)

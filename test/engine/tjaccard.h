@@ -91,6 +91,7 @@ extern void tj_init(TjSets *s, uint32_t universe);
 extern void tj_free(TjSets *s);
 extern void tj_add(TjSets *s, const uint32_t *t, uint32_t k);
 extern SjSets tj_view(const TjSets *s);
+extern void tj_shuffled(const TjSets *in, TjSets *out, TjRng *r);
 extern void tj_generate(TjSets *s, const TjShape *sh, uint32_t base,
 						uint32_t dict, TjRng *r);
 extern void tj_boundary_sets(TjSets *s, TjRng *r);

@@ -241,13 +241,14 @@ SjAllocLarge(size_t bytes)
 }
 
 /*
- * An array of SJ_GROW_MAPPED bytes or more is given at least
- * SJ_GROW_MAPPED_MIN: more than the C library's largest threshold for a
- * block mapped on its own (32 MB).  Such a block grows by remapping, its
- * pages moved rather than copied, and it is advised onto huge pages, so
- * that its new pages fault in 2 MB at a time.  A block from the heap is
- * copied as it doubles, into pages that fault in 4 kB at a time: a scan of
- * 200 K 384-D real[] vectors spent two-thirds of its time there
+ * Arrays of SJ_GROW_ADVISED bytes or more grow in whole 2 MB pages of
+ * address space, advised onto huge pages, and from SJ_GROW_MAPPED on at
+ * least SJ_GROW_MAPPED_MIN bytes (at most 2.25 times what they need): more
+ * than the C library's largest dynamic threshold for a block mapped on its
+ * own (32 MB).  A mapped block grows by remapping, its pages moved rather
+ * than copied, and its new pages fault in 2 MB at a time.  A block in the
+ * heap is copied as it doubles: a scan of 200 K 384-D real[] vectors had
+ * spent two-thirds of its time copying and faulting in 4 kB pages
  * (test/bench/BENCHMARKS.md, "Twelfth session").
  *
  * The advice must cover the whole mapping: advice on a part of it splits
@@ -255,11 +256,15 @@ SjAllocLarge(size_t bytes)
  * falls back to a copy).  A mapped block is its size plus a few dozen
  * bytes of headers rounded up to whole pages, so an array of 2 MB
  * multiples less SJ_GROW_SLACK bytes fills its mapping up to the page that
- * holds its last byte.  Where the headers were larger than that, the
- * advice covers less and growth copies: slower, never wrong.  Only address
- * space is given beyond the capacity; pages are backed as they are written.
+ * holds its last byte.  Where the headers were larger than that, or the
+ * C library placed the block in its heap (free space there, or a threshold
+ * raised by the malloc tunables), the advice covers less, or a part of the
+ * heap, and growth copies: slower, never wrong.  Beyond the capacity the
+ * block is address space, backed as it is written (though counted against
+ * the commit limit under vm.overcommit_memory = 2).
  */
-#define SJ_GROW_MAPPED		((size_t) 4 << 20)
+#define SJ_GROW_ADVISED		((size_t) 2 << 20)
+#define SJ_GROW_MAPPED		((size_t) 16 << 20)
 #define SJ_GROW_MAPPED_MIN	((size_t) 34 << 20)
 #define SJ_GROW_HUGE		((size_t) 2 << 20)
 #define SJ_GROW_SLACK		((size_t) 2048)
@@ -278,16 +283,20 @@ SjGrow(void *ptr, size_t *capacity, size_t needed, size_t elem)
 	if (needed <= *capacity)
 		return ptr;
 	newcap = Max(*capacity * 2, Max(needed, (size_t) 1024));
+	if (newcap > MaxAllocHugeSize / elem)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("simjoin: an array of %zu elements of %zu bytes is too large",
+						newcap, elem)));
 	bytes = newcap * elem;
-	if (bytes < SJ_GROW_MAPPED)
-	{
+	if (bytes < SJ_GROW_ADVISED)
 		ptr = repalloc_huge(ptr, bytes);
-		SjHugePages(ptr, bytes);
-	}
 	else
 	{
-		bytes = TYPEALIGN(SJ_GROW_HUGE, Max(bytes, SJ_GROW_MAPPED_MIN) + SJ_GROW_SLACK) -
-			SJ_GROW_SLACK;
+		/* (bytes <= MaxAllocHugeSize: no overflow; repalloc_huge checks the size) */
+		if (bytes >= SJ_GROW_MAPPED)
+			bytes = Max(bytes, SJ_GROW_MAPPED_MIN);
+		bytes = TYPEALIGN(SJ_GROW_HUGE, bytes + SJ_GROW_SLACK) - SJ_GROW_SLACK;
 		ptr = repalloc_huge(ptr, bytes);
 #ifdef MADV_HUGEPAGE
 		{

@@ -121,15 +121,16 @@ jc_bits(uint64_t x)
  * ---------------------------------------------------------------------- */
 
 /*
- * Are the n tokens t distinct?  Ascending ones are (one pass); others are
- * compared pairwise up to JC_PAIRWISE_MAX of them, beyond that a sorted
- * copy is (pairwise again if the copy cannot be allocated: slower, never
- * wrong).
+ * Are the n tokens t distinct?  Ascending ones are (one pass).  Others are
+ * marked in seen (a stamp a token id, the set's number plus one) where the
+ * checking thread has that array, else compared pairwise up to
+ * JC_PAIRWISE_MAX of them, beyond that as a sorted copy (pairwise again if
+ * the copy cannot be allocated: slower, never wrong).
  */
 #define JC_PAIRWISE_MAX 128
 
 static int
-jc_distinct(const uint32_t *t, uint64_t n)
+jc_distinct(const uint32_t *t, uint64_t n, uint32_t *seen, uint32_t stamp)
 {
 	uint64_t	k,
 				l;
@@ -140,6 +141,16 @@ jc_distinct(const uint32_t *t, uint64_t n)
 		;
 	if (k >= n)
 		return 1;
+	if (seen)
+	{
+		for (k = 0; k < n; k++)
+		{
+			if (seen[t[k]] == stamp)
+				return 0;
+			seen[t[k]] = stamp;
+		}
+		return 1;
+	}
 	if (n > JC_PAIRWISE_MAX && (copy = malloc(n * sizeof(uint32_t))) != NULL)
 	{
 		memcpy(copy, t, n * sizeof(uint32_t));
@@ -162,9 +173,12 @@ jc_distinct(const uint32_t *t, uint64_t n)
 	return 1;
 }
 
-/* Is set i of s well formed (offsets, distinct tokens below universe)? */
+/*
+ * Is set i of s well formed (offsets, distinct tokens below universe)?
+ * seen: NULL, or universe stamps that no set after i has written.
+ */
 static inline int
-jc_set_ok(const SjSets *s, uint32_t i)
+jc_set_ok(const SjSets *s, uint32_t i, uint32_t *seen)
 {
 	uint64_t	a = s->offsets[i],
 				b = s->offsets[i + 1],
@@ -175,7 +189,7 @@ jc_set_ok(const SjSets *s, uint32_t i)
 	for (k = a; k < b; k++)
 		if (s->tokens[k] >= s->universe)
 			return 0;
-	return jc_distinct(s->tokens + a, b - a);
+	return jc_distinct(s->tokens + a, b - a, seen, i + 1);
 }
 
 /* Shared state of the parallel input check. */
@@ -183,9 +197,25 @@ typedef struct JcCheckArg
 {
 	const SjSets *s;
 	atomic_int	bad;
+	uint32_t  **seen;			/* a thread's stamps (NULL: pairwise), or NULL */
 } JcCheckArg;
 
 #define JC_CHECK_TASK 16384
+
+/*
+ * Stamps a checking thread (universe entries, zeroed) while they take at
+ * most this many bytes over all threads; pages are backed as they are
+ * written.
+ */
+#define JC_CHECK_STAMP_BYTES ((uint64_t) 512 << 20)
+
+static int	jc_check_stamps = 1;	/* sj_jaccard_set_test_check_stamps */
+
+void
+sj_jaccard_set_test_check_stamps(int on)
+{
+	jc_check_stamps = on != 0;
+}
 
 /* Parallel task: check a range of JC_CHECK_TASK sets. */
 static void
@@ -198,7 +228,7 @@ jc_check_task(void *p, uint64_t task, int worker)
 	if (end > c->s->n)
 		end = c->s->n;
 	for (; i < end; i++)
-		if (!jc_set_ok(c->s, (uint32_t) i))
+		if (!jc_set_ok(c->s, (uint32_t) i, c->seen ? c->seen[worker] : NULL))
 		{
 			atomic_store(&c->bad, 1);
 			return;
@@ -227,15 +257,46 @@ jc_check_input(const SjSets *s, const char *name, int nthreads, char *errmsg)
 	}
 	c.s = s;
 	atomic_init(&c.bad, 0);
+	c.seen = NULL;
+	if (nthreads < 1)
+		nthreads = 1;
+	if (jc_check_stamps &&
+		(uint64_t) s->universe * sizeof(uint32_t) * nthreads <= JC_CHECK_STAMP_BYTES &&
+		(c.seen = calloc(nthreads, sizeof(uint32_t *))) != NULL)
+	{
+		int			w;
+
+		for (w = 0; w < nthreads; w++)
+			if ((c.seen[w] = calloc((size_t) s->universe + 1, sizeof(uint32_t))) == NULL)
+				break;
+		if (w < nthreads)
+		{
+			/* pairwise, for want of memory */
+			while (w > 0)
+				free(c.seen[--w]);
+			free(c.seen);
+			c.seen = NULL;
+		}
+	}
 	if (sj_parallel_for(nthreads, (s->n + (uint64_t) JC_CHECK_TASK - 1) / JC_CHECK_TASK,
-						jc_check_task, &c) == SJ_OK && !atomic_load(&c.bad))
+						jc_check_task, &c) != SJ_OK)
+		atomic_store(&c.bad, 1);
+	if (c.seen)
+	{
+		int			w;
+
+		for (w = 0; w < nthreads; w++)
+			free(c.seen[w]);
+		free(c.seen);
+	}
+	if (!atomic_load(&c.bad))
 		return SJ_OK;
 	for (i = 0; i < s->n; i++)
 	{
 		uint64_t	a = s->offsets[i],
 					b = s->offsets[i + 1];
 
-		if (jc_set_ok(s, i))
+		if (jc_set_ok(s, i, NULL))
 			continue;
 		if (b < a || b > s->offsets[s->n])
 			snprintf(msg, sizeof(msg), "%s sets: offsets decrease at set %u", name, i);

@@ -80,6 +80,12 @@ extern SjStatus sj_jaccard_prepare(const SjSets *left, const SjSets *right,
 								   const SjJoinOptions *options,
 								   SjJaccardJoin **join, char *errmsg);
 
+/*
+ * Test hook: on = 0 makes the input check compare a set's tokens pairwise
+ * (a sorted copy beyond 128) instead of marking them in a thread's stamps.
+ */
+extern void sj_jaccard_set_test_check_stamps(int on);
+
 /* Argument and input checks of a preparation (the CPU engine's messages). */
 extern SjStatus sj_jaccard_check(const SjSets *left, const SjSets *right,
 								 double threshold, const SjJoinOptions *options,

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "sjgpu.h"
+#include "sjjaccard.h"
 #include "sjtest.h"
 
 #define SJ_MAX_TESTS 512
@@ -64,6 +65,7 @@ sj_test_gpu_usable(void)
 void
 sj_test_reset_hooks(void)
 {
+	sj_jaccard_set_test_check_stamps(1);
 	if (sjgpu_eps_set_test_strategy)
 		sjgpu_eps_set_test_strategy(0);
 	if (sjgpu_eps_set_test_pruning)

@@ -123,6 +123,9 @@ SJ_TEST(jaccard_cpu_unsorted)
 			double		t = tj_thresholds[ti];
 			int			two;
 
+			/* the input check with the threads' stamps, and pairwise (a sorted copy past 128) */
+			sj_jaccard_set_test_check_stamps(ti % 4 == 0);
+
 			for (two = 0; two < 2; two++)
 			{
 				TjList		want = {0},
@@ -151,6 +154,47 @@ SJ_TEST(jaccard_cpu_unsorted)
 		tj_free(&Ls);
 		tj_free(&Rs);
 	}
+	sj_jaccard_set_test_check_stamps(1);
+}
+
+/*
+ * The same set in three orders (and a fourth set) is one distinct set of
+ * three members: the preparation groups sets whatever their order.
+ */
+SJ_TEST(jaccard_cpu_unsorted_groups)
+{
+	uint64_t	off[] = {0, 4, 8, 12, 15};
+	uint32_t	tok[] = {7, 2, 9, 4, 4, 9, 2, 7, 9, 7, 4, 2, 1, 2, 3};
+	SjSets		s = {4, 10, off, tok};
+	SjJoinOptions o = tj_options(2, 0, 0);
+	SjJaccardJoin *j = NULL;
+	char		errmsg[SJ_ERRMSG_LEN];
+	uint32_t	nsets = 0,
+				universe = 0;
+	const uint64_t *poff;
+	const uint32_t *ptok,
+			   *wl,
+			   *wr;
+	uint32_t	d,
+				three = 0;
+
+	SJ_CHECK(sj_jaccard_prepare(&s, NULL, 0.5, &o, &j, errmsg) == SJ_OK && j != NULL,
+			 "prepare: %s", errmsg);
+	if (j == NULL)
+		return;
+	sj_jaccard_prepared_sets(j, &nsets, &universe, &poff, &ptok, &wl, &wr);
+	SJ_CHECK(nsets == 2, "%u distinct sets, expected 2", nsets);
+	for (d = 0; d < nsets; d++)
+	{
+		uint64_t	k;
+
+		for (k = poff[d] + 1; k < poff[d + 1]; k++)
+			SJ_CHECK(ptok[k] > ptok[k - 1], "distinct set %u not sorted", d);
+		if (wl[d] == 3)
+			three++;
+	}
+	SJ_CHECK(three == 1, "no distinct set of three members");
+	sj_jaccard_cpu_end(j);
 }
 
 SJ_TEST(jaccard_cpu_exact_boundaries)
@@ -265,6 +309,38 @@ SJ_TEST(jaccard_cpu_invalid)
 	SJ_CHECK(sj_jaccard_cpu_begin(&b, NULL, 0.5, &o, &j, errmsg) == SJ_ERR_INVALID,
 			 "a repeated token accepted");
 	SJ_CHECK(strstr(errmsg, "set 0") != NULL, "message without the set: %s", errmsg);
+	/* the same without the thread's stamps: pairwise */
+	sj_jaccard_set_test_check_stamps(0);
+	SJ_CHECK(sj_jaccard_cpu_begin(&b, NULL, 0.5, &o, &j, errmsg) == SJ_ERR_INVALID,
+			 "a repeated token accepted (pairwise)");
+	SJ_CHECK(sj_jaccard_cpu_begin(&s, NULL, 0.5, &o, &j, errmsg) == SJ_OK && j != NULL,
+			 "distinct unsorted tokens refused (pairwise): %s", errmsg);
+	sj_jaccard_cpu_end(j);
+	j = NULL;
+	sj_jaccard_set_test_check_stamps(1);
+	{
+		/* 200 tokens, descending, one repeated: the stamps, and the sorted copy */
+		uint64_t	loff[] = {0, 200};
+		uint32_t	big[200];
+		SjSets		bs = {1, 1000, loff, big};
+		int			stamps;
+
+		for (int k = 0; k < 200; k++)
+			big[k] = 900 - 3 * k;
+		for (stamps = 1; stamps >= 0; stamps--)
+		{
+			sj_jaccard_set_test_check_stamps(stamps);
+			SJ_CHECK(sj_jaccard_cpu_begin(&bs, NULL, 0.5, &o, &j, errmsg) == SJ_OK && j != NULL,
+					 "200 distinct descending tokens refused (stamps %d): %s", stamps, errmsg);
+			sj_jaccard_cpu_end(j);
+			j = NULL;
+			big[150] = big[20];
+			SJ_CHECK(sj_jaccard_cpu_begin(&bs, NULL, 0.5, &o, &j, errmsg) == SJ_ERR_INVALID,
+					 "a repeated token among 200 accepted (stamps %d)", stamps);
+			big[150] = 900 - 3 * 150;
+		}
+		sj_jaccard_set_test_check_stamps(1);
+	}
 	SJ_CHECK(sj_jaccard_cpu_begin(&s, &small, 0.5, &o, &j, errmsg) == SJ_ERR_INVALID,
 			 "token beyond the universe accepted");
 	SJ_CHECK(strlen(errmsg) > 0, "no message");

@@ -727,6 +727,18 @@ SJ_TEST(jaccard_gpu_prepare)
 		SJ_CHECK(err == NULL, "%s two-table, sides swapped: %s", sh.name, err);
 		err = tj_prepare_both(&L, &L, t, o, tj_has_tokens(&L, &L));
 		SJ_CHECK(err == NULL, "%s joined with itself as two tables: %s", sh.name, err);
+		{
+			/* the same sets, each in a random order (the SQL adapter's) */
+			TjSets		Ls,
+						Rs;
+
+			tj_shuffled(&L, &Ls, &r);
+			tj_shuffled(&R, &Rs, &r);
+			err = tj_prepare_both(&Ls, &Rs, t, o, tj_has_tokens(&Ls, &Rs));
+			SJ_CHECK(err == NULL, "%s two-table, tokens shuffled: %s", sh.name, err);
+			tj_free(&Ls);
+			tj_free(&Rs);
+		}
 
 		/* a device budget far too small: the host prepares, the same arrays */
 		o.gpu_memory_limit = (size_t) 64 << 10;

@@ -6,9 +6,10 @@
 -- over 2 M points, an equi join).  Data generated in SQL, deterministic
 -- (hashes, no random()), in parallel.  Run after common.sql:
 --     psql -v mb_scale=1 -f test/bench/multi_bench.sql
--- Each join runs on the GPU with simjoin.devices = '0' and then 'all',
--- median of mb_reps (3) runs after a warm-up (sjb_time); the table at the
--- end gives both times, the ratio, the engine's own wall time (the last
+-- Each join runs on the GPU with simjoin.devices = '0' and 'all', the two
+-- alternating run by run after a warm-up of each, median of mb_reps (5)
+-- runs each; the table at the
+-- end gives both times, the ratio, the engine's own wall time (the median
 -- run's simjoin_last_stats() total_ms less scan_ms and emit_ms: what the
 -- devices scale; the hd rows' end-to-end times are mostly PostgreSQL's
 -- scan), the devices' busy time (build + probe, summed over the devices)
@@ -29,7 +30,7 @@
 \endif
 \if :{?mb_reps}
 \else
-\set mb_reps 3
+\set mb_reps 5
 \endif
 \if :{?mb_timeout}
 \else
@@ -104,42 +105,78 @@ CREATE TABLE sjm_2d AS
     FROM sjb_id, generate_series(0, 1) g;
 ANALYZE sjm_2d;
 
--- One join under simjoin.devices = '0' and then 'all': times, the engine's
--- build + probe (median run), and each device's share (last run).
+-- One join under simjoin.devices = '0' and 'all', alternating run by run
+-- (0, all, 0, all, ... after a warm-up of each), so that both lists see
+-- the same drift of the host (the scan-bound rows run on one card either
+-- way and differ only by it): each list's median wall time, the engine's
+-- wall time and busy time (build + probe) of that median run, each
+-- device's share (its last run).
 CREATE OR REPLACE FUNCTION sjm_both(workload text, kind text, q text) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
-    d text; ms float8; r record; devs text; eng_ms float8;
+    d text; ms float8; st record; i int; k int; med int; res bigint;
     eng text := current_setting('sjm.engine');
     reps int := current_setting('sjm.reps')::int;
     ndev int := (SELECT count(*) FROM simjoin_devices());
+    lists text[] := ARRAY['0', 'all'];
+    runs float8[][];     -- [list][run]: wall ms
+    engs float8[][];     -- engine ms (total - scan - emit)
+    busy float8[][];     -- build + probe
+    devs text[] := ARRAY[NULL, NULL];
+    strat text[] := ARRAY[NULL, NULL];
+    result bigint[] := ARRAY[NULL, NULL];
+    failed text[] := ARRAY[NULL, NULL];
 BEGIN
-    FOREACH d IN ARRAY ARRAY['0', 'all'] LOOP
-        IF eng = 'gpu' AND d = 'all' AND ndev < 2 THEN
-            RAISE NOTICE '% | devices=all | skipped: one device', workload;
+    IF eng = 'gpu' AND ndev < 2 THEN
+        failed[2] := 'skipped: one device';
+        RAISE NOTICE '% | devices=all | skipped: one device', workload;
+    END IF;
+    runs := array_fill(NULL::float8, ARRAY[2, reps]);
+    engs := array_fill(NULL::float8, ARRAY[2, reps]);
+    busy := array_fill(NULL::float8, ARRAY[2, reps]);
+    FOR i IN 0..reps LOOP           -- run 0: each list's warm-up
+        FOR k IN 1..2 LOOP
+            CONTINUE WHEN failed[k] IS NOT NULL;
+            d := lists[k];
+            PERFORM set_config('simjoin.devices', d, false);
+            ms := sjb_time(workload || ' devices=' || d || CASE WHEN i = 0 THEN ' (warm-up)' ELSE '' END,
+                           'count', eng, q, 1);
+            IF ms IS NULL THEN
+                failed[k] := 'skipped or timed out (see NOTICE)';
+                CONTINUE;
+            END IF;
+            CONTINUE WHEN i = 0;
+            SELECT * INTO st FROM simjoin_last_stats();
+            runs[k][i] := ms;
+            engs[k][i] := st.total_ms - st.scan_ms - coalesce(st.emit_ms, 0);
+            busy[k][i] := st.build_ms + st.probe_ms;
+            devs[k] := st.devices;
+            strat[k] := st.strategy;
+            SELECT r.result INTO res FROM sjb_results r
+            WHERE r.workload = sjm_both.workload || ' devices=' || d AND r.engine = eng
+            ORDER BY r.at DESC LIMIT 1;
+            IF result[k] IS NOT NULL AND result[k] IS DISTINCT FROM res THEN
+                RAISE NOTICE '% | devices=% | COUNTS DIFFER between runs: % vs %', workload, d, result[k], res;
+            END IF;
+            result[k] := res;
+        END LOOP;
+    END LOOP;
+    FOR k IN 1..2 LOOP
+        IF failed[k] IS NOT NULL THEN
             INSERT INTO sjm_runs(workload, kind, devs, engine, strategy)
-            VALUES (workload, kind, d, eng, 'skipped: one device');
+            VALUES (workload, kind, lists[k], eng, failed[k]);
             CONTINUE;
         END IF;
-        PERFORM set_config('simjoin.devices', d, false);
-        ms := sjb_time(workload || ' devices=' || d, 'count', eng, q, reps);
-        IF ms IS NULL THEN
-            INSERT INTO sjm_runs(workload, kind, devs, engine, strategy)
-            VALUES (workload, kind, d, eng, 'skipped or timed out (see NOTICE)');
-            CONTINUE;
-        END IF;
-        SELECT * INTO r FROM sjb_results
-        WHERE sjb_results.workload = sjm_both.workload || ' devices=' || d
-          AND sjb_results.engine = eng
-        ORDER BY at DESC LIMIT 1;
-        SELECT s.devices, s.total_ms - s.scan_ms - coalesce(s.emit_ms, 0)
-        INTO devs, eng_ms FROM simjoin_last_stats() s;
+        SELECT g INTO med FROM generate_series(1, reps) g
+        ORDER BY runs[k][g] OFFSET (reps - 1) / 2 LIMIT 1;
         INSERT INTO sjm_runs(workload, kind, devs, engine, ms, engine_ms, busy_ms, result,
                              strategy, devices)
-        VALUES (workload, kind, d, eng, ms, eng_ms, r.build_ms + r.probe_ms, r.result,
-                r.strategy, devs);
-        RAISE NOTICE '% | devices=% | engine % ms | %', workload, d, round(eng_ms::numeric, 1),
-            coalesce(devs, '');
+        VALUES (workload, kind, lists[k], eng, runs[k][med], engs[k][med], busy[k][med],
+                result[k], strat[k], devs[k]);
+        RAISE NOTICE '% | devices=% | median % ms of % (alternating) | engine % ms | %',
+            workload, lists[k], round(runs[k][med]::numeric, 1),
+            (SELECT string_agg(round(runs[k][g]::numeric, 1)::text, ' ') FROM generate_series(1, reps) g),
+            round(engs[k][med]::numeric, 1), coalesce(devs[k], '');
     END LOOP;
     PERFORM set_config('simjoin.devices', 'all', false);
 END $$;
@@ -162,7 +199,7 @@ RESET statement_timeout;
 -- time and the devices' busy time (build + probe, summed over devices).  Targets (issue #22): compute-bound joins at least 1.8x
 -- faster on two devices; scan-bound ones no slower (0.95: the runs' noise).
 \echo
-\echo 'multi_bench: simjoin.devices = 0 against all (ms: median wall time; engine: the engine''s wall time, last run; busy: build + probe summed over devices)'
+\echo 'multi_bench: simjoin.devices = 0 against all, alternating (ms: median wall time; engine: the engine''s wall time and busy: build + probe summed over devices, of the median run)'
 SELECT o.workload, o.engine,
        round(o.ms::numeric, 1) AS "ms 1 dev",
        round(a.ms::numeric, 1) AS "ms all",

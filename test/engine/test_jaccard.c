@@ -106,18 +106,11 @@ SJ_TEST(jaccard_cpu_unsorted)
 
 	for (s = 0; s < TJ_NSHAPES; s++)
 	{
-		TjShape		sh = tj_shapes[s];
-		TjSets		L,
-					R,
-					Ls,
-					Rs;
+		const TjShape *sh = &tj_shapes[s];
+		TjUnsorted	u;
 		size_t		ti;
 
-		tj_generate(&L, &sh, 0, sh.universe * 2, &r);
-		sh.n = sh.n / 2 + 1;
-		tj_generate(&R, &sh, sh.universe / 2, sh.universe * 2, &r);
-		tj_shuffled(&L, &Ls, &r);
-		tj_shuffled(&R, &Rs, &r);
+		tj_unsorted_make(&u, sh, &r);
 		for (ti = 0; ti < TJ_NTHRESH; ti += 2)
 		{
 			double		t = tj_thresholds[ti];
@@ -134,25 +127,22 @@ SJ_TEST(jaccard_cpu_unsorted)
 				uint64_t	count = 0;
 				const char *err;
 
-				tj_oracle(&L, two ? &R : NULL, t, &want);
-				err = tj_run(TJ_CPU, &Ls, two ? &Rs : NULL, t, &o, &got, &count, NULL);
+				tj_oracle(&u.L, two ? &u.R : NULL, t, &want);
+				err = tj_run(TJ_CPU, &u.Ls, two ? &u.Rs : NULL, t, &o, &got, &count, NULL);
 				if (!err)
 					err = tj_compare(&want, &got);
-				SJ_CHECK(err == NULL, "%s %s, threshold %g: %s", sh.name,
+				SJ_CHECK(err == NULL, "%s %s, threshold %g: %s", sh->name,
 						 two ? "two-table" : "self", t, err);
 				o = tj_options(2, 0, 1);
-				err = tj_run(TJ_CPU, &Ls, two ? &Rs : NULL, t, &o, &got, &count, NULL);
+				err = tj_run(TJ_CPU, &u.Ls, two ? &u.Rs : NULL, t, &o, &got, &count, NULL);
 				SJ_CHECK(err == NULL && count == want.n, "%s %s, threshold %g: count %llu, expected %zu (%s)",
-						 sh.name, two ? "two-table" : "self", t,
+						 sh->name, two ? "two-table" : "self", t,
 						 (unsigned long long) count, want.n, err ? err : "");
 				free(want.p);
 				free(got.p);
 			}
 		}
-		tj_free(&L);
-		tj_free(&R);
-		tj_free(&Ls);
-		tj_free(&Rs);
+		tj_unsorted_free(&u);
 	}
 	sj_jaccard_set_test_check_stamps(1);
 }

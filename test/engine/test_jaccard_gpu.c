@@ -111,18 +111,11 @@ SJ_TEST(jaccard_gpu_unsorted)
 	}
 	for (s = 0; s < TJ_NSHAPES; s++)
 	{
-		TjShape		sh = tj_shapes[s];
-		TjSets		L,
-					R,
-					Ls,
-					Rs;
+		const TjShape *sh = &tj_shapes[s];
+		TjUnsorted	u;
 		size_t		ti;
 
-		tj_generate(&L, &sh, 0, sh.universe * 2, &r);
-		sh.n = sh.n / 2 + 1;
-		tj_generate(&R, &sh, sh.universe / 2, sh.universe * 2, &r);
-		tj_shuffled(&L, &Ls, &r);
-		tj_shuffled(&R, &Rs, &r);
+		tj_unsorted_make(&u, sh, &r);
 		for (ti = 0; ti < TJ_NTHRESH; ti += 2)
 		{
 			double		t = tj_thresholds[ti];
@@ -131,17 +124,14 @@ SJ_TEST(jaccard_gpu_unsorted)
 			const char *err;
 
 			memset(&gt, 0, sizeof(gt));
-			err = tj_gpu_vs_cpu(&Ls, NULL, t, o, &gt);
-			SJ_CHECK(err == NULL, "%s self, threshold %g (%s): %s", sh.name, t,
+			err = tj_gpu_vs_cpu(&u.Ls, NULL, t, o, &gt);
+			SJ_CHECK(err == NULL, "%s self, threshold %g (%s): %s", sh->name, t,
 					 gt.strategy, err);
-			err = tj_gpu_vs_cpu(&Ls, &Rs, t, o, &gt);
-			SJ_CHECK(err == NULL, "%s two-table, threshold %g (%s): %s", sh.name, t,
+			err = tj_gpu_vs_cpu(&u.Ls, &u.Rs, t, o, &gt);
+			SJ_CHECK(err == NULL, "%s two-table, threshold %g (%s): %s", sh->name, t,
 					 gt.strategy, err);
 		}
-		tj_free(&L);
-		tj_free(&R);
-		tj_free(&Ls);
-		tj_free(&Rs);
+		tj_unsorted_free(&u);
 	}
 }
 

@@ -134,6 +134,33 @@ tj_shuffled(const TjSets *in, TjSets *out, TjRng *r)
 	}
 }
 
+/*
+ * The collections of the unsorted tests for a shape: L over a dictionary of
+ * twice its universe, R half as many sets from half-way into L's universe
+ * (overlapping), and both again with every set shuffled (Ls, Rs).
+ */
+void
+tj_unsorted_make(TjUnsorted *u, const TjShape *shape, TjRng *r)
+{
+	TjShape		sh = *shape;
+
+	tj_generate(&u->L, &sh, 0, sh.universe * 2, r);
+	sh.n = sh.n / 2 + 1;
+	tj_generate(&u->R, &sh, sh.universe / 2, sh.universe * 2, r);
+	tj_shuffled(&u->L, &u->Ls, r);
+	tj_shuffled(&u->R, &u->Rs, r);
+}
+
+/* Free tj_unsorted_make's collections. */
+void
+tj_unsorted_free(TjUnsorted *u)
+{
+	tj_free(&u->L);
+	tj_free(&u->R);
+	tj_free(&u->Ls);
+	tj_free(&u->Rs);
+}
+
 /* The engine's view of a collection (no copy). */
 SjSets
 tj_view(const TjSets *s)

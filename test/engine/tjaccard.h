@@ -92,6 +92,18 @@ extern void tj_free(TjSets *s);
 extern void tj_add(TjSets *s, const uint32_t *t, uint32_t k);
 extern SjSets tj_view(const TjSets *s);
 extern void tj_shuffled(const TjSets *in, TjSets *out, TjRng *r);
+
+/* A shape's collections for the unsorted tests, sorted and shuffled. */
+typedef struct TjUnsorted
+{
+	TjSets		L,
+				R,
+				Ls,
+				Rs;
+} TjUnsorted;
+
+extern void tj_unsorted_make(TjUnsorted *u, const TjShape *shape, TjRng *r);
+extern void tj_unsorted_free(TjUnsorted *u);
 extern void tj_generate(TjSets *s, const TjShape *sh, uint32_t base,
 						uint32_t dict, TjRng *r);
 extern void tj_boundary_sets(TjSets *s, TjRng *r);

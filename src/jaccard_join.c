@@ -6,10 +6,10 @@
  * Each side is scanned once (marshal.c).  Set elements (int4, int8 or text)
  * are dictionary-encoded into dense uint32 token ids through one dictionary
  * shared by both sides of the join, then each set is de-duplicated into
- * the engines' CSR layout (sjengine.h), its ids in the order of the
- * array: the engines renumber them by frequency and sort them anyway.  A NULL set and
- * an empty set never join and are left out; a NULL element or a NULL key is
- * an error.  int4[] and int8[] sets can be joined with each other (elements
+ * the engines' CSR layout (sjengine.h), its ids in the order of the array:
+ * the engines renumber them by frequency and sort them anyway.  A NULL set
+ * and an empty set never join and are left out; a NULL element or a NULL
+ * key is an error.  int4[] and int8[] sets can be joined with each other (elements
  * compare as integers); text[] only with text[] (elements compare by bytes).
  *
  * The similarity of a pair is computed by the engine with the expression of

@@ -9,8 +9,9 @@
  * the engines' CSR layout (sjengine.h), its ids in the order of the array:
  * the engines renumber them by frequency and sort them anyway.  A NULL set
  * and an empty set never join and are left out; a NULL element or a NULL
- * key is an error.  int4[] and int8[] sets can be joined with each other (elements
- * compare as integers); text[] only with text[] (elements compare by bytes).
+ * key is an error.  int4[] and int8[] sets can be joined with each other
+ * (elements compare as integers); text[] only with text[] (elements compare
+ * by bytes).
  *
  * The similarity of a pair is computed by the engine with the expression of
  * jaccard() (jaccard.c), so the two agree bit for bit.
@@ -105,6 +106,25 @@ struct SjDict
  */
 #define SJ_DICT_DIRECT	((int64) 1 << 22)
 
+/*
+ * A dictionary's array of uint32 (direct, seen) grown from *len to n
+ * entries in dict->cxt, the new ones zero.
+ */
+static uint32 *
+SjDictGrowZeroed(SjDict *dict, uint32 *a, uint32 *len, uint32 n)
+{
+	if (a == NULL)
+		a = MemoryContextAllocExtended(dict->cxt, (Size) n * sizeof(uint32),
+									   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	else
+	{
+		a = repalloc_huge(a, (Size) n * sizeof(uint32));
+		memset(a + *len, 0, (Size) (n - *len) * sizeof(uint32));
+	}
+	*len = n;
+	return a;
+}
+
 /* The id of an integer element, added to the dictionary when new. */
 static uint32
 SjDictInt(SjDict *dict, int64 v)
@@ -118,17 +138,8 @@ SjDictInt(SjDict *dict, int64 v)
 		{
 			uint32		n = (uint32) Min(SJ_DICT_DIRECT, Max(v + 1, (int64) dict->ndirect * 2));
 
-			n = Max(n, 65536);
-			if (dict->direct == NULL)
-				dict->direct = MemoryContextAllocExtended(dict->cxt, n * sizeof(uint32),
-														  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-			else
-			{
-				dict->direct = repalloc_huge(dict->direct, n * sizeof(uint32));
-				memset(dict->direct + dict->ndirect, 0,
-					   (n - dict->ndirect) * sizeof(uint32));
-			}
-			dict->ndirect = n;
+			dict->direct = SjDictGrowZeroed(dict, dict->direct, &dict->ndirect,
+											Max(n, 65536));
 		}
 		if (dict->direct[v] == 0)
 			dict->direct[v] = ++dict->next_id;
@@ -215,19 +226,8 @@ SjSetRow(void *arg, Datum *values, bool *isnull)
 	 * 40% of the scan of 1 M sets of 25 integers.
 	 */
 	if (dict->next_id > dict->nseen)
-	{
-		uint32		n = Max(dict->next_id, Max(dict->nseen * 2, 65536));
-
-		if (dict->seen == NULL)
-			dict->seen = MemoryContextAllocExtended(dict->cxt, (Size) n * sizeof(uint32),
-													MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-		else
-		{
-			dict->seen = repalloc_huge(dict->seen, (Size) n * sizeof(uint32));
-			memset(dict->seen + dict->nseen, 0, (Size) (n - dict->nseen) * sizeof(uint32));
-		}
-		dict->nseen = n;
-	}
+		dict->seen = SjDictGrowZeroed(dict, dict->seen, &dict->nseen,
+									  Max(dict->next_id, Max(dict->nseen * 2, 65536)));
 	if (++dict->row == 0)
 	{
 		memset(dict->seen, 0, (Size) dict->nseen * sizeof(uint32));

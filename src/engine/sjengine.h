@@ -239,8 +239,9 @@ extern SjStatus sj_error(char *errmsg, SjStatus status, const char *fmt,...)
  *
  * Sets in CSR layout over dense token ids: the tokens of set i are
  * tokens[offsets[i] .. offsets[i+1]), distinct, in any order (the adapter
- * dictionary-encodes and de-duplicates; the engines renumber and sort).  Every token is < universe, and
- * both sides of a two-table join share one dictionary.  The similarity is
+ * dictionary-encodes and de-duplicates; the engines renumber and sort).
+ * Every token is < universe, and both sides of a two-table join share one
+ * dictionary.  The similarity is
  * (double) inter / (double) (|A| + |B| - inter), exactly this expression, in
  * both engines; a pair joins when it is >= threshold.  An empty set joins
  * nothing.  right == NULL means a self-join, as for eps_join.

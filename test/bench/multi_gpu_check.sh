@@ -176,7 +176,7 @@ step_bench() {
 step_sessions() {
     bash test/bench/sessions_bench.sh
     local rc=$? verdicts mode
-    verdicts=$(grep -E '\| (even|UNEVEN.*|skipped: one device) *$' "$SJ_CHECK_OUT/sessions.log" |
+    verdicts=$(grep -E '\| (even|UNEVEN.*|skipped: one device|too few runs to judge.*) *$' "$SJ_CHECK_OUT/sessions.log" |
         awk -F'|' '{gsub(/ /, "", $1); gsub(/ /, "", $2); gsub(/^ +| +$/, "", $NF); print $1 "/" $2 " " $NF " (runs " $6 ", busy " $7 ")"}' |
         sed 's/  */ /g' | paste -sd ';' -)
     mode=$(grep -q '^mode: preloaded' "$SJ_CHECK_OUT/sessions.log" && echo preloaded || echo "NOT preloaded")
@@ -205,7 +205,7 @@ for s in "${steps[@]}"; do
         devices) run_step devices 30 ;;
         engine) run_step engine 180 ;;
         regress) run_step regress 180 ;;
-        bench) run_step bench 260 ;;
+        bench) run_step bench 330 ;;
         sessions) run_step sessions 90 ;;
         diff) run_step diff 480 ;;
         *) printf '%-9s %-8s %6s  %s\n' "$s" FAIL 0 "unknown step" >>"$summary"; failed=1 ;;

@@ -13,14 +13,19 @@
 #             after each join the session logs simjoin_last_stats().devices
 #             ("gpu0 52% 8.1 ms, gpu1 48% 7.9 ms"): joins per device and
 #             the busy time each device took.
-#   workers   each client runs a plain SQL join with two parallel workers;
-#             a worker runs its part on one device, the least loaded
+#   workers   SJ_SESSIONS_WORKER_CLIENTS clients (by default as many as
+#             max_worker_processes can give two workers each, at least 2)
+#             each run a plain SQL join with two parallel workers; a
+#             worker runs its part on one device, the least loaded
 #             (src/devices.c); EXPLAIN ANALYZE's worker lines name it
-#             (GPU Devices): worker runs per device.
+#             (GPU Devices): worker runs per device.  With 32 clients
+#             the workers were taken after the first few joins, and the
+#             rest ran in their leaders alone.
 # The load counters that pick the least loaded device live in shared
 # memory only when simjoin is in shared_preload_libraries; otherwise each
 # process picks by its process id.  The script says which mode it ran in.
-# Ends with a table per phase: runs per device and the spread (max / min).
+# Ends with a table per phase: runs per device and the spread (max / min);
+# a role with fewer than 20 runs is not judged ("too few runs").
 # Without a usable GPU the joins run on the CPU engine (a check of the
 # script); with one GPU the spread is "skipped: one device".
 # SJ_SESSIONS_ROWS (200000) sets the points of the join's table.
@@ -31,6 +36,7 @@ jobs=${SJ_SESSIONS_JOBS:-16}
 secs=${SJ_SESSIONS_SECONDS:-20}
 rows=${SJ_SESSIONS_ROWS:-200000}
 ((jobs <= clients)) || jobs=$clients
+wclients=${SJ_SESSIONS_WORKER_CLIENTS:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -89,7 +95,11 @@ SQL
 
 ndev=$(psql -X -At -d "$db" -c "SELECT count(*) FROM simjoin_devices()")
 preloaded=$(psql -X -At -d "$db" -c "SELECT current_setting('shared_preload_libraries') ~ 'simjoin'")
-echo "sessions_bench: $clients clients, $jobs threads, ${secs}s a phase, $rows points; $ndev GPU(s) visible"
+if [[ -z $wclients ]]; then
+    wclients=$(psql -X -At -d "$db" -c "SELECT greatest(2, least(current_setting('max_worker_processes')::int,
+        current_setting('max_parallel_workers')::int) / 2)")
+fi
+echo "sessions_bench: $clients clients ($wclients in the workers phase), $jobs threads, ${secs}s a phase, $rows points; $ndev GPU(s) visible"
 if [[ $preloaded == t ]]; then
     echo "mode: preloaded (shared_preload_libraries): shared load counters, a worker takes the least loaded device"
 else
@@ -105,10 +115,13 @@ fi
 status=0
 for phase in sessions workers; do
     echo "SELECT ss_join('$phase');" >"$tmp/$phase.sql"
-    echo "== $phase: pgbench -c $clients -j $jobs -T $secs"
+    c=$clients
+    [[ $phase == workers ]] && c=$wclients
+    j=$((jobs < c ? jobs : c))
+    echo "== $phase: pgbench -c $c -j $j -T $secs"
     # the settings reach every pgbench connection through PGOPTIONS
     if ! PGOPTIONS="${PGOPTIONS:-} -c simjoin.device=$device -c simjoin.devices=all" \
-        pgbench -n -d "$db" -c "$clients" -j "$jobs" -T "$secs" -f "$tmp/$phase.sql" >"$tmp/pgbench.out" 2>&1; then
+        pgbench -n -d "$db" -c "$c" -j "$j" -T "$secs" -f "$tmp/$phase.sql" >"$tmp/pgbench.out" 2>&1; then
         status=1
         echo "pgbench failed ($phase):"
     fi
@@ -138,13 +151,14 @@ WITH per AS (
     SELECT phase, role, device, count(*) AS runs, sum(busy_ms) AS busy
     FROM ss_parts GROUP BY 1, 2, 3),
 agg AS (
-    SELECT phase, role, count(*) AS devices_used,
+    SELECT phase, role, count(*) AS devices_used, sum(runs) AS total_runs,
            max(runs) AS max_runs, min(runs) AS min_runs,
            round((max(runs)::numeric / nullif(min(runs), 0)), 2) AS runs_spread,
            round((max(busy) / nullif(min(busy), 0))::numeric, 2) AS busy_spread
     FROM per GROUP BY 1, 2)
 SELECT phase, role, devices_used, max_runs, min_runs, runs_spread, busy_spread,
        CASE WHEN :ndev < 2 THEN 'skipped: one device'
+            WHEN total_runs < 20 THEN 'too few runs to judge (' || total_runs || ')'
             WHEN devices_used < :ndev THEN 'UNEVEN: ' || devices_used || ' of ' || :ndev || ' devices used'
             WHEN runs_spread <= 1.25 AND coalesce(busy_spread, 1) <= 1.25 THEN 'even'
             ELSE 'UNEVEN' END AS verdict

@@ -74,6 +74,8 @@
 #include "storage/bufmgr.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
 #include "storage/shm_toc.h"
 #include "storage/spin.h"
 #include "utils/builtins.h"
@@ -98,6 +100,12 @@
 #define SJ_PAR_KEY_SCAN(j)	(UINT64CONST(0x53494D4A4F494E10) + (j))
 #define SJ_PAR_KEY_QUAL(j)	(UINT64CONST(0x53494D4A4F494E20) + (j))
 
+/*
+ * How often a worker that waits for the leader looks again without being
+ * woken (SjReleaseWorkers wakes them): a safety net.
+ */
+#define SJ_PAR_WORKER_POLL_MS	50L
+
 /* Relations one parallel context reads, one after the other. */
 #define SJ_PAR_MAX_JOBS		2
 
@@ -112,7 +120,7 @@ typedef struct SjParShared
 	int			published;		/* workers whose parts are all in */
 	double		read_ms;		/* the slowest worker's read, its serialize */
 	double		write_ms;
-	bool		released;		/* the leader is done with every part */
+	bool		released;		/* the leader is done with the parts */
 	int			nslots;
 	/* [job * nslots + ParallelWorkerNumber]: each part's own segment */
 	dsm_handle	part[FLEXIBLE_ARRAY_MEMBER];
@@ -575,11 +583,12 @@ SjScanSide(TableScanDesc scan, SjPartKind kind, int ncols, const AttrNumber *att
  * A participant's share of one job: begin a side (the leader passes its
  * own), read blocks of the relation in turn, and, for a worker, serialize
  * the side into a shared memory segment of its own (*seg, which the worker
- * keeps mapped until the leader has mapped it too).  Returns the segment's
- * handle (DSM_HANDLE_INVALID for the leader); ms, when not NULL, gets the
- * milliseconds of the read and of the serialization.  Each part has its own
- * segment, created by its worker while the others create theirs: one
- * shared area would create and zero them one at a time, under its lock.
+ * keeps mapped until the leader has merged and unmapped it).  Returns the
+ * segment's handle (DSM_HANDLE_INVALID for the leader); ms, when not NULL,
+ * gets the milliseconds of the read and of the serialization.  Each part
+ * has its own segment, created by its worker while the others create
+ * theirs: one shared area would create and zero them one at a time, under
+ * its lock.
  */
 static dsm_handle
 SjParticipate(const SjPartSpec *spec, Relation rel, ParallelTableScanDesc pscan,
@@ -672,7 +681,7 @@ SjParallelScanMain(dsm_segment *seg, shm_toc *toc)
 		if (released)
 			break;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1L, PG_WAIT_EXTENSION);
+						 SJ_PAR_WORKER_POLL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 	for (j = 0; j < sh->njobs; j++)
@@ -680,13 +689,32 @@ SjParallelScanMain(dsm_segment *seg, shm_toc *toc)
 			dsm_detach(parts[j]);
 }
 
-/* Let the workers that wait for the leader's mappings (SjParallelScanMain) exit. */
+/*
+ * Let the workers that wait for the leader (SjParallelScanMain) detach
+ * their parts and exit: once it has merged and unmapped them
+ * (SjPartsRelease), or where the scan fails before mapping them.
+ */
 static void
-SjReleaseWorkers(SjParShared *sh)
+SjReleaseWorkers(SjParShared *sh, ParallelContext *pcxt)
 {
+	int			i;
+
 	SpinLockAcquire(&sh->mutex);
 	sh->released = true;
 	SpinLockRelease(&sh->mutex);
+	/* wake them (a worker that has exited, or not started, is skipped) */
+	for (i = 0; i < pcxt->nworkers_launched; i++)
+	{
+		pid_t		pid;
+		PGPROC	   *proc;
+
+		if (pcxt->worker[i].bgwhandle == NULL ||
+			GetBackgroundWorkerPid(pcxt->worker[i].bgwhandle, &pid) != BGWH_STARTED)
+			continue;
+		proc = BackendPidGetProc(pid);
+		if (proc != NULL)
+			SetLatch(&proc->procLatch);
+	}
 }
 
 /*
@@ -726,7 +754,7 @@ SjWaitForParts(ParallelContext *pcxt, SjParShared *sh)
 				 * leader's merge, which this scan will not make), then
 				 * report the worker's error; no part and no error is a bug.
 				 */
-				SjReleaseWorkers(sh);
+				SjReleaseWorkers(sh, pcxt);
 				WaitForParallelWorkersToFinish(pcxt);
 				for (i = 0; i < pcxt->nworkers_launched; i++)
 					if (last[i] == DSM_HANDLE_INVALID)
@@ -912,7 +940,7 @@ SjPartsRelease(SjParts *parts)
 	while (run->nsegs > 0)
 		dsm_detach(run->segs[--run->nsegs]);
 	t1 = sj_now_ms();
-	SjReleaseWorkers(run->sh);
+	SjReleaseWorkers(run->sh, run->pcxt);
 	WaitForParallelWorkersToFinish(run->pcxt);
 	DestroyParallelContext(run->pcxt);
 	elog(DEBUG2, "simjoin: parallel scan's parts unmapped in %.1f ms, the workers gone %.1f ms later",

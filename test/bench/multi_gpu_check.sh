@@ -94,6 +94,7 @@ run_step() {
             status=TIMEOUT
             note="stopped after ${limit}s${note:+; $note}"
             cancel_backends
+            [[ $name == diff ]] && note="$note; $(grep -c '^ok ' "$out/diff.log") passed, $(grep -c '^FAIL ' "$out/diff.log") failed before it"
             [[ $name == bench ]] && psql -X -d sj_check_bench -c "SELECT workload, devs, engine,
                 round(ms::numeric, 1) AS ms, round(engine_ms::numeric, 1) AS engine_ms, result,
                 strategy, devices FROM sjm_runs ORDER BY n" >>"$out/bench.log" 2>&1

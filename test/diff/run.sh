@@ -11,7 +11,7 @@
 #   - where a GPU is usable, the GPU engine with the CPU engine: the same
 #     pairs (multiset) and bit-identical values, also for large inputs
 #     whose results span many batches and exceed gpu_memory_limit.
-# Prints one line per case and ends with "N passed, N failed".
+# Prints one line per case as it ends and ends with "N passed, N failed".
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 seed=${SJ_DIFF_SEED:-$(( $(date +%s) % 100000 ))}
@@ -23,12 +23,15 @@ trap 'psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1' E
 echo "differential tests: seed $seed"
 out=$(mktemp)
 status=0
+# each case's line as it ends (a run cut short still shows what passed),
+# everything else after the last suite
 for s in "${suites[@]}"; do
     PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning" \
     psql -X -q -d "$db" -v ON_ERROR_STOP=1 -v seed="$seed" -At \
-        -f "$here/common.sql" -f "$here/${s}_diff.sql" >>"$out" 2>&1 || status=1
+        -f "$here/common.sql" -f "$here/${s}_diff.sql" 2>&1 |
+        tee -a "$out" | grep --line-buffered -E '^(ok|FAIL|SKIP) '
+    ((PIPESTATUS[0] == 0)) || status=1
 done
-grep -E '^(ok|FAIL|SKIP) ' "$out"
 grep -vE '^(ok|FAIL|SKIP) ' "$out" | grep -v '^$' | sed 's/^/  /'
 passed=$(grep -c '^ok ' "$out")
 failed=$(grep -c '^FAIL ' "$out")

@@ -212,21 +212,29 @@ SjCheckParam(bool valid, const char *rule, double value)
 }
 
 /*
- * Ask for transparent huge pages on the 2 MB-aligned interior of a large
- * array (where the kernel gives them on request only): a side of millions
+ * Ask for transparent huge pages on an array of SJ_HUGE_ADVISED bytes or
+ * more (where the kernel gives them on request only): a side of millions
  * of rows is written once, right after it is allocated, so its first
  * touches are page faults; huge pages shorten the merge of the workers'
- * parts (test/bench/BENCHMARKS.md, "Calibration of the cost model").
+ * parts (test/bench/BENCHMARKS.md, "Calibration of the cost model").  The
+ * advice covers every page the array touches: on a block the C library
+ * mapped on its own that is the whole mapping, which advice on a part of
+ * it would split, and the kernel does not remap a split mapping (SjGrow).
  */
+#define SJ_HUGE_ADVISED		((size_t) 2 << 20)
+
 void
 SjHugePages(void *ptr, size_t bytes)
 {
 #ifdef MADV_HUGEPAGE
-	const uintptr_t huge = (uintptr_t) 2 << 20;
-	uintptr_t	start = ((uintptr_t) ptr + huge - 1) & ~(huge - 1);
-	uintptr_t	end = ((uintptr_t) ptr + bytes) & ~(huge - 1);
-	if (end > start)
+	if (bytes >= SJ_HUGE_ADVISED)
+	{
+		const uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
+		uintptr_t	start = (uintptr_t) ptr & ~(page - 1);
+		uintptr_t	end = ((uintptr_t) ptr + bytes + page - 1) & ~(page - 1);
+
 		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+	}
 #endif
 }
 
@@ -241,7 +249,7 @@ SjAllocLarge(size_t bytes)
 }
 
 /*
- * Arrays of SJ_GROW_ADVISED bytes or more grow in whole 2 MB pages of
+ * Arrays of SJ_HUGE_ADVISED bytes or more grow in whole 2 MB pages of
  * address space, advised onto huge pages, and from SJ_GROW_MAPPED on at
  * least SJ_GROW_MAPPED_MIN bytes (at most 2.25 times what they need): more
  * than the C library's largest dynamic threshold for a block mapped on its
@@ -251,10 +259,10 @@ SjAllocLarge(size_t bytes)
  * spent two-thirds of its time copying and faulting in 4 kB pages
  * (test/bench/BENCHMARKS.md, "Twelfth session").
  *
- * The advice must cover the whole mapping: advice on a part of it splits
- * the mapping, and the kernel then refuses to remap it (the C library
- * falls back to a copy).  A mapped block is its size plus a few dozen
- * bytes of headers rounded up to whole pages, so an array of 2 MB
+ * The advice (SjHugePages) must cover the whole mapping: advice on a part
+ * of it splits the mapping, and the kernel then refuses to remap it (the C
+ * library falls back to a copy).  A mapped block is its size plus a few
+ * dozen bytes of headers rounded up to whole pages, so an array of 2 MB
  * multiples less SJ_GROW_SLACK bytes fills its mapping up to the page that
  * holds its last byte.  Where the headers were larger than that, or the
  * C library placed the block in its heap (free space there, or a threshold
@@ -263,7 +271,6 @@ SjAllocLarge(size_t bytes)
  * block is address space, backed as it is written (though counted against
  * the commit limit under vm.overcommit_memory = 2).
  */
-#define SJ_GROW_ADVISED		((size_t) 2 << 20)
 #define SJ_GROW_MAPPED		((size_t) 16 << 20)
 #define SJ_GROW_MAPPED_MIN	((size_t) 34 << 20)
 #define SJ_GROW_HUGE		((size_t) 2 << 20)
@@ -289,7 +296,7 @@ SjGrow(void *ptr, size_t *capacity, size_t needed, size_t elem)
 				 errmsg("simjoin: an array of %zu elements of %zu bytes is too large",
 						newcap, elem)));
 	bytes = newcap * elem;
-	if (bytes < SJ_GROW_ADVISED)
+	if (bytes < SJ_HUGE_ADVISED)
 		ptr = repalloc_huge(ptr, bytes);
 	else
 	{
@@ -298,15 +305,7 @@ SjGrow(void *ptr, size_t *capacity, size_t needed, size_t elem)
 			bytes = Max(bytes, SJ_GROW_MAPPED_MIN);
 		bytes = TYPEALIGN(SJ_GROW_HUGE, bytes + SJ_GROW_SLACK) - SJ_GROW_SLACK;
 		ptr = repalloc_huge(ptr, bytes);
-#ifdef MADV_HUGEPAGE
-		{
-			const uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
-			uintptr_t	start = (uintptr_t) ptr & ~(page - 1);
-			uintptr_t	end = ((uintptr_t) ptr + bytes + page - 1) & ~(page - 1);
-
-			(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
-		}
-#endif
+		SjHugePages(ptr, bytes);
 	}
 	*capacity = newcap;
 	return ptr;

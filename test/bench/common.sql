@@ -48,6 +48,19 @@ BEGIN
     EXECUTE format('ANALYZE %I', name);
 END $$;
 
+-- a set a row of sjb_id: 5 to 45 Zipf-like tokens (P(k) ~ 1/k) over 50 K
+-- distinct (average 25: jaccard_bench.sql's z50k25), from hashes
+CREATE OR REPLACE FUNCTION sjb_zipf_sets(name text)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('DROP TABLE IF EXISTS %I', name);
+    EXECUTE format($q$CREATE TABLE %I AS
+        SELECT i AS id, ARRAY(SELECT floor(exp(sjb_u(i + 2000000000, g) * ln(50000)))::int
+                              FROM generate_series(1, 5 + i %% 41) g) AS s
+        FROM sjb_id$q$, name);
+    EXECUTE format('ANALYZE %I', name);
+END $$;
+
 -- n unit-scale points: 1,000 Gaussian components N(c_m, s_m^2) with spread
 -- s_m in [0.1, 0.5], n/10 sub-centres drawn from them, 10 near-copies of
 -- each (noise 0.05 s_m): cosine neighbours are the near-copies.  The

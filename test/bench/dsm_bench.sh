@@ -52,16 +52,9 @@ psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
 psql -X -q -d "$db" -f "$here/common.sql" >/dev/null
 psql -X -q -d "$db" -v scale="$scale" >/dev/null <<'SQL'
 SET max_parallel_workers_per_gather = 8;
+SELECT sjb_clustered('sjm_hd', (200000 * :scale)::int, 384, 0.01);
 SELECT sjb_ids((1000000 * :scale)::int);
-CREATE TABLE sjm_hd AS
-    SELECT i AS id, ARRAY(SELECT (sjb_u(i / 10, k) + (sjb_u(i + 1000000000, k) - 0.5) * 0.02)::float4
-                          FROM generate_series(1, 384) k) AS v
-    FROM sjb_id WHERE i < (200000 * :scale)::int;
-CREATE TABLE sjm_sets AS
-    SELECT i AS id, ARRAY(SELECT floor(exp(sjb_u(i + 2000000000, g) * ln(50000)))::int
-                          FROM generate_series(1, 5 + i % 41) g) AS s
-    FROM sjb_id;
-ANALYZE sjm_hd, sjm_sets;
+SELECT sjb_zipf_sets('sjm_sets');
 SQL
 
 declare -A queries=(

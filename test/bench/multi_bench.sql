@@ -62,29 +62,19 @@ CREATE TABLE sjm_runs (
     n serial, workload text, kind text, devs text, engine text, ms float8,
     engine_ms float8, busy_ms float8, result bigint, strategy text, devices text);
 
--- rows 0 .. n-1 (the largest table's; sjb_ids, sjb_u: common.sql)
-SELECT sjb_ids((1000000 * :mb_scale)::int);
-
 -- 1 M x 384-D, 100 K centres x 10 jittered copies; cosine: the size of
 -- hd_bench's (c), whose filter dominates the engine (the compute-bound
 -- member of the high-dimensional suite); sjm_hd is its first 200 K rows
--- (20 K centres x 10), the size whose end-to-end time is mostly the scan
-DROP TABLE IF EXISTS sjm_hd1m, sjm_hd;
-CREATE TABLE sjm_hd1m AS
-    SELECT i AS id, ARRAY(SELECT (sjb_u(i / 10, k) + (sjb_u(i + 1000000000, k) - 0.5) * 0.02)::float4
-                          FROM generate_series(1, 384) k) AS v
-    FROM sjb_id;
+-- (20 K centres x 10), the size whose end-to-end time is mostly the scan.
+-- sjb_clustered (common.sql) leaves sjb_id, rows 0 .. n-1, for the tables
+-- below.
+SELECT sjb_clustered('sjm_hd1m', (1000000 * :mb_scale)::int, 384, 0.01);
+DROP TABLE IF EXISTS sjm_hd;
 CREATE TABLE sjm_hd AS SELECT * FROM sjm_hd1m WHERE id < (200000 * :mb_scale)::int;
-ANALYZE sjm_hd1m, sjm_hd;
+ANALYZE sjm_hd;
 
--- 1 M sets, Zipf-like tokens (P(k) ~ 1/k) over 50 K distinct, 5 to 45
--- tokens (average 25): jaccard_bench.sql's z50k25, from hashes
-DROP TABLE IF EXISTS sjm_sets;
-CREATE TABLE sjm_sets AS
-    SELECT i AS id, ARRAY(SELECT floor(exp(sjb_u(i + 2000000000, g) * ln(50000)))::int
-                          FROM generate_series(1, 5 + i % 41) g) AS s
-    FROM sjb_id;
-ANALYZE sjm_sets;
+-- 1 M sets (sjb_zipf_sets: common.sql)
+SELECT sjb_zipf_sets('sjm_sets');
 
 -- 100 K x 100 K rows; an OR of an equality and a sum: the nested loop
 DROP TABLE IF EXISTS sjm_t;

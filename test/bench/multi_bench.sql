@@ -24,6 +24,8 @@
 -- means nothing there); -v mb_engine=gpu|cpu forces either.  With one GPU
 -- visible the 'all' rows are skipped ("skipped: one device").  A join past
 -- -v mb_timeout (90s) is recorded as timed out and the file goes on.
+-- -v mb_workers (8) is max_parallel_workers_per_gather: the workers that
+-- read a large table (the server's max_parallel_workers must allow them).
 \set ON_ERROR_STOP 1
 \if :{?mb_scale}
 \else
@@ -37,7 +39,11 @@
 \else
 \set mb_timeout 90s
 \endif
-SET max_parallel_workers_per_gather = 8;
+\if :{?mb_workers}
+\else
+\set mb_workers 8
+\endif
+SET max_parallel_workers_per_gather = :mb_workers;
 SET client_min_messages = notice;
 
 SELECT count(*) AS mb_ndev FROM simjoin_devices() \gset
@@ -49,6 +55,8 @@ SELECT CASE WHEN :mb_ndev > 0 AND coalesce(current_setting('simjoin.device', tru
 SELECT set_config('sjm.engine', :'mb_engine', false) AS engine,
        set_config('sjm.reps', :'mb_reps', false) AS reps,
        :mb_ndev AS devices_visible,
+       current_setting('max_parallel_workers_per_gather') AS workers_per_gather,
+       current_setting('max_parallel_workers') AS max_parallel_workers,
        clock_timestamp() AS mb_t0 \gset
 SELECT CASE WHEN :'mb_engine' = 'cpu'
             THEN 'multi_bench: the joins run on the CPU engine (no usable GPU, or simjoin.device = cpu); '

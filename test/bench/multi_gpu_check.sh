@@ -15,7 +15,8 @@
 #             SJ_CHECK_DEVICE=cpu runs it on the CPU engine, for a check
 #             of this script on a machine without a GPU)
 #   bench     multi_bench.sql: simjoin.devices = 0 against all
-#             (SJ_CHECK_MB_SCALE shrinks its tables, 1 by default)
+#             (SJ_CHECK_MB_SCALE shrinks its tables, 1 by default;
+#             SJ_CHECK_MB_WORKERS: workers a table scan, 8 by default)
 #   sessions  sessions_bench.sh: 32 sessions, joins per device (its
 #             SJ_SESSIONS_* variables apply)
 #   diff      differential tests (SJ_CHECK_DIFF, default "eps jaccard": the
@@ -155,7 +156,8 @@ step_bench() {
     local db=sj_check_bench rc met notmet differ
     psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" || exit 1
     psql -X -q -d "$db" -f test/bench/common.sql >/dev/null || exit 1
-    psql -X -d "$db" -v mb_scale="${SJ_CHECK_MB_SCALE:-1}" -f test/bench/multi_bench.sql
+    psql -X -d "$db" -v mb_scale="${SJ_CHECK_MB_SCALE:-1}" -v mb_workers="${SJ_CHECK_MB_WORKERS:-8}" \
+        -f test/bench/multi_bench.sql
     rc=$?
     met=$(grep -cE '\| met +\|' "$SJ_CHECK_OUT/bench.log")
     notmet=$(grep -cE '\| NOT met +\|' "$SJ_CHECK_OUT/bench.log")

@@ -1502,15 +1502,109 @@ widen_in_place(double *d, size_t n, cudaStream_t st)
 }
 
 /*
+ * Rows [0, n) of dim floats, row-major at src, into columns of stride n at
+ * dst (the bits as they are): 32 x 32 tiles through shared memory, so that
+ * both the reads (along a row) and the writes (along a column) coalesce.
+ * Blocks of 32 x 8 threads; gridDim.y tiles of rows at a time.
+ */
+__global__ void
+transpose_kernel(const float *__restrict__ src, float *__restrict__ dst, uint32_t n,
+				 int dim)
+{
+	__shared__ float tile[32][33];
+	const uint32_t k0 = blockIdx.x * 32;
+
+	for (uint64_t r0 = (uint64_t) blockIdx.y * 32; r0 < n; r0 += (uint64_t) gridDim.y * 32)
+	{
+		for (uint32_t dy = threadIdx.y; dy < 32; dy += blockDim.y)
+		{
+			uint64_t	r = r0 + dy;
+			uint32_t	k = k0 + threadIdx.x;
+
+			if (r < n && k < (uint32_t) dim)
+				tile[dy][threadIdx.x] = src[r * dim + k];
+		}
+		__syncthreads();
+		for (uint32_t dy = threadIdx.y; dy < 32; dy += blockDim.y)
+		{
+			uint64_t	r = r0 + threadIdx.x;
+			uint32_t	k = k0 + dy;
+
+			if (r < n && k < (uint32_t) dim)
+				dst[(size_t) k * n + r] = tile[threadIdx.x][dy];
+		}
+		__syncthreads();
+	}
+}
+
+/*
+ * Rows [first, first + n) of a side given as pieces of row-major floats
+ * (SjVectors.pieces, a parallel scan's parts in place): each piece's rows
+ * in the range go as they are into dst's lower half, contiguous bytes,
+ * are transposed into its upper half and widened there.  A spread join's
+ * devices share each piece's upload as they share columns'.
+ */
+static void
+upload_pieces(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
+			  double *dst)
+{
+	const size_t total = (size_t) n * j->dim;
+	const size_t rowbytes = (size_t) j->dim * sizeof(float);
+	const uint64_t last = (uint64_t) first + n;
+	float	   *rows = reinterpret_cast<float *>(dst);
+	cudaStream_t st = j->compute.get();
+	const bool	shared = j->claim.units && j->claim.units->workers() > 1;
+
+	for (int p = 0; p < v->npieces; p++)
+	{
+		const SjRowPiece *pc = &v->pieces[p];
+		uint64_t	a = std::max<uint64_t>(first, pc->first),
+					b = std::min<uint64_t>(last, (uint64_t) pc->first + pc->n);
+		unsigned char *to;
+		const unsigned char *src;
+		size_t		bytes;
+
+		if (a >= b)
+			continue;
+		to = reinterpret_cast<unsigned char *>(rows + (a - first) * j->dim);
+		src = reinterpret_cast<const unsigned char *>(pc->rows + (a - pc->first) * j->dim);
+		bytes = (size_t) (b - a) * rowbytes;
+		if (shared)
+			j->timings.transfer_ms +=
+				j->claim.units->upload(j->claim.worker, j->uploads++, j->device, to, src,
+									   bytes, bytes, 1, st);
+		else
+			j->timings.transfer_ms += sjgpu::upload_bytes(to, src, bytes, st);
+	}
+	if (total > 0)
+	{
+		dim3		block(32, 8);
+		dim3		grid((unsigned) ((j->dim + 31) / 32),
+						 (unsigned) std::min<uint64_t>((n + 31) / 32, 65535));
+
+		transpose_kernel<<<grid, block, 0, st>>>(rows, rows + total, n, j->dim);
+		SJGPU_CHECK_LAUNCH("transpose_kernel");
+		widen_in_place(dst, total, st);
+	}
+}
+
+/*
  * Copy rows [first, first + n) of one side into dst (stride n).  Columns
  * given as floats (SjVectors.fcoords) are uploaded into dst's upper half,
- * half the bytes, and widened there.
+ * half the bytes, and widened there; rows given as pieces (SjVectors.pieces)
+ * are transposed on the device first.
  */
 void
 upload_rows(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
 			double *dst)
 {
 	const bool	narrow = v->coords == nullptr;
+
+	if (!v->coords && !v->fcoords)
+	{
+		upload_pieces(j, v, first, n, dst);
+		return;
+	}
 	const size_t elem = narrow ? sizeof(float) : sizeof(double);
 	const size_t total = (size_t) n * j->dim;
 	size_t		row = (size_t) n * elem;
@@ -2681,6 +2775,23 @@ enqueue_batch(SjGpuEpsJoin *j, int slot)
 	}
 }
 
+/* Do v's pieces (SjVectors.pieces) hold its rows, in order, each exactly once? */
+static bool
+pieces_cover(const SjVectors *v)
+{
+	uint64_t	next = 0;
+
+	if (v->npieces <= 0 || !v->pieces)
+		return false;
+	for (int p = 0; p < v->npieces; p++)
+	{
+		if (v->pieces[p].first != next || (v->pieces[p].n > 0 && !v->pieces[p].rows))
+			return false;
+		next += v->pieces[p].n;
+	}
+	return next == v->n;
+}
+
 /* Validate the arguments of sjgpu_eps_begin. */
 void
 check_args(const SjVectors *left, const SjVectors *right, double eps,
@@ -2691,14 +2802,14 @@ check_args(const SjVectors *left, const SjVectors *right, double eps,
 	if (left->dim < 1)
 		throw Error(SJ_ERR_INVALID, "eps_join: dimension must be at least 1, not %d",
 					left->dim);
-	if (left->n > 0 && !left->coords && !left->fcoords)
+	if (left->n > 0 && !left->coords && !left->fcoords && !pieces_cover(left))
 		throw Error(SJ_ERR_INVALID, "eps_join: left coordinates are NULL");
 	if (right)
 	{
 		if (right->dim != left->dim)
 			throw Error(SJ_ERR_INVALID, "eps_join: different vector dimensions %d and %d",
 						left->dim, right->dim);
-		if (right->n > 0 && !right->coords && !right->fcoords)
+		if (right->n > 0 && !right->coords && !right->fcoords && !pieces_cover(right))
 			throw Error(SJ_ERR_INVALID, "eps_join: right coordinates are NULL");
 	}
 	if (!(eps >= 0.0))
@@ -2823,13 +2934,24 @@ grid_likely(const SjVectors *build, double eps, bool self, int metric)
 	GridParams	g;
 
 	if (metric != SJ_METRIC_L2 || !std::isfinite(eps) || n == 0 ||
-		(!build->coords && !build->fcoords))
+		(!build->coords && !build->fcoords && !pieces_cover(build)))
 		return false;
 	for (int k = 0; k < dim; k++)
 	{
 		const double *dcol = build->coords ? build->coords + (size_t) k * n : nullptr;
-		const float *fcol = build->coords ? nullptr : build->fcoords + (size_t) k * n;
-		auto		col = [&](uint32_t i) { return dcol ? dcol[i] : (double) fcol[i]; };
+		const float *fcol = build->fcoords && !dcol ? build->fcoords + (size_t) k * n : nullptr;
+		int			piece = 0;	/* pieces: the one that holds the last row read */
+		auto		col = [&](uint32_t i) {
+			if (dcol)
+				return dcol[i];
+			if (fcol)
+				return (double) fcol[i];
+			while (i < build->pieces[piece].first)
+				piece--;
+			while (i >= build->pieces[piece].first + build->pieces[piece].n)
+				piece++;
+			return (double) build->pieces[piece].rows[(size_t) (i - build->pieces[piece].first) * dim + k];
+		};
 
 		for (uint32_t b = 0; b < kGridSampleBlocks; b++)
 		{

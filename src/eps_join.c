@@ -293,6 +293,15 @@ SjEpsMergeRows(void *arg, int p, size_t first, size_t last)
 	}
 }
 
+/* Rows a merge task transposes, for dim coordinates of elem bytes. */
+static size_t
+SjEpsMergeBlock(int dim, size_t elem)
+{
+	size_t		block = SJ_MERGE_TASK_BYTES / ((size_t) dim * elem);
+
+	return Min(Max(block / SJ_TRANSPOSE_ROWS, 1) * SJ_TRANSPOSE_ROWS, SJ_MERGE_MAX_ROWS);
+}
+
 /* SjTaskFn of SjEpsColumnsWide: a block of coordinates widened. */
 static void
 SjEpsWidenTask(void *arg, uint64_t task, int worker)
@@ -320,7 +329,36 @@ SjEpsColumnsWide(SjVectors *v, int threads)
 	SjStatus	status;
 	char		errmsg[SJ_ERRMSG_LEN] = "";
 
-	if (v->coords || v->fcoords == NULL)
+	if (v->coords)
+		return;
+	if (v->fcoords == NULL && v->npieces > 0)
+	{
+		/* rows in pieces: transposed and widened, as the merge would have */
+		SjEpsMerge	m;
+		int			p;
+
+		memset(&m, 0, sizeof(m));
+		m.pieces = palloc0(v->npieces * sizeof(SjEpsPiece));
+		m.npieces = v->npieces;
+		m.dim = v->dim;
+		m.n = v->n;
+		for (p = 0; p < v->npieces; p++)
+		{
+			m.pieces[p].n = v->pieces[p].n;
+			m.pieces[p].offset = v->pieces[p].first;
+			m.pieces[p].rows = v->pieces[p].rows;
+			m.pieces[p].elem = sizeof(float4);
+		}
+		m.coords = SjAllocLarge(Max(total, 1) * sizeof(double));
+		SjMergePieces(m.npieces, m.pieces, sizeof(SjEpsPiece),
+					  SjEpsMergeBlock(m.dim, sizeof(double)), SjEpsMergeRows, &m);
+		pfree(m.pieces);
+		v->coords = m.coords;
+		v->npieces = 0;
+		v->pieces = NULL;
+		return;
+	}
+	if (v->fcoords == NULL)
 		return;
 	v->coords = SjAllocLarge(Max(total, 1) * sizeof(double));
 	status = sj_parallel_for(Max(1, threads),
@@ -337,10 +375,14 @@ SjEpsColumnsWide(SjVectors *v, int threads)
 
 /*
  * Transpose the rows gathered so far, and those of parts that parallel
- * workers built (NULL: none), into the engine's layout.
+ * workers built (NULL: none), into the engine's layout; or, for a side
+ * that keeps real rows (keep_rows), hand them to the GPU engine as they
+ * are (SjVectors.pieces: the leader's rows and the parts, kept mapped until
+ * SjEpsSideUnmap), which transposes them on the device: the merge's pass
+ * over every coordinate, and its fresh memory, saved.
  */
 void
-SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
+SjEpsSideFinish(SjEpsScan *scan, SjParts *parts, SjVectorInput *out)
 {
 	SjEpsMerge	m;
 	int			nparts = parts ? parts->nparts : 0;
@@ -386,19 +428,48 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	for (p = 0; p < m.npieces; p++)
 		if (m.pieces[p].n > 0 && m.pieces[p].elem != sizeof(float4))
 			narrow = false;
-	if (narrow)
-		m.fcoords = SjAllocLarge(Max(m.n * m.dim, 1) * sizeof(float4));
-	else
-		m.coords = SjAllocLarge(m.n * m.dim * sizeof(double));
 	m.keys = nparts > 0 ?
 		palloc_extended(Max(m.n, 1) * sizeof(int64), MCXT_ALLOC_HUGE) : scan->keys;
-	/* the leader's rows go to the columns too, in parallel blocks */
-	block = SJ_MERGE_TASK_BYTES / ((size_t) m.dim * (narrow ? sizeof(float4) : sizeof(double)));
-	block = Min(Max(block / SJ_TRANSPOSE_ROWS, 1) * SJ_TRANSPOSE_ROWS, SJ_MERGE_MAX_ROWS);
-	SjMergePieces(m.npieces, m.pieces, sizeof(SjEpsPiece), block,
-				  SjEpsMergeRows, &m);
-	pfree(scan->rows);
-	scan->rows = NULL;
+	if (narrow && scan->keep_rows)
+	{
+		SjRowPiece *pieces = palloc(m.npieces * sizeof(SjRowPiece));
+		int			np = 0;
+
+		for (p = 0; p < m.npieces; p++)
+		{
+			const SjEpsPiece *pc = &m.pieces[p];
+
+			if (m.keys != pc->keys)
+				memcpy(m.keys + pc->offset, pc->keys, pc->n * sizeof(int64));
+			if (pc->n == 0)
+				continue;
+			pieces[np].first = (uint32) pc->offset;
+			pieces[np].n = (uint32) pc->n;
+			pieces[np].rows = (const float *) pc->rows;
+			np++;
+		}
+		out->vectors.npieces = np;
+		out->vectors.pieces = pieces;
+		/* the leader's rows are the first piece: scan->rows stays */
+		if (parts != NULL && parts->nparts > 0)
+		{
+			SjPartsKeep(parts);
+			scan->kept = parts;
+		}
+	}
+	else
+	{
+		if (narrow)
+			m.fcoords = SjAllocLarge(Max(m.n * m.dim, 1) * sizeof(float4));
+		else
+			m.coords = SjAllocLarge(m.n * m.dim * sizeof(double));
+		/* the leader's rows go to the columns too, in parallel blocks */
+		block = SjEpsMergeBlock(m.dim, narrow ? sizeof(float4) : sizeof(double));
+		SjMergePieces(m.npieces, m.pieces, sizeof(SjEpsPiece), block,
+					  SjEpsMergeRows, &m);
+		pfree(scan->rows);
+		scan->rows = NULL;
+	}
 	if (m.keys != scan->keys)
 		pfree(scan->keys);
 	scan->keys = m.keys;
@@ -411,6 +482,21 @@ SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts, SjVectorInput *out)
 	out->keys = m.keys;
 	out->skipped = scan->skipped;
 	pfree(m.pieces);
+}
+
+/*
+ * Unmap the parts a side kept for its pieces (SjEpsSideFinish), once no
+ * engine reads them: after the join.  An error's abort unmaps them too,
+ * after stopping the join (parscan.c's SjKeptPartDetach).
+ */
+void
+SjEpsSideUnmap(SjEpsScan *scan)
+{
+	if (scan->kept)
+	{
+		SjPartsUnmap(scan->kept);
+		scan->kept = NULL;
+	}
 }
 
 /* A parallel worker's side, for the columns of spec. */
@@ -580,6 +666,7 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	SjRunSpec	spec;
 	SjStats		stats;
 	double		t0 = sj_now_ms();
+	int64		pairs;
 
 	SjEpsCheck(eps);
 	SjStatsStart(&stats, store ? "eps_join" : "eps_join_count");
@@ -594,10 +681,13 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	SjEpsPrepare(&lscan, left_relid, left_key, left_vec);
 	if (!job.self)
 		SjEpsPrepare(&rscan, right_relid, right_key, right_vec);
-	/* real[] columns stay real for the GPU, which widens them itself */
-	lscan.keep_real = SjGpuLikely();
+	/*
+	 * real[] vectors stay real rows for the GPU, which transposes and
+	 * widens them itself
+	 */
+	lscan.keep_real = lscan.keep_rows = SjGpuLikely();
 	if (!job.self)
-		rscan.keep_real = lscan.keep_real;
+		rscan.keep_real = rscan.keep_rows = lscan.keep_real;
 	if (job.self)
 		stats.scan_workers = SjEpsMarshal(&lscan, NULL, &job.left, NULL);
 	else
@@ -614,8 +704,12 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	spec.ops = &sj_eps_methods;
 	spec.arg = &job;
 	spec.store = store;
-	return SjJoinAndReport(&spec,
-						   job.left.vectors.n == 0 ||
-						   (!job.self && job.right.vectors.n == 0),
-						   &stats, t0);
+	pairs = SjJoinAndReport(&spec,
+							job.left.vectors.n == 0 ||
+							(!job.self && job.right.vectors.n == 0),
+							&stats, t0);
+	SjEpsSideUnmap(&lscan);
+	if (!job.self)
+		SjEpsSideUnmap(&rscan);
+	return pairs;
 }

@@ -40,6 +40,11 @@ typedef struct SjEpsScan
 								 * custom scan): columns of real[] vectors stay
 								 * real (SjVectors.fcoords) until an engine
 								 * needs doubles */
+	bool		keep_rows;		/* with keep_real, the function form: real
+								 * rows stay rows, the parallel workers' parts
+								 * read in place (SjVectors.pieces, kept
+								 * until SjEpsSideUnmap) */
+	SjParts    *kept;			/* parts kept for pieces, else NULL */
 	char		what[NAMEDATALEN * 2 + 32];
 } SjEpsScan;
 
@@ -58,8 +63,9 @@ typedef struct SjEpsJob
 extern void SjEpsSideInit(SjEpsScan *scan, const char *what);
 extern bool SjEpsPreferCpu(void *arg);
 extern void SjEpsRow(void *arg, Datum *values, bool *isnull);
-extern void SjEpsSideFinish(SjEpsScan *scan, const SjParts *parts,
+extern void SjEpsSideFinish(SjEpsScan *scan, SjParts *parts,
 							SjVectorInput *out);
+extern void SjEpsSideUnmap(SjEpsScan *scan);
 extern void *SjEpsPartBegin(const SjPartSpec *spec);
 extern Size SjEpsPartSize(void *side);
 extern void SjEpsPartWrite(void *side, char *dst);

@@ -85,6 +85,8 @@ typedef struct SjParts
 	int64		filtered;		/* rows a filter removed */
 	int			workers;		/* workers launched */
 	void	   *run;			/* parscan.c's, until SjPartsRelease */
+	void	  **segs;			/* the parts' shared memory (dsm_segment *) */
+	bool		keep;			/* SjPartsKeep: mapped until SjPartsUnmap */
 } SjParts;
 
 typedef struct SjColumn
@@ -180,6 +182,8 @@ extern bool SjScanChildrenParallel(struct PlanState **children, SjPartKind kind,
 								   const Oid *const *typids, void **sides,
 								   const char *const *what, SjParts **parts);
 extern void SjPartsRelease(SjParts *parts);
+extern void SjPartsKeep(SjParts *parts);
+extern void SjPartsUnmap(SjParts *parts);
 
 /*
  * Merging pieces (the leader's side and the workers' parts) into one side:

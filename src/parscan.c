@@ -882,6 +882,8 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 		SjParts    *pt = palloc0(sizeof(SjParts));
 		const char **part = palloc0(Max(nworkers, 1) * sizeof(char *));
 
+		pt->segs = palloc0(Max(nworkers, 1) * sizeof(void *));
+
 		for (i = 0; i < nworkers; i++)
 		{
 			dsm_handle	handle = sh->part[j * nworkers + i];
@@ -893,6 +895,7 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 			if (seg == NULL)
 				elog(ERROR, "could not map the rows of parallel worker %d of a simjoin scan", i);
 			run->segs[run->nsegs++] = seg;
+			pt->segs[pt->nparts] = seg;
 			part[pt->nparts++] = dsm_segment_address(seg);
 		}
 		pt->part = part;
@@ -914,8 +917,55 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 }
 
 /*
+ * on_dsm_detach callback of a kept part: whatever unmaps it (SjPartsUnmap,
+ * an abort's resource owner, a FATAL exit's shutdown) first stops the
+ * join that may still read it on other threads (SjStopLiveJoin).
+ */
+static void
+SjKeptPartDetach(dsm_segment *seg, Datum arg)
+{
+	SjStopLiveJoin();
+}
+
+/*
+ * Keep parts mapped after SjPartsRelease, until SjPartsUnmap: an engine
+ * that reads the workers' rows in place (SjVectors.pieces).  The workers
+ * still go at SjPartsRelease; the leader's mapping, the last, then frees
+ * the memory when it is unmapped.
+ */
+void
+SjPartsKeep(SjParts *parts)
+{
+	if (parts != NULL && parts->run != NULL)
+		parts->keep = true;
+}
+
+/* Unmap the parts that SjPartsKeep kept (NULL, or not kept: nothing). */
+void
+SjPartsUnmap(SjParts *parts)
+{
+	double		t0 = sj_now_ms();
+	int			i;
+
+	if (parts == NULL || !parts->keep)
+		return;
+	parts->keep = false;
+	for (i = 0; i < parts->nparts; i++)
+	{
+		dsm_segment *seg = (dsm_segment *) parts->segs[i];
+
+		cancel_on_dsm_detach(seg, SjKeptPartDetach, (Datum) 0);
+		dsm_detach(seg);
+	}
+	elog(DEBUG2, "simjoin: %d kept parts unmapped in %.1f ms", parts->nparts,
+		 sj_now_ms() - t0);
+	parts->nparts = 0;
+}
+
+/*
  * Release parts (NULL: nothing); the shared memory behind them goes with
- * the last SjParts of their parallel context.
+ * the last SjParts of their parallel context, except kept parts'
+ * (SjPartsKeep), which stay mapped until SjPartsUnmap.
  */
 void
 SjPartsRelease(SjParts *parts)
@@ -923,12 +973,26 @@ SjPartsRelease(SjParts *parts)
 	SjParRun   *run;
 	double		t0,
 				t1;
+	int			i,
+				k;
 
 	if (parts == NULL || parts->run == NULL)
 		return;
 	run = parts->run;
 	parts->run = NULL;
-	parts->nparts = 0;
+	if (parts->keep)
+	{
+		/* the parallel context's teardown leaves them mapped */
+		for (i = 0; i < parts->nparts; i++)
+		{
+			for (k = 0; k < run->nsegs; k++)
+				if (run->segs[k] == parts->segs[i])
+					run->segs[k] = NULL;
+			on_dsm_detach((dsm_segment *) parts->segs[i], SjKeptPartDetach, (Datum) 0);
+		}
+	}
+	else
+		parts->nparts = 0;
 	if (--run->refs > 0)
 		return;
 	/*
@@ -938,7 +1002,12 @@ SjPartsRelease(SjParts *parts)
 	 */
 	t0 = sj_now_ms();
 	while (run->nsegs > 0)
-		dsm_detach(run->segs[--run->nsegs]);
+	{
+		dsm_segment *seg = run->segs[--run->nsegs];
+
+		if (seg != NULL)
+			dsm_detach(seg);
+	}
 	t1 = sj_now_ms();
 	SjReleaseWorkers(run->sh, run->pcxt);
 	WaitForParallelWorkersToFinish(run->pcxt);

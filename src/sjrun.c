@@ -261,6 +261,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 				SjDevicesAcquire(&options, &cur->run->hold, spec->ops->spread,
 								 spec->arg);
 			cur->run->gpu = cur->gpu;
+			cur->began_at = sj_now_ms();
 			status = spec->ops->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
 			if (status == SJ_ERR_INVALID && options.shared_index != NULL)
 			{
@@ -273,6 +274,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 				engmsg[0] = '\0';
 				status = spec->ops->begin(spec->arg, cur->gpu, &options, cur->run, engmsg);
 			}
+			cur->begun_at = sj_now_ms();
 			if (status == SJ_OK)
 				SjRunRegister(cur->run);
 			else
@@ -289,6 +291,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 				cur->pairs += (int64) batch->count;
 				if (done)
 				{
+					cur->last_at = sj_now_ms();
 					SjRunCollect(cur->run, stats);
 					stats->pairs = cur->pairs;
 					cur->ending = true;
@@ -329,10 +332,23 @@ void
 SjCursorClose(SjCursor *cur)
 {
 	if (cur->run)
+	{
 		SjRunCallback(cur->run);
+		if (cur->last_at > 0)
+		{
+			cur->ended_at = sj_now_ms();
+			elog(DEBUG2, "simjoin: %s on %s: the engine's begin took %.1f ms, its batches "
+				 "%.1f ms more, its end %.1f ms",
+				 cur->spec->name, cur->gpu ? "gpu" : "cpu", cur->begun_at - cur->began_at,
+				 cur->last_at - cur->begun_at, cur->ended_at - cur->last_at);
+		}
+	}
 	cur->run = NULL;
 	cur->done = true;
 }
+
+/* The cursor of the join SjRunJoin runs (SjStopLiveJoin), else NULL. */
+static SjCursor *sj_live_cursor = NULL;
 
 /*
  * Run one join to completion, handing each batch to spec->ops->emit unless
@@ -343,19 +359,49 @@ SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats)
 {
 	SjCursor	cur;
 	SjPairBatch batch;
+	SjCursor   *outer = sj_live_cursor;
 
 	SjCursorOpen(&cur, spec, count_only);
-	while (SjCursorFetch(&cur, &batch, stats))
+	sj_live_cursor = &cur;
+	PG_TRY();
 	{
-		if (!count_only)
+		while (SjCursorFetch(&cur, &batch, stats))
 		{
-			double		t0 = sj_now_ms();
+			if (!count_only)
+			{
+				double		t0 = sj_now_ms();
 
-			spec->ops->emit(spec->arg, &batch);
-			stats->emit_ms += sj_now_ms() - t0;
+				spec->ops->emit(spec->arg, &batch);
+				stats->emit_ms += sj_now_ms() - t0;
+			}
 		}
 	}
+	PG_CATCH();
+	{
+		/* the engine stops before the abort unmaps what it may read */
+		sj_live_cursor = outer;
+		SjCursorClose(&cur);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	sj_live_cursor = outer;
 	return cur.pairs;
+}
+
+/*
+ * Stop the join SjRunJoin is running, if any: its engine ended (its
+ * threads joined, its device memory freed), for memory that goes away
+ * before the transaction's memory does (a parallel scan's kept parts, on a
+ * FATAL exit's shutdown).  An ERROR's path stops it in SjRunJoin already.
+ */
+void
+SjStopLiveJoin(void)
+{
+	SjCursor   *cur = sj_live_cursor;
+
+	sj_live_cursor = NULL;
+	if (cur != NULL)
+		SjCursorClose(cur);
 }
 
 /*

@@ -170,11 +170,17 @@ typedef struct SjCursor
 	bool		done;
 	SjRun	   *run;			/* NULL before the first fetch */
 	int64		pairs;			/* pairs fetched so far */
+	/* DEBUG2's timeline (sj_now_ms): the engine's begin, its last batch, its end */
+	double		began_at,
+				begun_at,
+				last_at,
+				ended_at;
 } SjCursor;
 
 extern void SjCursorOpen(SjCursor *cur, const SjRunSpec *spec, bool count_only);
 extern bool SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats);
 extern void SjCursorClose(SjCursor *cur);
+extern void SjStopLiveJoin(void);
 /*
  * The body of a pair join taking (left table, key, column, right table, key,
  * column, parameter); right_relid InvalidOid is the self-join form, store

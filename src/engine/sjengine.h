@@ -52,6 +52,17 @@ typedef enum SjStatus
 #define SJ_ERRMSG_LEN 256
 
 /*
+ * Rows first .. first + n - 1 of a side as n row-major rows of dim floats:
+ * a parallel scan's part, read in place (SjVectors.pieces).
+ */
+typedef struct SjRowPiece
+{
+	uint32_t	first;
+	uint32_t	n;
+	const float *rows;
+} SjRowPiece;
+
+/*
  * Vectors in structure-of-arrays layout: coordinate k of row i is
  * coords[(size_t) k * n + i].  Every coordinate is finite.
  */
@@ -67,6 +78,14 @@ typedef struct SjVectors
 	 * coords.
 	 */
 	const float *fcoords;
+	/*
+	 * GPU engine only, read only where coords and fcoords are NULL: the
+	 * same floats as npieces pieces of rows (in order, the first from row
+	 * 0, each beginning where the one before ends), which the device
+	 * transposes into its columns itself.
+	 */
+	int			npieces;
+	const SjRowPiece *pieces;
 } SjVectors;
 
 /*

@@ -1779,6 +1779,19 @@ SJ_TEST(eps_gpu_hd_bench)
 		sjgpu_set_test_stage_threads(0);
 }
 
+/* n row-major rows in four pieces: a third, one row, none, the rest. */
+static void
+t_row_pieces(SjRowPiece *p, const float *rows, uint32_t n, int dim)
+{
+	uint32_t	a = n / 3,
+				b = a + 1;
+
+	p[0] = (SjRowPiece) {0, a, rows};
+	p[1] = (SjRowPiece) {a, 1, rows + (size_t) a * dim};
+	p[2] = (SjRowPiece) {b, 0, NULL};
+	p[3] = (SjRowPiece) {b, n - b, rows + (size_t) b * dim};
+}
+
 /*
  * Columns given as floats (SjVectors.fcoords, coords NULL: real[] vectors
  * on the GPU) give the pairs and distances of the same values given as
@@ -1787,7 +1800,9 @@ SJ_TEST(eps_gpu_hd_bench)
  * (uploads of rows [first, first + n) of a side), staged uploads in small
  * pieces, joins spread over two shares of device 0 (the shared upload of
  * floats, with peer copies and from the host), and a float side joined
- * with a double one.
+ * with a double one.  The same floats as row-major pieces (SjVectors.pieces:
+ * a parallel scan's parts, transposed on the device; uneven pieces, one of
+ * a single row, one empty) give them too.
  */
 SJ_TEST(eps_gpu_real_columns)
 {
@@ -1829,10 +1844,16 @@ SJ_TEST(eps_gpu_real_columns)
 				   *rc = malloc(sizeof(double) * nr * dim);
 		float	   *lf = malloc(sizeof(float) * n * dim),
 				   *rf = malloc(sizeof(float) * nr * dim);
+		float	   *lrow = malloc(sizeof(float) * n * dim),
+				   *rrow = malloc(sizeof(float) * nr * dim);
+		SjRowPiece	lp[4],
+					rp[4];
 		SjVectors	L = {n, dim, lc, NULL},
 					R = {nr, dim, rc, NULL},
 					Lf = {n, dim, NULL, lf},
-					Rf = {nr, dim, NULL, rf};
+					Rf = {nr, dim, NULL, rf},
+					Lp = {n, dim, NULL, NULL, 4, lp},
+					Rp = {nr, dim, NULL, NULL, 4, rp};
 		SjJoinOptions o;
 
 		/* the right side: every other left row, jittered (pairs across the sides) */
@@ -1844,6 +1865,16 @@ SJ_TEST(eps_gpu_real_columns)
 			lc[i] = (double) (lf[i] = (float) lc[i]);
 		for (size_t i = 0; i < (size_t) nr * dim; i++)
 			rc[i] = (double) (rf[i] = (float) rc[i]);
+		/* row-major copies in four pieces: a third, one row, none, the rest */
+		for (int k = 0; k < dim; k++)
+		{
+			for (uint32_t i = 0; i < n; i++)
+				lrow[(size_t) i * dim + k] = lf[(size_t) k * n + i];
+			for (uint32_t i = 0; i < nr; i++)
+				rrow[(size_t) i * dim + k] = rf[(size_t) k * nr + i];
+		}
+		t_row_pieces(lp, lrow, n, dim);
+		t_row_pieces(rp, rrow, nr, dim);
 		memset(&o, 0, sizeof(o));
 		o.metric = cases[c].metric;
 		o.gpu_memory_limit = cases[c].limit;
@@ -1876,6 +1907,22 @@ SJ_TEST(eps_gpu_real_columns)
 			sj_test_reset_hooks();
 			SJ_CHECK(exp.n > 100, "case %zu form %d: only %zu pairs", c, form, exp.n);
 			SJ_CHECK(compare_pairs(&exp, &got, why), "case %zu form %d: %s", c, form, why);
+			free(got.p);
+			memset(&got, 0, sizeof(got));
+
+			/* the same floats as row pieces (a float right side's too) */
+			if (cases[c].shares > 1 && sjgpu_eps_set_test_spread)
+				sjgpu_eps_set_test_spread(1);
+			if (!cases[c].peer && sjgpu_set_test_peer_copies)
+				sjgpu_set_test_peer_copies(0);
+			if (cases[c].chunk && sjgpu_set_test_upload_chunk)
+				sjgpu_set_test_upload_chunk(cases[c].chunk);
+			SJ_CHECK(run_gpu(&Lp, form == 1 ? &Rp : rfl, cases[c].eps, &o, &got, &fcount,
+							 NULL, why),
+					 "case %zu form %d, row pieces: %s", c, form, why);
+			sj_test_reset_hooks();
+			SJ_CHECK(compare_pairs(&exp, &got, why), "case %zu form %d, row pieces: %s",
+					 c, form, why);
 			free(exp.p);
 			free(got.p);
 		}
@@ -1883,5 +1930,7 @@ SJ_TEST(eps_gpu_real_columns)
 		free(rc);
 		free(lf);
 		free(rf);
+		free(lrow);
+		free(rrow);
 	}
 }

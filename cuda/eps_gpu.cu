@@ -1539,10 +1539,10 @@ transpose_kernel(const float *__restrict__ src, float *__restrict__ dst, uint32_
 
 /*
  * Rows [first, first + n) of a side given as pieces of row-major floats
- * (SjVectors.pieces, a parallel scan's parts in place): each piece's rows
- * in the range go as they are into dst's lower half, contiguous bytes,
- * are transposed into its upper half and widened there.  A spread join's
- * devices share each piece's upload as they share columns'.
+ * (SjVectors.pieces, a parallel scan's parts in place): the range's rows
+ * go as they are into dst's lower half, one copy gathered from the pieces
+ * that hold them (a spread join's devices share it as they share
+ * columns'), are transposed into its upper half and widened there.
  */
 static void
 upload_pieces(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
@@ -1553,30 +1553,34 @@ upload_pieces(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
 	const uint64_t last = (uint64_t) first + n;
 	float	   *rows = reinterpret_cast<float *>(dst);
 	cudaStream_t st = j->compute.get();
-	const bool	shared = j->claim.units && j->claim.units->workers() > 1;
+	std::vector<const unsigned char *> src;
+	std::vector<size_t> at;
+	sjgpu::Gather g;
 
+	/* one copy of the range's bytes, gathered from the pieces that hold them */
 	for (int p = 0; p < v->npieces; p++)
 	{
 		const SjRowPiece *pc = &v->pieces[p];
 		uint64_t	a = std::max<uint64_t>(first, pc->first),
 					b = std::min<uint64_t>(last, (uint64_t) pc->first + pc->n);
-		unsigned char *to;
-		const unsigned char *src;
-		size_t		bytes;
 
 		if (a >= b)
 			continue;
-		to = reinterpret_cast<unsigned char *>(rows + (a - first) * j->dim);
-		src = reinterpret_cast<const unsigned char *>(pc->rows + (a - pc->first) * j->dim);
-		bytes = (size_t) (b - a) * rowbytes;
-		if (shared)
-			j->timings.transfer_ms +=
-				j->claim.units->upload(j->claim.worker, j->uploads++, j->device, to, src,
-									   bytes, bytes, 1, st);
-		else
-			j->timings.transfer_ms += sjgpu::upload_bytes(to, src, bytes, st);
+		src.push_back(reinterpret_cast<const unsigned char *>(pc->rows + (a - pc->first) * j->dim));
+		at.push_back((size_t) (a - first) * rowbytes);
 	}
-	if (total > 0)
+	g.src = src.data();
+	g.at = at.data();
+	g.npieces = src.size();
+	g.total = total * sizeof(float);
+	if (total == 0)
+		return;
+	if (j->claim.units && j->claim.units->workers() > 1)
+		j->timings.transfer_ms +=
+			j->claim.units->upload(j->claim.worker, j->uploads++, j->device,
+								   reinterpret_cast<unsigned char *>(rows), g, st);
+	else
+		j->timings.transfer_ms += sjgpu::upload_gather(rows, g, st);
 	{
 		dim3		block(32, 8);
 		dim3		grid((unsigned) ((j->dim + 31) / 32),

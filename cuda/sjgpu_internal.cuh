@@ -414,6 +414,23 @@ double		upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
 					  size_t width, size_t height, cudaStream_t stream, size_t lo = 0,
 					  size_t hi = SIZE_MAX);
 
+/*
+ * A contiguous destination's bytes gathered from pieces of host memory:
+ * bytes [at[k], at[k + 1]) (the last to total) come from src[k], at[0] = 0,
+ * ascending (a parallel scan's parts, SjVectors.pieces).
+ */
+struct Gather
+{
+	const unsigned char *const *src;
+	const size_t *at;
+	size_t		npieces;
+	size_t		total;
+};
+
+/* upload_2d's copy, of bytes [lo, hi) of g into dst (contiguous). */
+double		upload_gather(void *dst, const Gather &g, cudaStream_t stream, size_t lo = 0,
+						  size_t hi = SIZE_MAX);
+
 /* upload_2d of one contiguous array of `bytes` bytes. */
 inline double
 upload_bytes(void *dst, const void *src, size_t bytes, cudaStream_t stream)

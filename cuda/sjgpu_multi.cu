@@ -766,10 +766,28 @@ SharedUnits::upload(int worker, size_t seq, int device, unsigned char *dst,
 					const unsigned char *src, size_t spitch, size_t width, size_t height,
 					cudaStream_t stream)
 {
+	return exchange(worker, seq, device, dst, width * height, stream,
+					[&](size_t lo, size_t hi) {
+		upload_2d(dst, width, src, spitch, width, height, stream, lo, hi);
+	});
+}
+
+double
+SharedUnits::upload(int worker, size_t seq, int device, unsigned char *dst,
+					const Gather &g, cudaStream_t stream)
+{
+	return exchange(worker, seq, device, dst, g.total, stream,
+					[&](size_t lo, size_t hi) { upload_gather(dst, g, stream, lo, hi); });
+}
+
+double
+SharedUnits::exchange(int worker, size_t seq, int device, unsigned char *dst, size_t total,
+					  cudaStream_t stream,
+					  const std::function<void(size_t, size_t)> &from_host)
+{
 	double		t0 = now_ms(),
 				waited = 0;		/* for the other devices: not copying */
 	int			n = workers();
-	size_t		total = width * height;
 	auto		range = [&](int k, size_t *lo, size_t *hi) {
 		/* 256-byte aligned shares of the bytes, the last takes the rest */
 		*lo = k == 0 ? 0 : (size_t) ((double) total * k / n) & ~(size_t) 255;
@@ -782,7 +800,7 @@ SharedUnits::upload(int worker, size_t seq, int device, unsigned char *dst,
 	Error		why(SJ_ERR_INTERNAL, "shared upload failed");
 
 	range(worker, &lo, &hi);
-	upload_2d(dst, width, src, spitch, width, height, stream, lo, hi);
+	from_host(lo, hi);
 	{
 		std::unique_lock<std::mutex> lk(mu_);
 
@@ -837,7 +855,7 @@ SharedUnits::upload(int worker, size_t seq, int device, unsigned char *dst,
 				SJGPU_CHECK(cudaMemcpyPeerAsync(dst + l, device, e->dst[k] + l, e->device[k],
 												h - l, stream));
 			else
-				upload_2d(dst, width, src, spitch, width, height, stream, l, h);
+				from_host(l, h);
 		}
 		SJGPU_CHECK(cudaStreamSynchronize(stream));
 	}

@@ -109,6 +109,9 @@ public:
 	double		upload(int worker, size_t seq, int device, unsigned char *dst,
 					   const unsigned char *src, size_t spitch, size_t width, size_t height,
 					   cudaStream_t stream);
+	/* The same from pieces of host memory (upload_gather's source). */
+	double		upload(int worker, size_t seq, int device, unsigned char *dst,
+					   const Gather &g, cudaStream_t stream);
 
 	/*
 	 * Take worker out of the join: a thread that never started, or a
@@ -171,6 +174,11 @@ public:
 	};
 
 private:
+	/* upload's exchange; from_host(lo, hi) copies bytes [lo, hi) from the host */
+	double		exchange(int worker, size_t seq, int device, unsigned char *dst, size_t total,
+						 cudaStream_t stream,
+						 const std::function<void(size_t, size_t)> &from_host);
+
 
 	/* One value shared by the devices (shared()). */
 	struct Shared

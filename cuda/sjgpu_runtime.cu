@@ -515,6 +515,36 @@ send_rows(unsigned char *dst, size_t dpitch, const unsigned char *src, size_t sp
 	}
 }
 
+/*
+ * Queue the copy of bytes [off, end) of a gathered source on stream:
+ * through staging (laid out there from its start, sent as one copy; the
+ * caller keeps it until the copy is done) or, NULL, piece by piece.
+ */
+static void
+send_gather(unsigned char *dst, const Gather &g, size_t off, size_t end,
+			unsigned char *staging, cudaStream_t stream)
+{
+	size_t		k = (size_t) (std::upper_bound(g.at, g.at + g.npieces, off) - g.at) - 1;
+
+	for (size_t o = off; o < end; k++)
+	{
+		size_t		stop = std::min(end, k + 1 < g.npieces ? g.at[k + 1] : g.total);
+		const unsigned char *from = g.src[k] + (o - g.at[k]);
+
+		if (stop <= o)
+			continue;
+		if (staging)
+			memcpy(staging + (o - off), from, stop - o);
+		else
+			SJGPU_CHECK(cudaMemcpyAsync(dst + o, from, stop - o, cudaMemcpyHostToDevice,
+										stream));
+		o = stop;
+	}
+	if (staging && end > off)
+		SJGPU_CHECK(cudaMemcpyAsync(dst + off, staging, end - off, cudaMemcpyHostToDevice,
+									stream));
+}
+
 /* One staging thread's stream, events and pinned block of two halves. */
 struct Stager
 {
@@ -616,6 +646,35 @@ stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
 	});
 }
 
+/* One staging thread's share of upload_gather; false (and *why) on failure. */
+static bool
+stage_gather_part(int device, cudaEvent_t after, unsigned char *dst, const Gather &g,
+				  size_t lo, size_t hi, size_t chunk, std::atomic<size_t> *next,
+				  std::atomic<bool> *stop, Error *why)
+{
+	return staged(device, after, std::min(chunk, hi - lo), "an upload", stop, why,
+				  [&](Stager &st) {
+		size_t		used = 0;
+
+		for (;;)
+		{
+			size_t		off = lo + next->fetch_add(1) * chunk;
+			size_t		end;
+			unsigned char *half;
+
+			if (off >= hi || stop->load())
+				break;
+			end = std::min(hi, off + chunk);
+			half = st.half(used);
+			if (used >= 2 && half)
+				st.done[used & 1].synchronize();
+			send_gather(dst, g, off, end, half, st.s.get());
+			st.done[used & 1].record(st.s.get());
+			used++;
+		}
+	});
+}
+
 /*
  * The staging threads of a copy of `bytes` bytes in `chunk`-byte pieces
  * after the work queued on stream: part(device, after, next, stop, why) on
@@ -710,6 +769,30 @@ upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width
 		return stage_part(device, after, (unsigned char *) dst, dpitch,
 						  (const unsigned char *) src, spitch, width, lo, hi, chunk,
 						  next, stop, why);
+	});
+	return clock_ms() - t0;
+}
+
+double
+upload_gather(void *dst, const Gather &g, cudaStream_t stream, size_t lo, size_t hi)
+{
+	double		t0 = clock_ms();
+	size_t		chunk = stage_test_chunk > 0 ? (size_t) stage_test_chunk : kStageChunk;
+
+	hi = std::min(hi, g.total);
+	if (lo >= hi)
+		return 0;
+	if (!(stage_test_chunk > 0 || (stage_test_chunk == 0 && hi - lo >= kStageMin)))
+	{
+		send_gather((unsigned char *) dst, g, lo, hi, nullptr, stream);
+		SJGPU_CHECK(cudaStreamSynchronize(stream));
+		return clock_ms() - t0;
+	}
+	run_staging(hi - lo, chunk, stream, "upload failed",
+				[&](int device, cudaEvent_t after, std::atomic<size_t> *next,
+					std::atomic<bool> *stop, Error *why) {
+		return stage_gather_part(device, after, (unsigned char *) dst, g, lo, hi, chunk,
+								 next, stop, why);
 	});
 	return clock_ms() - t0;
 }

@@ -1896,35 +1896,29 @@ SJ_TEST(eps_gpu_real_columns)
 
 			SJ_CHECK(run_gpu(&L, rd, cases[c].eps, &o, &exp, &count, NULL, why),
 					 "case %zu form %d, doubles: %s", c, form, why);
-			if (cases[c].shares > 1 && sjgpu_eps_set_test_spread)
-				sjgpu_eps_set_test_spread(1);
-			if (!cases[c].peer && sjgpu_set_test_peer_copies)
-				sjgpu_set_test_peer_copies(0);
-			if (cases[c].chunk && sjgpu_set_test_upload_chunk)
-				sjgpu_set_test_upload_chunk(cases[c].chunk);
-			SJ_CHECK(run_gpu(&Lf, rfl, cases[c].eps, &o, &got, &fcount, NULL, why),
-					 "case %zu form %d, floats: %s", c, form, why);
-			sj_test_reset_hooks();
 			SJ_CHECK(exp.n > 100, "case %zu form %d: only %zu pairs", c, form, exp.n);
-			SJ_CHECK(compare_pairs(&exp, &got, why), "case %zu form %d: %s", c, form, why);
-			free(got.p);
-			memset(&got, 0, sizeof(got));
+			for (int rep = 0; rep < 2; rep++)
+			{
+				/* 0: float columns; 1: the same floats as row pieces (a float right side's too) */
+				const SjVectors *lv = rep ? &Lp : &Lf,
+						   *rv = rep && form == 1 ? &Rp : rfl;
+				const char *what = rep ? "row pieces" : "floats";
 
-			/* the same floats as row pieces (a float right side's too) */
-			if (cases[c].shares > 1 && sjgpu_eps_set_test_spread)
-				sjgpu_eps_set_test_spread(1);
-			if (!cases[c].peer && sjgpu_set_test_peer_copies)
-				sjgpu_set_test_peer_copies(0);
-			if (cases[c].chunk && sjgpu_set_test_upload_chunk)
-				sjgpu_set_test_upload_chunk(cases[c].chunk);
-			SJ_CHECK(run_gpu(&Lp, form == 1 ? &Rp : rfl, cases[c].eps, &o, &got, &fcount,
-							 NULL, why),
-					 "case %zu form %d, row pieces: %s", c, form, why);
-			sj_test_reset_hooks();
-			SJ_CHECK(compare_pairs(&exp, &got, why), "case %zu form %d, row pieces: %s",
-					 c, form, why);
+				if (cases[c].shares > 1 && sjgpu_eps_set_test_spread)
+					sjgpu_eps_set_test_spread(1);
+				if (!cases[c].peer && sjgpu_set_test_peer_copies)
+					sjgpu_set_test_peer_copies(0);
+				if (cases[c].chunk && sjgpu_set_test_upload_chunk)
+					sjgpu_set_test_upload_chunk(cases[c].chunk);
+				SJ_CHECK(run_gpu(lv, rv, cases[c].eps, &o, &got, &fcount, NULL, why),
+						 "case %zu form %d, %s: %s", c, form, what, why);
+				sj_test_reset_hooks();
+				SJ_CHECK(compare_pairs(&exp, &got, why), "case %zu form %d, %s: %s",
+						 c, form, what, why);
+				free(got.p);
+				memset(&got, 0, sizeof(got));
+			}
 			free(exp.p);
-			free(got.p);
 		}
 		free(lc);
 		free(rc);

@@ -1584,7 +1584,7 @@ upload_pieces(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
 	{
 		dim3		block(32, 8);
 		dim3		grid((unsigned) ((j->dim + 31) / 32),
-						 (unsigned) std::min<uint64_t>((n + 31) / 32, 65535));
+						 (unsigned) std::min<uint64_t>(((uint64_t) n + 31) / 32, 65535));
 
 		transpose_kernel<<<grid, block, 0, st>>>(rows, rows + total, n, j->dim);
 		SJGPU_CHECK_LAUNCH("transpose_kernel");

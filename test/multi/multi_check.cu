@@ -96,6 +96,21 @@ upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width
 	return 0.0;
 }
 
+/* Stub: upload_2d's, from pieces of "host" memory (Gather). */
+double
+upload_gather(void *dst, const Gather &g, cudaStream_t, size_t lo, size_t hi)
+{
+	hi = std::min(hi, g.total);
+	std::this_thread::sleep_for(std::chrono::microseconds(rand() % 300));
+	for (size_t o = lo; o < hi; o++)
+	{
+		size_t		k = (size_t) (std::upper_bound(g.at, g.at + g.npieces, o) - g.at) - 1;
+
+		((unsigned char *) dst)[o] = g.src[k][o - g.at[k]];
+	}
+	return 0.0;
+}
+
 /* Stubs: the operators' joins with shared units are not linked here. */
 SjStatus
 eps_begin_shared(const SjVectors *, const SjVectors *, double, const SjJoinOptions *,
@@ -541,6 +556,64 @@ check_upload(int k, int nrun, size_t width, size_t height, int cancel_after_ms,
 }
 
 /*
+ * SharedUnits::upload from a gathered source: k devices upload `total`
+ * bytes held in uneven pieces (some empty, as a parallel scan's parts may
+ * be) of separate buffers, twice; each must end up with all of them.
+ */
+static bool
+check_upload_gather(int k, size_t total)
+{
+	SharedUnits units(k);
+	std::vector<std::vector<unsigned char>> bufs;
+	std::vector<unsigned char> whole;
+	std::vector<const unsigned char *> src;
+	std::vector<size_t> at;
+	std::vector<std::vector<unsigned char>> dst(k);
+	std::atomic<int> wrong{0};
+	std::vector<std::thread> th;
+	Gather		g;
+
+	for (size_t o = 0; o < total || src.empty();)
+	{
+		size_t		len = std::min(total - o, (size_t) (rand() % 4 == 0 ? 0 : rand() % 2000));
+
+		bufs.emplace_back(len + 1);
+		for (size_t i = 0; i < len; i++)
+			whole.push_back(bufs.back()[i] = (unsigned char) rand());
+		src.push_back(bufs.back().data());
+		at.push_back(o);
+		o += len;
+	}
+	g.src = src.data();
+	g.at = at.data();
+	g.npieces = src.size();
+	g.total = total;
+	for (int w = 0; w < k; w++)
+		th.emplace_back([&, w] {
+			dst[w].assign(total, 0);
+			try
+			{
+				for (size_t seq = 0; seq < 2; seq++)
+				{
+					units.upload(w, seq, w, dst[w].data(), g, nullptr);
+					if (dst[w] != whole)
+						wrong++;
+				}
+			}
+			catch (const Error &)
+			{
+				wrong += 100;
+			}
+		});
+	for (auto &t : th)
+		t.join();
+	if (wrong != 0)
+		printf("gathered upload: %d devices, %zu bytes in %zu pieces: %d wrong or threw\n", k,
+			   total, src.size(), wrong.load());
+	return wrong == 0;
+}
+
+/*
  * SharedUnits::shared: n workers ask for one value at once.  Mode 0: it is
  * made once and every worker gets it; 1: the maker runs out of device
  * memory, gets its error, and the others nullptr (each makes its own);
@@ -761,12 +834,15 @@ main()
 			if (k > 1)
 				ok &= check_upload(k, k - 1, total / 3 + 1, 3, -1);
 		}
+	for (int k = 1; k <= 4; k++)
+		for (size_t total : {(size_t) 0, (size_t) 1, (size_t) 5000, (size_t) 70001})
+			ok &= check_upload_gather(k, total);
 	ok &= check_upload(3, 2, 4000, 5, 30);
 	ok &= check_upload(3, 2, 4000, 5, -1, true);
 	ok &= check_upload(4, 1, 999, 3, -1, true);
 	for (int k = 1; k <= 4; k++)
 		ok &= check_shared(k) && check_jobs(k);
-	printf("multi-device driver: %d joins, 12 failure, early-end or drop-out cases, shared uploads, shared values, job units: %s\n",
+	printf("multi-device driver: %d joins, 12 failure, early-end or drop-out cases, shared uploads (pitched and gathered), shared values, job units: %s\n",
 		   n, ok ? "ok" : "FAILED");
 	return ok ? 0 : 1;
 }

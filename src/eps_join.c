@@ -683,9 +683,10 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 		SjEpsPrepare(&rscan, right_relid, right_key, right_vec);
 	/*
 	 * real[] vectors stay real rows for the GPU, which transposes and
-	 * widens them itself
+	 * widens them itself (and for any engine under the developer option
+	 * simjoin.debug_row_pieces, so that the CPU-only tests read them too)
 	 */
-	lscan.keep_real = lscan.keep_rows = SjGpuLikely();
+	lscan.keep_real = lscan.keep_rows = SjGpuLikely() || sj_debug_row_pieces;
 	if (!job.self)
 		rscan.keep_real = rscan.keep_rows = lscan.keep_real;
 	if (job.self)

@@ -32,6 +32,7 @@ int			sj_gpu_memory_limit_mb = 0;
 int			sj_cpu_threads = 1;
 bool		sj_enable_customscan = true;
 bool		sj_enable_shared_index = true;
+bool		sj_debug_row_pieces = false;
 
 static ProcessUtility_hook_type sj_prev_utility_hook = NULL;
 
@@ -115,6 +116,14 @@ _PG_init(void)
 							 "memory instead of dynamic shared memory.",
 							 &sj_enable_shared_index, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("simjoin.debug_row_pieces",
+							 "Reads eps_join's real[] rows in place, as for the GPU, "
+							 "whichever engine runs (a developer option, for tests).",
+							 "The parallel workers' parts stay mapped until the join "
+							 "ends, and the CPU engine transposes them itself.",
+							 &sj_debug_row_pieces, false,
+							 PGC_USERSET, GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 	SjDevicesInit();
 	MarkGUCPrefixReserved("simjoin");
 	SjCustomScanInit();

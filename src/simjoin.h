@@ -39,6 +39,7 @@ extern int	sj_gpu_memory_limit_mb;
 extern int	sj_cpu_threads;
 extern bool sj_enable_customscan;
 extern bool sj_enable_shared_index;
+extern bool sj_debug_row_pieces;
 
 /* Which operator an SjRun runs. */
 typedef enum SjOperator

@@ -1,0 +1,62 @@
+-- eps_join's function form reads real[] rows in place where the GPU runs
+-- it (the leader's rows and the parallel workers' parts, kept mapped until
+-- the join ends); the developer option simjoin.debug_row_pieces does so
+-- whichever engine runs.  The pairs and distances equal those of the
+-- columns merged from a serial read, bit for bit; an error while the parts
+-- are kept frees them, and the session goes on.
+LOAD 'simjoin';
+SET jit = off;
+SET simjoin.cpu_threads = 2;
+CREATE TABLE rp_v AS
+SELECT i AS id,
+       ARRAY[(i * 7919 % 1000) / 10.0, (i * 104729 % 1000) / 10.0, i % 3]::float4[] AS v,
+       ARRAY[(i % 10)::float4, 1]::float4[] AS v2
+FROM generate_series(1, 20000) i;
+UPDATE rp_v SET v = NULL WHERE id % 97 = 0;
+UPDATE rp_v SET v = '{NaN,1,0}' WHERE id % 89 = 0;
+CREATE TABLE rp_w AS SELECT id, v FROM rp_v WHERE id % 3 = 0;
+VACUUM ANALYZE rp_v, rp_w;
+
+-- rp_same(q): q's rows read in place (two workers; the leader only waits,
+-- so that the workers' parts hold rows) against
+-- q's rows from columns merged after a serial read, as multisets, and
+-- whether workers read them
+CREATE FUNCTION rp_same(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE w int; n bigint; extra bigint; missing bigint;
+BEGIN
+    PERFORM set_config('simjoin.debug_row_pieces', 'on', true);
+    PERFORM set_config('max_parallel_workers_per_gather', '2', true);
+    PERFORM set_config('min_parallel_table_scan_size', '0', true);
+    PERFORM set_config('parallel_leader_participation', 'off', true);
+    EXECUTE 'CREATE TEMP TABLE rp_a AS ' || q;
+    SELECT scan_workers INTO w FROM simjoin_last_stats();
+    PERFORM set_config('simjoin.debug_row_pieces', 'off', true);
+    PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+    EXECUTE 'CREATE TEMP TABLE rp_b AS ' || q;
+    SELECT count(*) INTO n FROM rp_b;
+    SELECT count(*) INTO extra FROM (TABLE rp_a EXCEPT ALL TABLE rp_b) d;
+    SELECT count(*) INTO missing FROM (TABLE rp_b EXCEPT ALL TABLE rp_a) d;
+    DROP TABLE rp_a, rp_b;
+    RETURN format('rows=%s extra=%s missing=%s', n, extra, missing)
+        || CASE WHEN w > 0 THEN ' workers' ELSE ' no workers' END;
+END $$;
+SELECT rp_same($$SELECT * FROM eps_join('rp_v', 'id', 'v', 1.0)$$);
+SELECT rp_same($$SELECT * FROM eps_join('rp_v', 'id', 'v', 0.00002, 'cosine')$$);
+SELECT rp_same($$SELECT * FROM eps_join('rp_v', 'id', 'v', 'rp_w', 'id', 'v', 1.0)$$);
+SELECT rp_same($$SELECT eps_join_count('rp_v', 'id', 'v', 2.5) AS n$$);
+
+-- an error with both sides' parts kept (the vectors' dimensions differ):
+-- freed, and the same join again gives the same answer
+SET simjoin.debug_row_pieces = on;
+SET max_parallel_workers_per_gather = 2;
+SET min_parallel_table_scan_size = 0;
+SET parallel_leader_participation = off;
+SELECT eps_join_count('rp_v', 'id', 'v', 'rp_v', 'id', 'v2', 1.5);
+SELECT eps_join_count('rp_v', 'id', 'v', 'rp_w', 'id', 'v', 1.0) AS after_error;
+SELECT scan_workers > 0 AS workers FROM simjoin_last_stats();
+RESET parallel_leader_participation;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+RESET simjoin.debug_row_pieces;
+DROP FUNCTION rp_same(text);
+DROP TABLE rp_v, rp_w;

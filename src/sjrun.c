@@ -335,13 +335,10 @@ SjCursorClose(SjCursor *cur)
 	{
 		SjRunCallback(cur->run);
 		if (cur->last_at > 0)
-		{
-			cur->ended_at = sj_now_ms();
 			elog(DEBUG2, "simjoin: %s on %s: the engine's begin took %.1f ms, its batches "
 				 "%.1f ms more, its end %.1f ms",
 				 cur->spec->name, cur->gpu ? "gpu" : "cpu", cur->begun_at - cur->began_at,
-				 cur->last_at - cur->begun_at, cur->ended_at - cur->last_at);
-		}
+				 cur->last_at - cur->begun_at, sj_now_ms() - cur->last_at);
 	}
 	cur->run = NULL;
 	cur->done = true;

@@ -170,11 +170,10 @@ typedef struct SjCursor
 	bool		done;
 	SjRun	   *run;			/* NULL before the first fetch */
 	int64		pairs;			/* pairs fetched so far */
-	/* DEBUG2's timeline (sj_now_ms): the engine's begin, its last batch, its end */
+	/* DEBUG2's timeline (sj_now_ms): the engine's begin, its last batch */
 	double		began_at,
 				begun_at,
-				last_at,
-				ended_at;
+				last_at;
 } SjCursor;
 
 extern void SjCursorOpen(SjCursor *cur, const SjRunSpec *spec, bool count_only);

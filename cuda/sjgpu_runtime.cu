@@ -616,11 +616,16 @@ staged(int device, cudaEvent_t after, size_t piece, const char *what,
 	return false;
 }
 
-/* One staging thread's share of upload_2d; false (and *why) on failure. */
+/*
+ * One staging thread's share of an upload (upload_2d, upload_gather): it
+ * claims chunk-byte pieces of [lo, hi) from next, each into one half of its
+ * pinned block, sent by send(off, end, half, stream) (half NULL: pinned
+ * memory short, send from the source itself); false (and *why) on failure.
+ */
+template <class Send>
 static bool
-stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
-		   const unsigned char *src, size_t spitch, size_t width, size_t lo, size_t hi,
-		   size_t chunk, std::atomic<size_t> *next, std::atomic<bool> *stop, Error *why)
+stage_part(int device, cudaEvent_t after, size_t lo, size_t hi, size_t chunk,
+		   std::atomic<size_t> *next, std::atomic<bool> *stop, Error *why, Send &&send)
 {
 	return staged(device, after, std::min(chunk, hi - lo), "an upload", stop, why,
 				  [&](Stager &st) {
@@ -638,37 +643,7 @@ stage_part(int device, cudaEvent_t after, unsigned char *dst, size_t dpitch,
 			half = st.half(used);
 			if (used >= 2 && half)
 				st.done[used & 1].synchronize();
-			/* the piece may span rows: copy and send each row's part */
-			send_rows(dst, dpitch, src, spitch, width, off, end, half, st.s.get());
-			st.done[used & 1].record(st.s.get());
-			used++;
-		}
-	});
-}
-
-/* One staging thread's share of upload_gather; false (and *why) on failure. */
-static bool
-stage_gather_part(int device, cudaEvent_t after, unsigned char *dst, const Gather &g,
-				  size_t lo, size_t hi, size_t chunk, std::atomic<size_t> *next,
-				  std::atomic<bool> *stop, Error *why)
-{
-	return staged(device, after, std::min(chunk, hi - lo), "an upload", stop, why,
-				  [&](Stager &st) {
-		size_t		used = 0;
-
-		for (;;)
-		{
-			size_t		off = lo + next->fetch_add(1) * chunk;
-			size_t		end;
-			unsigned char *half;
-
-			if (off >= hi || stop->load())
-				break;
-			end = std::min(hi, off + chunk);
-			half = st.half(used);
-			if (used >= 2 && half)
-				st.done[used & 1].synchronize();
-			send_gather(dst, g, off, end, half, st.s.get());
+			send(off, end, half, st.s.get());
 			st.done[used & 1].record(st.s.get());
 			used++;
 		}
@@ -726,19 +701,42 @@ run_staging(size_t bytes, size_t chunk, cudaStream_t stream, const char *what, P
 			throw why[t];
 }
 
+/* Does an upload of `bytes` bytes go through staging (test hook aside: kStageMin on)? */
+static bool
+upload_is_staged(size_t bytes)
+{
+	return stage_test_chunk > 0 || (stage_test_chunk == 0 && bytes >= kStageMin);
+}
+
+/*
+ * Bytes [lo, hi) of an upload through staging, on the staging threads after
+ * the work queued on stream: send(off, end, half, stream) sends each piece.
+ */
+template <class Send>
+static void
+staged_upload(size_t lo, size_t hi, cudaStream_t stream, Send &&send)
+{
+	size_t		chunk = stage_test_chunk > 0 ? (size_t) stage_test_chunk : kStageChunk;
+
+	run_staging(hi - lo, chunk, stream, "upload failed",
+				[&](int device, cudaEvent_t after, std::atomic<size_t> *next,
+					std::atomic<bool> *stop, Error *why) {
+		return stage_part(device, after, lo, hi, chunk, next, stop, why, send);
+	});
+}
+
 double
 upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 		  size_t height, cudaStream_t stream, size_t lo, size_t hi)
 {
 	double		t0 = clock_ms();
 	size_t		total = width * height;
-	size_t		chunk = stage_test_chunk > 0 ? (size_t) stage_test_chunk : kStageChunk;
 	bool		staged;
 
 	hi = std::min(hi, total);
 	if (lo >= hi)
 		return 0;
-	staged = stage_test_chunk > 0 || (stage_test_chunk == 0 && hi - lo >= kStageMin);
+	staged = upload_is_staged(hi - lo);
 	if (spitch == width && dpitch == width)
 	{
 		width = total;			/* contiguous: one row */
@@ -763,12 +761,11 @@ upload_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width
 		return clock_ms() - t0;
 	}
 
-	run_staging(hi - lo, chunk, stream, "upload failed",
-				[&](int device, cudaEvent_t after, std::atomic<size_t> *next,
-					std::atomic<bool> *stop, Error *why) {
-		return stage_part(device, after, (unsigned char *) dst, dpitch,
-						  (const unsigned char *) src, spitch, width, lo, hi, chunk,
-						  next, stop, why);
+	staged_upload(lo, hi, stream,
+				  [&](size_t off, size_t end, unsigned char *half, cudaStream_t st) {
+		/* the piece may span rows: copy and send each row's part */
+		send_rows((unsigned char *) dst, dpitch, (const unsigned char *) src, spitch,
+				  width, off, end, half, st);
 	});
 	return clock_ms() - t0;
 }
@@ -777,22 +774,19 @@ double
 upload_gather(void *dst, const Gather &g, cudaStream_t stream, size_t lo, size_t hi)
 {
 	double		t0 = clock_ms();
-	size_t		chunk = stage_test_chunk > 0 ? (size_t) stage_test_chunk : kStageChunk;
 
 	hi = std::min(hi, g.total);
 	if (lo >= hi)
 		return 0;
-	if (!(stage_test_chunk > 0 || (stage_test_chunk == 0 && hi - lo >= kStageMin)))
+	if (!upload_is_staged(hi - lo))
 	{
 		send_gather((unsigned char *) dst, g, lo, hi, nullptr, stream);
 		SJGPU_CHECK(cudaStreamSynchronize(stream));
 		return clock_ms() - t0;
 	}
-	run_staging(hi - lo, chunk, stream, "upload failed",
-				[&](int device, cudaEvent_t after, std::atomic<size_t> *next,
-					std::atomic<bool> *stop, Error *why) {
-		return stage_gather_part(device, after, (unsigned char *) dst, g, lo, hi, chunk,
-								 next, stop, why);
+	staged_upload(lo, hi, stream,
+				  [&](size_t off, size_t end, unsigned char *half, cudaStream_t st) {
+		send_gather((unsigned char *) dst, g, off, end, half, st);
 	});
 	return clock_ms() - t0;
 }

@@ -1556,7 +1556,12 @@ upload_pieces(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
 	std::vector<const unsigned char *> src;
 	std::vector<size_t> at;
 	sjgpu::Gather g;
+	dim3		block(32, 8);
+	dim3		grid((unsigned) ((j->dim + 31) / 32),
+					 (unsigned) std::min<uint64_t>(((uint64_t) n + 31) / 32, 65535));
 
+	if (total == 0)
+		return;
 	/* one copy of the range's bytes, gathered from the pieces that hold them */
 	for (int p = 0; p < v->npieces; p++)
 	{
@@ -1573,23 +1578,15 @@ upload_pieces(SjGpuEpsJoin *j, const SjVectors *v, uint32_t first, uint32_t n,
 	g.at = at.data();
 	g.npieces = src.size();
 	g.total = total * sizeof(float);
-	if (total == 0)
-		return;
 	if (j->claim.units && j->claim.units->workers() > 1)
 		j->timings.transfer_ms +=
 			j->claim.units->upload(j->claim.worker, j->uploads++, j->device,
 								   reinterpret_cast<unsigned char *>(rows), g, st);
 	else
 		j->timings.transfer_ms += sjgpu::upload_gather(rows, g, st);
-	{
-		dim3		block(32, 8);
-		dim3		grid((unsigned) ((j->dim + 31) / 32),
-						 (unsigned) std::min<uint64_t>(((uint64_t) n + 31) / 32, 65535));
-
-		transpose_kernel<<<grid, block, 0, st>>>(rows, rows + total, n, j->dim);
-		SJGPU_CHECK_LAUNCH("transpose_kernel");
-		widen_in_place(dst, total, st);
-	}
+	transpose_kernel<<<grid, block, 0, st>>>(rows, rows + total, n, j->dim);
+	SJGPU_CHECK_LAUNCH("transpose_kernel");
+	widen_in_place(dst, total, st);
 }
 
 /*

@@ -12,7 +12,9 @@
 #   2. the engine tests (test/engine, no server);
 #   3. the differential tests (test/diff: GPU vs CPU where a GPU is usable,
 #      and both against plain-SQL oracles);
-#   4. where nvcc is found, the multi-device driver's host-only check
+#   4. sessions ended and cancelled in the middle of joins over rows read
+#      in place from parallel workers (test/stress/terminate.sh);
+#   5. where nvcc is found, the multi-device driver's host-only check
 #      (make multi-check: its threads, shared units, uploads and values
 #      against a fake operator; no GPU needed).
 # Ends with one line "N passed, N failed" over the suites.
@@ -45,6 +47,7 @@ suite "file graph" bash test/tools/filegraph.sh
 suite "pg_regress" regress
 suite "engine tests" make -s engine-check
 suite "differential tests" bash test/diff/run.sh
+suite "sessions ended mid-join" bash test/stress/terminate.sh
 if command -v nvcc >/dev/null 2>&1 || [[ -x ${CUDA_HOME:-/usr/local/cuda}/bin/nvcc ]]; then
     suite "multi-device driver" make -s multi-check
 else

@@ -2,8 +2,8 @@
 -- it (the leader's rows and the parallel workers' parts, kept mapped until
 -- the join ends); the developer option simjoin.debug_row_pieces does so
 -- whichever engine runs.  The pairs and distances equal those of the
--- columns merged from a serial read, bit for bit; an error while the parts
--- are kept frees them, and the session goes on.
+-- columns merged from a serial read, bit for bit; an error or a cancel while
+-- the parts are kept frees them, and the session goes on.
 LOAD 'simjoin';
 SET jit = off;
 SET simjoin.cpu_threads = 2;
@@ -53,6 +53,13 @@ SET min_parallel_table_scan_size = 0;
 SET parallel_leader_participation = off;
 SELECT eps_join_count('rp_v', 'id', 'v', 'rp_v', 'id', 'v2', 1.5);
 SELECT eps_join_count('rp_v', 'id', 'v', 'rp_w', 'id', 'v', 1.0) AS after_error;
+SELECT scan_workers > 0 AS workers FROM simjoin_last_stats();
+-- a cancel (statement_timeout) while the parts are kept: about 1.9 x 10^8
+-- pairs to emit, stopped between batches; freed, and the session goes on
+SET statement_timeout = '300ms';
+SELECT count(*) FROM eps_join('rp_v', 'id', 'v', 1e9);
+RESET statement_timeout;
+SELECT eps_join_count('rp_v', 'id', 'v', 'rp_w', 'id', 'v', 1.0) AS after_cancel;
 SELECT scan_workers > 0 AS workers FROM simjoin_last_stats();
 RESET parallel_leader_participation;
 RESET min_parallel_table_scan_size;

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# terminate.sh: sessions ended and cancelled in the middle of a join whose
+# real[] rows the parallel workers read (their parts kept mapped until the
+# join ends; simjoin.debug_row_pieces makes the CPU engine read them in
+# place too, so this runs without a GPU).
+#
+#     bash test/stress/terminate.sh         # against the server in PG*, or a
+#                                           # throwaway cluster if PGHOST is unset
+#     SJ_TERM_ROWS=200000 SJ_TERM_DIM=384 SJ_TERM_METRIC=cosine \
+#         PGOPTIONS='-c simjoin.device=gpu' bash test/stress/terminate.sh
+#
+# Each round starts a join in a session of its own (a count over the emitted
+# pairs, or the count form), waits until the server shows the query active,
+# then a delay (SJ_TERM_DELAYS, seconds), and ends the session with
+# pg_terminate_backend (its backend exits with FATAL, the path of
+# on_dsm_detach) or cancels the query with pg_cancel_backend (an ERROR).
+# Passes when every round's session reports that signal (not a finished
+# join: a round whose join ended first fails, so that no round is vacuous),
+# the server never restarts (its checkpointer keeps its process), no
+# backend or parallel worker of the rounds is left, the devices' free
+# memory is within 64 MiB of before (fresh sessions both), and the same
+# count afterwards equals the one before.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+rows=${SJ_TERM_ROWS:-30000}
+dim=${SJ_TERM_DIM:-3}
+metric=${SJ_TERM_METRIC:-l2}
+read -r -a delays <<<"${SJ_TERM_DELAYS:-0 0.2 0.5}"
+
+own_cluster=
+if [[ -z ${PGHOST:-} ]]; then
+    source "$root/scripts/cluster.sh"
+    sj_cluster_start || exit 1
+    own_cluster=yes
+fi
+db=sj_term_$$
+psql -X -q -d postgres -c "CREATE DATABASE $db" || exit 1
+cleanup() {
+    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1
+    [[ -n $own_cluster ]] && sj_cluster_stop
+}
+trap cleanup EXIT
+q() { psql -X -At -d "$db" "$@"; }
+
+# rows x dim floats: groups of 10 near-copies (hashes, deterministic), each
+# copy within 0.007 of its group's point in every dimension
+q -q <<SQL || exit 1
+CREATE EXTENSION simjoin;
+SET max_parallel_workers_per_gather = 4;
+CREATE TABLE tv AS
+SELECT i AS id, ARRAY(SELECT ((hashint8(i / 10 * 4096 + k) & 1023) / 10.0
+                             + (hashint8(i * 4096 + k + 1) & 7) / 1000.0)::float4
+                      FROM generate_series(1, $dim) k) AS v
+FROM generate_series(1, $rows) i;
+VACUUM ANALYZE tv;
+SQL
+# what the rounds' sessions set: workers read every row, their parts kept
+opts="-c simjoin.debug_row_pieces=on -c max_parallel_workers_per_gather=2 \
+-c min_parallel_table_scan_size=0 -c parallel_leader_participation=off"
+case $metric in
+    cosine) eps=1e-4 ;;
+    *) eps=$(awk -v d="$dim" 'BEGIN { print 0.01 * sqrt(d) }') ;;
+esac
+check="SELECT eps_join_count('tv', 'id', 'v', $eps, '$metric')"
+before=$(PGOPTIONS="${PGOPTIONS:-} $opts" q -c "$check") || exit 1
+devmem() { q -c "SELECT coalesce(sum(free_memory), 0) FROM simjoin_devices()"; }
+checkpointer() { q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'"; }
+mem_before=$(devmem)
+ckpt_before=$(checkpointer)
+echo "terminate test: $rows x $dim-D $metric rows, PGOPTIONS='${PGOPTIONS:-}', count $before"
+
+# every pair in reach: about rows^2 / 2 pairs to emit or count
+joins=("SELECT count(*) FROM eps_join('tv', 'id', 'v', 1e9, '$metric')"
+       "SELECT eps_join_count('tv', 'id', 'v', 1e9, '$metric')")
+rounds=0 bad=0
+for how in terminate cancel; do
+    for j in "${joins[@]}"; do
+        for d in "${delays[@]}"; do
+            rounds=$((rounds + 1))
+            log=$(mktemp)
+            # (psql names its session over PGOPTIONS; a safety timeout)
+            PGAPPNAME=sj_term_$$ PGOPTIONS="${PGOPTIONS:-} $opts -c statement_timeout=120s" \
+                q -c "$j" >"$log" 2>&1 &
+            victim=$!
+            pid=
+            for _ in $(seq 1 200); do   # up to 10 s for the join to start
+                pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'sj_term_$$'
+                            AND backend_type = 'client backend' AND state = 'active'
+                            AND query LIKE '%eps_join%' LIMIT 1")
+                [[ -n $pid ]] && break
+                sleep 0.05
+            done
+            sleep "$d"
+            [[ -n $pid ]] && q -c "SELECT pg_${how}_backend($pid)" >/dev/null
+            wait "$victim"
+            case $how in
+                terminate) want='terminating connection due to administrator command' ;;
+                cancel) want='canceling statement due to user request' ;;
+            esac
+            if [[ -n $pid ]] && grep -q "$want" "$log"; then
+                outcome=ok
+            else
+                outcome="FAILED: $(tr '\n' ' ' <"$log" | cut -c1-160)"
+                bad=$((bad + 1))
+            fi
+            printf '  %-9s %-48s after %4ss: %s\n' "$how" "${j:0:48}" "$d" "$outcome"
+            rm -f "$log"
+        done
+    done
+done
+
+left=
+for _ in $(seq 1 100); do   # the ended sessions' processes, gone within 5 s
+    left=$(q -c "SELECT count(*) FROM pg_stat_activity
+                 WHERE application_name = 'sj_term_$$' OR backend_type = 'parallel worker'")
+    [[ $left == 0 ]] && break
+    sleep 0.05
+done
+after=$(PGOPTIONS="${PGOPTIONS:-} $opts" q -c "$check")
+mem_after=$(devmem)
+ckpt_after=$(checkpointer)
+less=$(( (${mem_before:-0} - ${mem_after:-0}) / 1048576 ))
+echo "  processes left: $left; server restarted: $([[ $ckpt_before == "$ckpt_after" ]] && echo no || echo YES)"
+echo "  count after: $after (before $before); device free memory $less MiB less than before"
+if ((bad == 0)) && [[ $left == 0 && $ckpt_before == "$ckpt_after" && $after == "$before" ]] &&
+    ((less <= 64)); then
+    echo "terminate test passed: $rounds rounds"
+else
+    echo "terminate test FAILED: $bad of $rounds rounds"
+    exit 1
+fi

@@ -16,7 +16,9 @@
 #             of this script on a machine without a GPU)
 #   bench     multi_bench.sql: simjoin.devices = 0 against all
 #             (SJ_CHECK_MB_SCALE shrinks its tables, 1 by default;
-#             SJ_CHECK_MB_WORKERS: workers a table scan, 8 by default)
+#             SJ_CHECK_MB_WORKERS: workers a table scan, 8 by default;
+#             SJ_CHECK_MB_LISTS: its device lists, "0;all" by default;
+#             SJ_CHECK_MB_SUITE=off: without the suite's extra rows)
 #   sessions  sessions_bench.sh: 32 sessions, joins per device (its
 #             SJ_SESSIONS_* variables apply)
 #   diff      differential tests (SJ_CHECK_DIFF, default "eps jaccard": the
@@ -157,6 +159,7 @@ step_bench() {
     psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" || exit 1
     psql -X -q -d "$db" -f test/bench/common.sql >/dev/null || exit 1
     psql -X -d "$db" -v mb_scale="${SJ_CHECK_MB_SCALE:-1}" -v mb_workers="${SJ_CHECK_MB_WORKERS:-8}" \
+        -v mb_lists="${SJ_CHECK_MB_LISTS:-0;all}" -v mb_suite="${SJ_CHECK_MB_SUITE:-on}" \
         -f test/bench/multi_bench.sql
     rc=$?
     met=$(grep -cE '\| met +\|' "$SJ_CHECK_OUT/bench.log")
@@ -208,7 +211,7 @@ for s in "${steps[@]}"; do
         devices) run_step devices 30 ;;
         engine) run_step engine 180 ;;
         regress) run_step regress 180 ;;
-        bench) run_step bench 330 ;;
+        bench) run_step bench 420 ;;
         sessions) run_step sessions 90 ;;
         diff) run_step diff 480 ;;
         *) printf '%-9s %-8s %6s  %s\n' "$s" FAIL 0 "unknown step" >>"$summary"; failed=1 ;;

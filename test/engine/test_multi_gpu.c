@@ -4,8 +4,8 @@
  *
  * A device may appear more than once in a device list, so every test runs
  * the multi-device path on one GPU with the lists {0,0} and {0,0,0}; where
- * two or more devices are visible, {0,1} and {1,0,1} too (else a "skipped"
- * note says so).  The one-device join (gpu_ndevices = 0) is the oracle:
+ * two or more devices are visible, {0,1} and {1,0,1} too, and {3,2,1,0}
+ * where four are (else a "skipped" note says so).  The one-device join (gpu_ndevices = 0) is the oracle:
  * the same pairs, distances bit for bit, the same counts.  Every test skips
  * where no GPU is usable.  eps and Jaccard joins spread with shared units
  * (every device prepares the whole join, the devices claim its segments or
@@ -186,9 +186,20 @@ m_same(const MPairs *a, const MPairs *b, char *why)
 	return 1;
 }
 
-/* The device lists to test: one GPU repeated, and real pairs where there are two. */
+/* At most 5 device lists of at most 4 devices each (m_lists). */
+enum
+{
+	kMaxLists = 5,
+	kMaxListLen = 4
+};
+
+/*
+ * The device lists to test: one GPU repeated, real pairs where there are
+ * two, and four devices where there are four (the driver plans for any
+ * number).
+ */
 static int
-m_lists(int lists[4][3], int sizes[4])
+m_lists(int lists[kMaxLists][kMaxListLen], int sizes[kMaxLists])
 {
 	int			n = 0,
 				found = 0;
@@ -211,6 +222,12 @@ m_lists(int lists[4][3], int sizes[4])
 		lists[n][1] = 0;
 		lists[n][2] = 1;
 		sizes[n++] = 3;
+		if (found >= 4)
+		{
+			for (int d = 0; d < 4; d++)
+				lists[n][d] = 3 - d;
+			sizes[n++] = 4;
+		}
 	}
 	else
 	{
@@ -235,8 +252,8 @@ m_case(uint32_t nl, uint32_t nr, int dim, int self, int metric, int strategy,
 	SjJoinOptions o;
 	MPairs		one,
 				many;
-	int			lists[4][3],
-				sizes[4],
+	int			lists[kMaxLists][kMaxListLen],
+				sizes[kMaxLists],
 				nlists = m_lists(lists, sizes),
 				ok;
 
@@ -530,8 +547,8 @@ m_jaccard_case(uint32_t nl, uint32_t nr, uint32_t u, uint32_t k, int self, doubl
 	SjJoinOptions o;
 	MPairs		one,
 				many;
-	int			lists[4][3],
-				sizes[4],
+	int			lists[kMaxLists][kMaxListLen],
+				sizes[kMaxLists],
 				nlists = m_lists(lists, sizes),
 				ok;
 
@@ -685,8 +702,8 @@ m_released(const SjGpuDeviceInfo *before, char *why)
 /* The tensor filter and Jaccard spread, ended early: every device frees. */
 SJ_TEST(multi_gpu_spread_early_end)
 {
-	int			lists[4][3],
-				sizes[4],
+	int			lists[kMaxLists][kMaxListLen],
+				sizes[kMaxLists],
 				nlists;
 	uint32_t	n = 8000;
 	double	   *c;

@@ -130,15 +130,16 @@ step_engine() {
         exit 3
     fi
     "$bin" multi_gpu
-    local rc=$? line
+    local rc=$? line lists
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$SJ_CHECK_OUT/engine.log" | tail -1)
+    lists=$(grep -m1 -E '^ *device lists:' "$SJ_CHECK_OUT/engine.log" | sed 's/^ *device //')
     if ((SJ_CHECK_NDEV == 0)); then
         echo "RESULT: skipped: no GPU ($bin multi_gpu: ${line:-no summary})"
         ((rc == 0)) && exit 3
     elif ((SJ_CHECK_NDEV < 2)); then
         echo "RESULT: $bin multi_gpu: ${line:-no summary}; two-device lists skipped: one device"
     else
-        echo "RESULT: $bin multi_gpu: ${line:-no summary} (lists 0,0 0,0,0 0,1 1,0,1)"
+        echo "RESULT: $bin multi_gpu: ${line:-no summary} (${lists:-lists not shown})"
     fi
     exit $((rc != 0))
 }

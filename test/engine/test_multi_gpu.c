@@ -236,6 +236,18 @@ m_lists(int lists[kMaxLists][kMaxListLen], int sizes[kMaxLists])
 		if (!said++)
 			printf("     only one GPU visible: lists of two real devices skipped; {0,0} and {0,0,0} run\n");
 	}
+	{
+		static int	shown = 0;
+
+		if (!shown++)
+		{
+			printf("     device lists:");
+			for (int k = 0; k < n; k++)
+				for (int d = 0; d < sizes[k]; d++)
+					printf("%s%d", d == 0 ? " " : ",", lists[k][d]);
+			printf("\n");
+		}
+	}
 	return n;
 }
 

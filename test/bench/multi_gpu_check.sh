@@ -17,7 +17,8 @@
 #   bench     multi_bench.sql: simjoin.devices = 0 against all
 #             (SJ_CHECK_MB_SCALE shrinks its tables, 1 by default;
 #             SJ_CHECK_MB_WORKERS: workers a table scan, 8 by default;
-#             SJ_CHECK_MB_LISTS: its device lists, "0;all" by default;
+#             SJ_CHECK_MB_LISTS: its device lists, "0;all" by default,
+#             "0;0,1;all" with more than two GPUs;
 #             SJ_CHECK_MB_SUITE=off: without the suite's extra rows)
 #   sessions  sessions_bench.sh: 32 sessions, joins per device (its
 #             SJ_SESSIONS_* variables apply)
@@ -156,11 +157,13 @@ step_regress() {
 }
 
 step_bench() {
-    local db=sj_check_bench rc met notmet differ
+    local db=sj_check_bench rc met notmet differ lists='0;all'
+    # the targets are for two devices: with more, 0,1 as well as all
+    ((SJ_CHECK_NDEV > 2)) && lists='0;0,1;all'
     psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" || exit 1
     psql -X -q -d "$db" -f test/bench/common.sql >/dev/null || exit 1
     psql -X -d "$db" -v mb_scale="${SJ_CHECK_MB_SCALE:-1}" -v mb_workers="${SJ_CHECK_MB_WORKERS:-8}" \
-        -v mb_lists="${SJ_CHECK_MB_LISTS:-0;all}" -v mb_suite="${SJ_CHECK_MB_SUITE:-on}" \
+        -v mb_lists="${SJ_CHECK_MB_LISTS:-$lists}" -v mb_suite="${SJ_CHECK_MB_SUITE:-on}" \
         -f test/bench/multi_bench.sql
     rc=$?
     met=$(grep -cE '\| met +\|' "$SJ_CHECK_OUT/bench.log")
@@ -172,7 +175,7 @@ step_bench() {
         exit 1
     fi
     if ((SJ_CHECK_NDEV < 2)); then
-        echo "RESULT: skipped: $( ((SJ_CHECK_NDEV)) && echo 'one device (devices=0 rows only)' ||
+        echo "RESULT: skipped: $( ((SJ_CHECK_NDEV)) && echo 'one device (the first list only)' ||
             echo 'no GPU (ran on the CPU engine)')"
         exit 3
     fi

@@ -14,6 +14,10 @@
 # then a delay (SJ_TERM_DELAYS, seconds), and ends the session with
 # pg_terminate_backend (its backend exits with FATAL, the path of
 # on_dsm_detach) or cancels the query with pg_cancel_backend (an ERROR).
+# The sessions run the CPU engine on one thread; the table grows (its rows
+# doubled, up to 4 M) until one whole count join lasts 3 x the largest
+# delay + 1 s, on whatever engine runs it; where it never does (a fast
+# GPU), the count form's rounds are skipped and the output says so.
 # Passes when every round's session reports that signal (not a finished
 # join: a round whose join ended first fails, so that no round is vacuous),
 # the server never restarts (its checkpointer keeps its process), no
@@ -35,51 +39,84 @@ if [[ -z ${PGHOST:-} ]]; then
     own_cluster=yes
 fi
 db=sj_term_$$
-psql -X -q -d postgres -c "CREATE DATABASE $db" || exit 1
 cleanup() {
-    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1
+    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1
     [[ -n $own_cluster ]] && sj_cluster_stop
 }
 trap cleanup EXIT
+psql -X -q -d postgres -c "CREATE DATABASE $db" || exit 1
 q() { psql -X -At -d "$db" "$@"; }
+
+# the rounds' sessions: workers read every row (their parts kept), one CPU
+# thread (a join's length must not shrink with the machine's cores)
+opts="-c simjoin.debug_row_pieces=on -c max_parallel_workers_per_gather=2 \
+-c min_parallel_table_scan_size=0 -c parallel_leader_participation=off \
+-c simjoin.cpu_threads=1"
+qv() { PGOPTIONS="${PGOPTIONS:-} $opts" q "$@"; }
 
 # rows x dim floats: groups of 10 near-copies (hashes, deterministic), each
 # copy within 0.007 of its group's point in every dimension
-q -q <<SQL || exit 1
-CREATE EXTENSION simjoin;
+make_table() {
+    q -q <<SQL
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS tv;
 SET max_parallel_workers_per_gather = 4;
 CREATE TABLE tv AS
 SELECT i AS id, ARRAY(SELECT ((hashint8(i / 10 * 4096 + k) & 1023) / 10.0
                              + (hashint8(i * 4096 + k + 1) & 7) / 1000.0)::float4
                       FROM generate_series(1, $dim) k) AS v
-FROM generate_series(1, $rows) i;
+FROM generate_series(1, $1) i;
 VACUUM ANALYZE tv;
 SQL
-# what the rounds' sessions set: workers read every row, their parts kept
-opts="-c simjoin.debug_row_pieces=on -c max_parallel_workers_per_gather=2 \
--c min_parallel_table_scan_size=0 -c parallel_leader_participation=off"
+}
+q -q -c "CREATE EXTENSION simjoin" && make_table "$rows" || exit 1
+
+# every pair in reach: about rows^2 / 2 pairs to emit (the executor's pace:
+# long anywhere) or to count (the engine's: grown below until it lasts)
+emit="SELECT count(*) FROM eps_join('tv', 'id', 'v', 1e9, '$metric')"
+count="SELECT eps_join_count('tv', 'id', 'v', 1e9, '$metric')"
+max_delay=$(printf '%s\n' "${delays[@]}" | sort -g | tail -1)
+need_ms=$(awk -v d="$max_delay" 'BEGIN { print int(3000 * d + 1000) }')
+count_ms() {   # ms of one whole count join in a session of its own
+    local t0
+    t0=$(date +%s%N)
+    qv -c "$count" >/dev/null || return 1
+    echo $((($(date +%s%N) - t0) / 1000000))
+}
+ms=$(count_ms) || exit 1
+while ((ms < need_ms && rows < 4000000)); do
+    rows=$((rows * 2))
+    make_table "$rows" || exit 1
+    ms=$(count_ms) || exit 1
+done
+joins=("$emit")
+if ((ms >= need_ms)); then
+    joins+=("$count")
+    echo "terminate test: the count form takes $ms ms at $rows rows (at least $need_ms wanted)"
+else
+    echo "terminate test: the count form takes $ms ms at $rows rows, under $need_ms: its rounds skipped"
+fi
+
 case $metric in
     cosine) eps=1e-4 ;;
     *) eps=$(awk -v d="$dim" 'BEGIN { print 0.01 * sqrt(d) }') ;;
 esac
 check="SELECT eps_join_count('tv', 'id', 'v', $eps, '$metric')"
-before=$(PGOPTIONS="${PGOPTIONS:-} $opts" q -c "$check") || exit 1
+before=$(qv -c "$check") || exit 1
 devmem() { q -c "SELECT coalesce(sum(free_memory), 0) FROM simjoin_devices()"; }
 checkpointer() { q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'"; }
 mem_before=$(devmem)
 ckpt_before=$(checkpointer)
 echo "terminate test: $rows x $dim-D $metric rows, PGOPTIONS='${PGOPTIONS:-}', count $before"
 
-# every pair in reach: about rows^2 / 2 pairs to emit or count
-joins=("SELECT count(*) FROM eps_join('tv', 'id', 'v', 1e9, '$metric')"
-       "SELECT eps_join_count('tv', 'id', 'v', 1e9, '$metric')")
 rounds=0 bad=0
 for how in terminate cancel; do
     for j in "${joins[@]}"; do
         for d in "${delays[@]}"; do
             rounds=$((rounds + 1))
             log=$(mktemp)
-            # (psql names its session over PGOPTIONS; a safety timeout)
+            # (PGAPPNAME: psql sets application_name over PGOPTIONS'; a
+            # safety timeout)
             PGAPPNAME=sj_term_$$ PGOPTIONS="${PGOPTIONS:-} $opts -c statement_timeout=120s" \
                 q -c "$j" >"$log" 2>&1 &
             victim=$!
@@ -117,7 +154,12 @@ for _ in $(seq 1 100); do   # the ended sessions' processes, gone within 5 s
     [[ $left == 0 ]] && break
     sleep 0.05
 done
-after=$(PGOPTIONS="${PGOPTIONS:-} $opts" q -c "$check")
+after=$(qv -c "$check")
+for _ in $(seq 1 100); do   # that session's backend gone too, with its device context
+    [[ $(q -c "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+               AND pid <> pg_backend_pid()") == 0 ]] && break
+    sleep 0.05
+done
 mem_after=$(devmem)
 ckpt_after=$(checkpointer)
 less=$(( (${mem_before:-0} - ${mem_after:-0}) / 1048576 ))

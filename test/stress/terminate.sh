@@ -15,9 +15,10 @@
 # pg_terminate_backend (its backend exits with FATAL, the path of
 # on_dsm_detach) or cancels the query with pg_cancel_backend (an ERROR).
 # The sessions run the CPU engine on one thread; the table grows (its rows
-# doubled, up to 4 M) until one whole count join lasts 3 x the largest
-# delay + 1 s, on whatever engine runs it; where it never does (a fast
-# GPU), the count form's rounds are skipped and the output says so.
+# doubled, up to 4 M rows or 16 M floats) until one whole count join lasts
+# 3 x the largest delay + 1 s, on whatever engine runs it; where it never
+# does (a fast GPU), the count form's rounds are skipped and the output
+# says so.
 # Passes when every round's session reports that signal (not a finished
 # join: a round whose join ended first fails, so that no round is vacuous),
 # the server never restarts (its checkpointer keeps its process), no
@@ -65,7 +66,7 @@ CREATE TABLE tv AS
 SELECT i AS id, ARRAY(SELECT ((hashint8(i / 10 * 4096 + k) & 1023) / 10.0
                              + (hashint8(i * 4096 + k + 1) & 7) / 1000.0)::float4
                       FROM generate_series(1, $dim) k) AS v
-FROM generate_series(1, $1) i;
+FROM generate_series(1::bigint, $1) i;
 VACUUM ANALYZE tv;
 SQL
 }
@@ -84,7 +85,7 @@ count_ms() {   # ms of one whole count join in a session of its own
     echo $((($(date +%s%N) - t0) / 1000000))
 }
 ms=$(count_ms) || exit 1
-while ((ms < need_ms && rows < 4000000)); do
+while ((ms < need_ms && rows < 4000000 && rows * dim < 16000000)); do
     rows=$((rows * 2))
     make_table "$rows" || exit 1
     ms=$(count_ms) || exit 1

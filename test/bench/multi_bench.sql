@@ -153,7 +153,7 @@ DECLARE
     reps int := current_setting('sjm.reps')::int;
     ndev int := (SELECT count(*) FROM simjoin_devices());
     lists text[] := string_to_array(current_setting('sjm.lists'), ';');
-    nl int := cardinality(string_to_array(current_setting('sjm.lists'), ';'));
+    nl int := cardinality(lists);
     runs float8[][];     -- [list][run]: wall ms
     engs float8[][];     -- engine ms (total - scan - emit)
     busy float8[][];     -- build + probe

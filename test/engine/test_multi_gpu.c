@@ -5,8 +5,9 @@
  * A device may appear more than once in a device list, so every test runs
  * the multi-device path on one GPU with the lists {0,0} and {0,0,0}; where
  * two or more devices are visible, {0,1} and {1,0,1} too, and {3,2,1,0}
- * where four are (else a "skipped" note says so).  The one-device join (gpu_ndevices = 0) is the oracle:
- * the same pairs, distances bit for bit, the same counts.  Every test skips
+ * where four are (else a "skipped" note says so).  The one-device join
+ * (gpu_ndevices = 0) is the oracle: the same pairs, distances bit for bit,
+ * the same counts.  Every test skips
  * where no GPU is usable.  eps and Jaccard joins spread with shared units
  * (every device prepares the whole join, the devices claim its segments or
  * blocks of probes); the test hooks make every join spread, however small.

@@ -148,20 +148,16 @@ for how in terminate cancel; do
     done
 done
 
+after=$(qv -c "$check")
 left=
-for _ in $(seq 1 100); do   # the ended sessions' processes, gone within 5 s
+for _ in $(seq 1 100); do   # the ended sessions' processes and the check's, gone within 5 s
     left=$(q -c "SELECT count(*) FROM pg_stat_activity
-                 WHERE application_name = 'sj_term_$$' OR backend_type = 'parallel worker'")
+                 WHERE (datname = current_database() AND pid <> pg_backend_pid())
+                    OR backend_type = 'parallel worker'")
     [[ $left == 0 ]] && break
     sleep 0.05
 done
-after=$(qv -c "$check")
-for _ in $(seq 1 100); do   # that session's backend gone too, with its device context
-    [[ $(q -c "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-               AND pid <> pg_backend_pid()") == 0 ]] && break
-    sleep 0.05
-done
-mem_after=$(devmem)
+mem_after=$(devmem)   # with no other session's device context left
 ckpt_after=$(checkpointer)
 less=$(( (${mem_before:-0} - ${mem_after:-0}) / 1048576 ))
 echo "  processes left: $left; server restarted: $([[ $ckpt_before == "$ckpt_after" ]] && echo no || echo YES)"

@@ -143,8 +143,9 @@ LANGUAGE sql IMMUTABLE AS $$
 -- that every list sees the same drift of the host (the scan-bound rows run
 -- on one card either way and differ only by it): each list's median wall
 -- time, the engine's wall time and busy time (build + probe) of that
--- median run, each device's share (its last run).  A list naming more
--- devices than are visible is skipped.
+-- median run, each device's share (its last run).  A list naming a device
+-- that is not visible is skipped, as is all after the first list where one
+-- device is visible.
 CREATE OR REPLACE FUNCTION sjm_both(workload text, kind text, q text) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -91,6 +91,7 @@
 #include "postgis.h"
 #include "sjrun.h"
 #include "theta_join.h"
+#include "toastread.h"
 
 /*
  * Keys of the parallel context's table of contents: one scan descriptor
@@ -164,7 +165,9 @@ PGDLLEXPORT void SjParallelScanMain(dsm_segment *seg, shm_toc *toc);
  * read straight from the pinned buffer, which page mode allows.  Blocks come
  * from the parallel scan's allocator, or in order from the first.  This
  * skips heap_getnext()'s per-tuple state machine, the largest cost of a
- * narrow row after the columns themselves.
+ * narrow row after the columns themselves.  Out-of-line values of the
+ * columns read come through one TOAST reader a column (toastread.c), not
+ * PostgreSQL's detoast a value, unless simjoin.debug_detoast_each.
  */
 static int64
 SjScanHeapPages(TableScanDesc sscan, int ncols, const AttrNumber *attnums,
@@ -183,6 +186,9 @@ SjScanHeapPages(TableScanDesc sscan, int ncols, const AttrNumber *attnums,
 	AttrNumber	maxatt = 0;
 	bool		fixed = true;	/* every column up to maxatt fixed-width */
 	int			offs[SJ_PART_MAX_COLS];
+	bool		varlena[SJ_PART_MAX_COLS];	/* out-of-line values possible */
+	bool		any_varlena = false;
+	SjToastReader *readers = NULL;
 
 	/*
 	 * Where every attribute up to the last one read has a fixed width, a
@@ -212,6 +218,16 @@ SjScanHeapPages(TableScanDesc sscan, int ncols, const AttrNumber *attnums,
 		for (i = 0; i < ncols && fixed; i++)
 			offs[i] = attnums[i] > 0 ? attoff[attnums[i] - 1] : 0;
 	}
+
+	/* out-of-line values through a reader a column (toastread.c) */
+	for (i = 0; i < ncols; i++)
+	{
+		varlena[i] = attnums[i] > 0 && !sj_debug_detoast_each &&
+			TupleDescAttr(desc, attnums[i] - 1)->attlen == -1;
+		any_varlena |= varlena[i];
+	}
+	if (any_varlena)
+		readers = palloc0(ncols * sizeof(SjToastReader));
 
 	tup.t_tableOid = RelationGetRelid(rel);
 	if (pbscan)
@@ -269,6 +285,12 @@ SjScanHeapPages(TableScanDesc sscan, int ncols, const AttrNumber *attnums,
 						values[i] = heap_getattr(&tup, attnums[i], desc, &isnull[i]);
 				}
 			}
+			if (any_varlena)
+			{
+				for (i = 0; i < ncols; i++)
+					if (varlena[i] && !isnull[i])
+						values[i] = SjToastRead(&readers[i], values[i]);
+			}
 			old = MemoryContextSwitchTo(rowcxt);
 			fn(arg, values, isnull);
 			MemoryContextSwitchTo(old);
@@ -280,6 +302,18 @@ SjScanHeapPages(TableScanDesc sscan, int ncols, const AttrNumber *attnums,
 													pbscan);
 		else
 			blk = blk + 1 < scan->rs_nblocks ? blk + 1 : InvalidBlockNumber;
+	}
+	if (readers)
+	{
+		for (i = 0; i < ncols; i++)
+		{
+			if (readers[i].values > 0)
+				elog(DEBUG2, "simjoin: %lld out-of-line values of column %d of \"%s\" read "
+					 "through one TOAST index scan", (long long) readers[i].values,
+					 attnums[i], RelationGetRelationName(rel));
+			SjToastReaderEnd(&readers[i]);
+		}
+		pfree(readers);
 	}
 	return nrows;
 }

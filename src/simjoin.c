@@ -33,6 +33,7 @@ int			sj_cpu_threads = 1;
 bool		sj_enable_customscan = true;
 bool		sj_enable_shared_index = true;
 bool		sj_debug_row_pieces = false;
+bool		sj_debug_detoast_each = false;
 
 static ProcessUtility_hook_type sj_prev_utility_hook = NULL;
 
@@ -122,6 +123,14 @@ _PG_init(void)
 							 "The parallel workers' parts stay mapped until the join "
 							 "ends, and the CPU engine transposes them itself.",
 							 &sj_debug_row_pieces, false,
+							 PGC_USERSET, GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("simjoin.debug_detoast_each",
+							 "Reads each out-of-line value of a scanned table with "
+							 "PostgreSQL's own detoast (a developer option, for tests).",
+							 "Off: a table's scan reads its out-of-line values through "
+							 "one TOAST index scan a column (toastread.c).",
+							 &sj_debug_detoast_each, false,
 							 PGC_USERSET, GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 	SjDevicesInit();

@@ -40,6 +40,7 @@ extern int	sj_cpu_threads;
 extern bool sj_enable_customscan;
 extern bool sj_enable_shared_index;
 extern bool sj_debug_row_pieces;
+extern bool sj_debug_detoast_each;
 
 /* Which operator an SjRun runs. */
 typedef enum SjOperator

@@ -3,7 +3,10 @@
 -- The same tb_rows x tb_dim real[] rows (groups of 10 near-copies, from
 -- hashes) in three tables: the default storage (EXTENDED: out of line, as
 -- random floats do not compress), EXTERNAL, and PLAIN (in the row; up to
--- about 2,000 dimensions).  Each is counted tb_reps times under each
+-- about 2,000 dimensions); the default storage twice, its out-of-line
+-- values read through the scan's TOAST reader (src/toastread.c) and, as
+-- 'sjt_extended each', each through PostgreSQL's own detoast
+-- (simjoin.debug_detoast_each).  Each is counted tb_reps times under each
 -- max_parallel_workers_per_gather of tb_workers, with a tiny eps (the
 -- engine's part small); the table gives the median scan_ms of
 -- simjoin_last_stats() and the relation sizes.  The rows are read in
@@ -51,12 +54,15 @@ BEGIN
     FOREACH w IN ARRAY current_setting('sjt.workers')::int[] LOOP
         PERFORM set_config('max_parallel_workers_per_gather', w::text, false);
         FOR r IN 0..current_setting('sjt.reps')::int LOOP   -- run 0: warm-up
-            FOREACH t IN ARRAY ARRAY['sjt_extended', 'sjt_external', 'sjt_plain'] LOOP
-                n := eps_join_count(t, 'id', 'v', 1e-6);
+            FOREACH t IN ARRAY ARRAY['sjt_extended', 'sjt_extended each', 'sjt_external', 'sjt_plain'] LOOP
+                -- 'each': the same table, each value through PostgreSQL's detoast
+                PERFORM set_config('simjoin.debug_detoast_each', (t LIKE '% each')::text, false);
+                n := eps_join_count(split_part(t, ' ', 1), 'id', 'v', 1e-6);
                 CONTINUE WHEN r = 0;
                 SELECT * INTO s FROM simjoin_last_stats();
                 INSERT INTO sjt_runs VALUES (t, w, s.scan_ms, s.scan_workers, n, s.device);
             END LOOP;
+            PERFORM set_config('simjoin.debug_detoast_each', 'off', false);
         END LOOP;
     END LOOP;
 END $$;
@@ -64,8 +70,8 @@ SELECT tbl AS "table", workers AS "workers a gather",
        round((percentile_disc(0.5) WITHIN GROUP (ORDER BY scan_ms))::numeric, 1) AS "scan ms (median)",
        round(min(scan_ms)::numeric, 1) AS "min", round(max(scan_ms)::numeric, 1) AS "max",
        max(scan_workers) AS "scan workers", min(pairs) = max(pairs) AS "same count",
-       pg_size_pretty(pg_relation_size(tbl)) AS heap,
-       pg_size_pretty(pg_total_relation_size(tbl)) AS total,
+       pg_size_pretty(pg_relation_size(split_part(tbl, ' ', 1))) AS heap,
+       pg_size_pretty(pg_total_relation_size(split_part(tbl, ' ', 1))) AS total,
        string_agg(DISTINCT device, ', ') AS device
 FROM sjt_runs GROUP BY tbl, workers ORDER BY workers, tbl;
 DROP TABLE sjt_extended, sjt_external, sjt_plain, sjb_id;

@@ -21,8 +21,14 @@
  * as they do with a detoasted copy.
  *
  * Values it does not read are returned as they are, for the caller's usual
- * detoast: compressed values (their decompression is detoast's), values in
- * memory (expanded, indirect), and values inline in the row.
+ * detoast: compressed values (their decompression is detoast's), values
+ * over SJ_TOAST_READ_MAX (a copy freed with its row rather than a buffer
+ * kept for the scan), values in memory (expanded, indirect), and values
+ * inline in the row.
+ *
+ * Locks: the TOAST relation and its indexes stay locked (AccessShareLock)
+ * from the first value to the end of the scan, as for any index scan; a
+ * plain REINDEX of the TOAST index waits for the scan.
  *
  * Ownership: the reader's relations, scan and buffer pins belong to the
  * current resource owner; SjToastReaderEnd releases them at the end of a
@@ -43,6 +49,9 @@
 #include "utils/rel.h"
 
 #include "toastread.h"
+
+/* Out-of-line values larger than this are left to detoast (64 MB). */
+#define SJ_TOAST_READ_MAX	(64 * 1024 * 1024)
 
 /* Open the TOAST relation toastrelid, its indexes and a scan of the valid one. */
 static void
@@ -102,6 +111,8 @@ SjToastRead(SjToastReader *tr, Datum value)
 	if (VARATT_EXTERNAL_IS_COMPRESSED(ptr))
 		return value;
 	size = VARATT_EXTERNAL_GET_EXTSIZE(ptr);
+	if (size > SJ_TOAST_READ_MAX)
+		return value;			/* detoast's copy, freed with the row */
 	if (tr->toastrelid != ptr.va_toastrelid)
 	{
 		SjToastReaderEnd(tr);
@@ -109,11 +120,11 @@ SjToastRead(SjToastReader *tr, Datum value)
 	}
 	if (tr->cap < (Size) size + VARHDRSZ)
 	{
-		Size		cap = Max((Size) size + VARHDRSZ, 2 * tr->cap);
-
-		tr->buf = tr->buf ? repalloc(tr->buf, cap)
-			: MemoryContextAlloc(tr->cxt, cap);
-		tr->cap = cap;
+		/* the largest value so far: a column's vectors are mostly one size */
+		if (tr->buf)
+			pfree(tr->buf);
+		tr->cap = (Size) size + VARHDRSZ;
+		tr->buf = MemoryContextAlloc(tr->cxt, tr->cap);
 	}
 	SET_VARSIZE(tr->buf, size + VARHDRSZ);
 	tr->values++;
@@ -147,11 +158,17 @@ SjToastRead(SjToastReader *tr, Datum value)
 		else
 			elog(ERROR, "found toasted toast chunk for toast value %u in %s",
 				 ptr.va_valueid, RelationGetRelationName(tr->rel));
-		if (seq != expected || seq >= nchunks)
+		if (seq != expected)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg_internal("unexpected chunk number %d (expected %d) for toast value %u in %s",
 									 seq, expected, ptr.va_valueid,
+									 RelationGetRelationName(tr->rel))));
+		if (seq >= nchunks)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg_internal("chunk number %d (out of range %d..%d) for toast value %u in %s",
+									 seq, 0, nchunks - 1, ptr.va_valueid,
 									 RelationGetRelationName(tr->rel))));
 		want = seq < nchunks - 1 ? TOAST_MAX_CHUNK_SIZE
 			: size - (nchunks - 1) * TOAST_MAX_CHUNK_SIZE;
@@ -164,6 +181,8 @@ SjToastRead(SjToastReader *tr, Datum value)
 		memcpy(VARDATA(tr->buf) + (Size) seq * TOAST_MAX_CHUNK_SIZE, data, len);
 		expected++;
 	}
+	/* no pin on the last chunk's page while the row is processed */
+	ExecClearTuple(tr->slot);
 	if (expected != nchunks)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

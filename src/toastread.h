@@ -24,6 +24,11 @@ typedef struct SjToastReader
 	int64		values;			/* values read here */
 } SjToastReader;
 
+/*
+ * Call outside any per-row context that is reset between rows: the first
+ * call opens the reader's scan and buffer in CurrentMemoryContext, which
+ * must live until SjToastReaderEnd.
+ */
 extern Datum SjToastRead(SjToastReader *tr, Datum value);
 extern void SjToastReaderEnd(SjToastReader *tr);
 

@@ -93,6 +93,13 @@ constexpr int kBlock = 256;				/* threads of the grid kernels */
  */
 constexpr int kVerifyGroup = 4;
 constexpr int kVerifyBlock = 64;
+/*
+ * Candidates a position from which a segment's verification takes a warp
+ * a position (verify_warp_kernel): a dense join's segments hold few
+ * positions, thousands of candidates each, one thread each a few hundred
+ * threads for the whole device.
+ */
+constexpr int kVerifyWarpMin = 64;
 constexpr int kBfThreads = 128;			/* brute force: probes per block */
 constexpr int kBfTile = 32;				/* brute force: build points a tile */
 constexpr int kBfDimChunk = 32;			/* brute force: dimensions a tile */
@@ -692,6 +699,83 @@ verify_kernel(JoinArgs a, PassArgs pa)
 }
 
 /*
+ * Verification with a warp a probe position, for segments whose positions
+ * have many candidates each (dense joins: a segment then holds few
+ * positions, too few threads for verify_kernel to fill the device).  The
+ * lanes take consecutive candidates, 32 at a time, kVerifyGroup such
+ * rounds in flight; each pair is still summed on its own in dimension
+ * order (canonical_values), and a ballot merges the lanes' decisions in
+ * candidate order, so that a position's pairs are numbered, written and
+ * counted exactly as verify_kernel numbers them.
+ */
+template <bool SELF, int MODE>
+__global__ void __launch_bounds__(kBlock)
+verify_warp_kernel(JoinArgs a, PassArgs pa)
+{
+	const uint32_t lane = threadIdx.x & 31;
+	const unsigned int below = (1u << lane) - 1;
+	const uint64_t warps = (uint64_t) gridDim.x * (blockDim.x / 32);
+	uint32_t	lo,
+				hi;
+
+	pass_positions<MODE>(pa, &lo, &hi);
+	for (uint64_t p = lo + ((uint64_t) blockIdx.x * blockDim.x + threadIdx.x) / 32; p < hi;
+		 p += warps)
+	{
+		const uint32_t pos = (uint32_t) p;
+		const unsigned long long first = first_pair<MODE>(pa, pos);
+		const uint32_t c0 = a.cand_start[pos - a.cand_p0],
+					c1 = a.cand_start[pos - a.cand_p0 + 1];
+		unsigned long long n = 0;
+		bool		stopped = false;
+
+		for (uint32_t c = c0; c < c1 && !stopped; c += 32 * kVerifyGroup)
+		{
+			uint32_t	j[kVerifyGroup];
+			double		v[kVerifyGroup];
+
+#pragma unroll
+			for (int t = 0; t < kVerifyGroup; t++)
+				j[t] = (uint32_t) a.cand[min(c + t * 32 + lane, c1 - 1)];
+			canonical_values<kVerifyGroup>(a, pos, j, v);
+#pragma unroll
+			for (int t = 0; t < kVerifyGroup; t++)
+			{
+				const bool	ok = c + t * 32 + lane < c1 && v[t] <= a.eps;
+				const unsigned int mask = __ballot_sync(0xffffffffu, ok);
+				unsigned long long taken = (unsigned long long) __popc(mask);
+
+				if (MODE == kModeWrite)
+				{
+					/* pairs from pa.e on are the next slice's: stop there */
+					const unsigned long long room = first + n < pa.e ? pa.e - (first + n) : 0;
+
+					if (taken > room)
+					{
+						taken = room;
+						stopped = true;
+					}
+					if (ok && (unsigned long long) __popc(mask & below) < taken)
+						(void) write_pair<SELF>(a, pa, first + n + __popc(mask & below), pos,
+												j[t], v[t]);
+				}
+				n += taken;
+				if (stopped)
+					break;
+			}
+		}
+		if (lane == 0)
+		{
+			end_position<MODE>(pa, pos, n, first + n < pa.e);
+			if (MODE == kModeTotal && n)
+				atomicAdd(pa.total, n);
+		}
+		if (MODE != kModeWrite)
+			break;
+	}
+}
+
+/*
  * Brute force, tiled (after Böhm et al.'s NLJ and Crystal's tiles): each
  * thread holds one probe point, the block stages kBfTile build points by
  * kBfDimChunk dimensions in shared memory, and every thread keeps kBfTile
@@ -1127,6 +1211,8 @@ struct SjGpuEpsJoin
 	unsigned long long ccap = 0;
 	size_t		ctemp_bytes = 0;
 	bool		use_tc = false; /* the current task filters on tensor cores */
+	bool		verify_warp = false;	/* the segment's candidates: a warp a
+										 * position (verify_warp_kernel) */
 	sjgpu::TcParams tcp;
 	sjgpu::TcSide tcb;
 	sjgpu::TcSide tcpr;
@@ -2000,6 +2086,20 @@ launch_pass(const SjGpuEpsJoin *j, const JoinArgs &a, const PassArgs &pa, bool s
 	uint64_t	npos = pa.p1 - pa.p0;
 
 	static_assert(MODE != kModeWork, "use launch_work_pass");
+	if (j->use_tc && j->verify_warp)
+	{
+		unsigned int blocks = (unsigned int) std::max<uint64_t>(1, div_up<uint64_t>(npos,
+																				  kBlock / 32));
+
+		if (MODE == kModeWrite)
+			blocks = std::min<unsigned int>(blocks, sjgpu::multiprocessor_count() * 8);
+		if (self)
+			verify_warp_kernel<true, MODE><<<blocks, kBlock, 0, st>>>(a, pa);
+		else
+			verify_warp_kernel<false, MODE><<<blocks, kBlock, 0, st>>>(a, pa);
+		SJGPU_CHECK_LAUNCH("verify_warp_kernel");
+		return;
+	}
 	if (j->use_tc)
 	{
 		unsigned int blocks = (unsigned int) std::max<uint64_t>(1, div_up<uint64_t>(npos,
@@ -2449,6 +2549,8 @@ filter_segment(SjGpuEpsJoin *j)
 		SJGPU_CHECK(cub::DeviceRadixSort::SortKeys(j->ctemp.get(), bytes, keys, (int) n, 0,
 												   32 + key_bits((unsigned long long) np + 1), st));
 	j->cand = keys.Current();
+	/* many candidates a position: a warp each (kVerifyWarpMin) */
+	j->verify_warp = n >= (unsigned long long) kVerifyWarpMin * np;
 	sjgpu::tc_starts(j->cand, n, np, j->cstart.get(), st);
 	j->timer.stop(st);
 	j->timings.probe_ms += j->timer.elapsed_ms();

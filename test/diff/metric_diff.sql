@@ -139,7 +139,12 @@ BEGIN
     PERFORM sjm_points('m_big128', 20000, 128, 'dirs');
     PERFORM sjm_points('m_big384', 8000, 384, 'mixed', 'float4');
     PERFORM sjm_points('m_big1536', 4000, 1536, 'special');
+    PERFORM sjm_points('m_dense', 2500, 128, 'dirs');
     FOREACH m IN ARRAY ARRAY['l2', 'cosine'] LOOP
+        -- dense: thousands of candidates a position, a warp each on the GPU
+        -- (verify_warp_kernel), 3 M pairs in several batches
+        RETURN QUERY SELECT sjm_case('2.5k 128-D dense (every pair)', 'm_dense', NULL,
+                                     CASE m WHEN 'cosine' THEN 2 ELSE 1e6 END, m, false, '64MB');
         RETURN QUERY SELECT sjm_case('20k 128-D self', 'm_big128', NULL,
                                      sjm_eps('m_big128', NULL, m, 0.01), m, false, '64MB');
         RETURN QUERY SELECT sjm_case('8k 384-D float4 self', 'm_big384', NULL,
@@ -147,6 +152,6 @@ BEGIN
         RETURN QUERY SELECT sjm_case('4k 1536-D special self', 'm_big1536', NULL,
                                      sjm_eps('m_big1536', NULL, m, 0.01), m, false, '32MB');
     END LOOP;
-    DROP TABLE m_big128, m_big384, m_big1536;
+    DROP TABLE m_big128, m_big384, m_big1536, m_dense;
 END $$;
 SELECT sjm_large();

@@ -2529,7 +2529,8 @@ filter_segment(SjGpuEpsJoin *j)
 			j->timings.filter_pairs += (double) nlist * sjgpu::kTcTile * sjgpu::kTcTile;
 		else
 			j->timings.filter_pairs += (double) (p1 - p0) * j->nb * (self ? 0.5 : 1.0);
-		if (n <= j->ccap)
+		/* CUB sorts at most INT32_MAX keys: a larger segment is cut too */
+		if (n <= std::min<unsigned long long>(j->ccap, INT32_MAX))
 			break;
 
 		uint32_t	mid = p0 + (uint32_t) std::max<uint64_t>(sjgpu::kTcTile,

@@ -2086,32 +2086,25 @@ launch_pass(const SjGpuEpsJoin *j, const JoinArgs &a, const PassArgs &pa, bool s
 	uint64_t	npos = pa.p1 - pa.p0;
 
 	static_assert(MODE != kModeWork, "use launch_work_pass");
-	if (j->use_tc && j->verify_warp)
-	{
-		unsigned int blocks = (unsigned int) std::max<uint64_t>(1, div_up<uint64_t>(npos,
-																				  kBlock / 32));
-
-		if (MODE == kModeWrite)
-			blocks = std::min<unsigned int>(blocks, sjgpu::multiprocessor_count() * 8);
-		if (self)
-			verify_warp_kernel<true, MODE><<<blocks, kBlock, 0, st>>>(a, pa);
-		else
-			verify_warp_kernel<false, MODE><<<blocks, kBlock, 0, st>>>(a, pa);
-		SJGPU_CHECK_LAUNCH("verify_warp_kernel");
-		return;
-	}
 	if (j->use_tc)
 	{
+		/* a warp a position in dense segments (verify_warp_kernel) */
+		const bool	warp = j->verify_warp;
+		const unsigned int threads = warp ? kBlock : kVerifyBlock;
 		unsigned int blocks = (unsigned int) std::max<uint64_t>(1, div_up<uint64_t>(npos,
-																				  kVerifyBlock));
+																				  warp ? kBlock / 32 : kVerifyBlock));
 
 		if (MODE == kModeWrite)
-			blocks = std::min<unsigned int>(blocks, sjgpu::multiprocessor_count() * 32);
-		if (self)
-			verify_kernel<true, MODE><<<blocks, kVerifyBlock, 0, st>>>(a, pa);
+			blocks = std::min<unsigned int>(blocks, sjgpu::multiprocessor_count() * (warp ? 8 : 32));
+		if (warp && self)
+			verify_warp_kernel<true, MODE><<<blocks, threads, 0, st>>>(a, pa);
+		else if (warp)
+			verify_warp_kernel<false, MODE><<<blocks, threads, 0, st>>>(a, pa);
+		else if (self)
+			verify_kernel<true, MODE><<<blocks, threads, 0, st>>>(a, pa);
 		else
-			verify_kernel<false, MODE><<<blocks, kVerifyBlock, 0, st>>>(a, pa);
-		SJGPU_CHECK_LAUNCH("verify_kernel");
+			verify_kernel<false, MODE><<<blocks, threads, 0, st>>>(a, pa);
+		SJGPU_CHECK_LAUNCH("verify_kernel or verify_warp_kernel");
 		return;
 	}
 	if (a.grid.k == 0)

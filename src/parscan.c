@@ -187,8 +187,7 @@ SjScanHeapPages(TableScanDesc sscan, int ncols, const AttrNumber *attnums,
 	bool		fixed = true;	/* every column up to maxatt fixed-width */
 	int			offs[SJ_PART_MAX_COLS];
 	bool		varlena[SJ_PART_MAX_COLS];	/* out-of-line values possible */
-	bool		any_varlena = false;
-	SjToastReader *readers = NULL;
+	SjToastReader *readers = NULL;	/* one a column, where any is varlena */
 
 	/*
 	 * Where every attribute up to the last one read has a fixed width, a
@@ -224,10 +223,9 @@ SjScanHeapPages(TableScanDesc sscan, int ncols, const AttrNumber *attnums,
 	{
 		varlena[i] = attnums[i] > 0 && !sj_debug_detoast_each &&
 			TupleDescAttr(desc, attnums[i] - 1)->attlen == -1;
-		any_varlena |= varlena[i];
+		if (varlena[i] && readers == NULL)
+			readers = palloc0(ncols * sizeof(SjToastReader));
 	}
-	if (any_varlena)
-		readers = palloc0(ncols * sizeof(SjToastReader));
 
 	tup.t_tableOid = RelationGetRelid(rel);
 	if (pbscan)
@@ -285,7 +283,7 @@ SjScanHeapPages(TableScanDesc sscan, int ncols, const AttrNumber *attnums,
 						values[i] = heap_getattr(&tup, attnums[i], desc, &isnull[i]);
 				}
 			}
-			if (any_varlena)
+			if (readers)
 			{
 				for (i = 0; i < ncols; i++)
 					if (varlena[i] && !isnull[i])

@@ -131,13 +131,29 @@ constexpr double kTcSpeedup = 16.0;
 /*
  * A join spreads over the devices named (shared units, sjgpu_multi.cuh)
  * when the tensor filter is likely and it tests at least this many pairs
- * (a self-join of 150 K rows); fewer, the grid's low dimensions, or a join
- * the grid would serve (grid_likely; bound by reading the inputs), take
- * one device.  Spread, a device's
+ * (a self-join of 150 K rows), or fewer where most of them join (below);
+ * other joins, the grid's low dimensions, or a join the grid would serve
+ * (grid_likely; bound by reading the inputs), take one device.  Spread, a device's
  * segments are at least kUnitsPerDevice times the devices, so that the
  * hand-out balances the unequal segments of a self-join's triangle.
  */
 constexpr double kSpreadMinPairs = 1.0e10;
+
+/*
+ * A join over fewer pairs spreads too where most of them join: the tensor
+ * filter keeps every such pair as a candidate, verified in double precision
+ * over the whole vector, which costs about kVerifyPairCost filtered pairs
+ * (on an H200, dense_bench.sql's 20 K x 384-D count join verifies 2 x 10^8
+ * candidates in 850 ms; the 200 K x 384-D filter passes 2 x 10^10 pairs in
+ * 77 ms).  Its pairs within eps are estimated from a sample of pairs of
+ * evenly spaced rows (dense_fraction), at most kDenseSampleRows a side and
+ * kDenseSampleWork products in all (a few milliseconds on the host); fewer
+ * than kDenseMinHits pairs within eps in the sample count as none.
+ */
+constexpr double kVerifyPairCost = 1000.0;
+constexpr uint32_t kDenseSampleRows = 64;
+constexpr double kDenseSampleWork = 4.0e6;
+constexpr uint32_t kDenseMinHits = 8;
 constexpr uint32_t kGridSampleBlocks = 8;	/* grid_likely's runs of rows */
 constexpr uint32_t kGridSampleRun = 512;	/* and their rows */
 
@@ -3071,6 +3087,96 @@ grid_likely(const SjVectors *build, double eps, bool self, int metric)
 	return g.k > 0;
 }
 
+/* Row i of v as doubles into out (dim of them); false where v's rows cannot be read. */
+static bool
+sample_row(const SjVectors *v, uint32_t i, double *out)
+{
+	const int	dim = v->dim;
+
+	if (v->coords || v->fcoords)
+	{
+		for (int k = 0; k < dim; k++)
+			out[k] = v->coords ? v->coords[(size_t) k * v->n + i] :
+				(double) v->fcoords[(size_t) k * v->n + i];
+		return true;
+	}
+	for (int p = 0; p < v->npieces; p++)
+		if (i >= v->pieces[p].first && i - v->pieces[p].first < v->pieces[p].n)
+		{
+			const float *r = v->pieces[p].rows + (size_t) (i - v->pieces[p].first) * dim;
+
+			for (int k = 0; k < dim; k++)
+				out[k] = (double) r[k];
+			return true;
+		}
+	return false;
+}
+
+/*
+ * The fraction of a join's pairs within eps, from the pairs of two samples
+ * of evenly spaced rows (a self-join's two samples interleave, so that no
+ * row meets itself), each distance computed here in double precision; NaN
+ * is never within eps.  0 where the rows cannot be read or the sample has
+ * fewer than kDenseMinHits pairs within eps.
+ */
+static double
+dense_fraction(const SjVectors *left, const SjVectors *right, double eps, int metric)
+{
+	const SjVectors *b = right ? right : left;
+	const int	dim = left->dim;
+	uint32_t	cap = (uint32_t) std::max(8.0, std::min((double) kDenseSampleRows,
+													 std::sqrt(kDenseSampleWork / dim))),
+				na = std::min(right ? left->n : left->n / 2, cap),
+				nb = std::min(right ? right->n : left->n / 2, cap),
+				offset = right ? 0 : std::max(1u, left->n / (2 * std::max(na, 1u))),
+				hits = 0;
+	std::vector<double> ra((size_t) na * dim),
+				rb((size_t) nb * dim);
+
+	if (na == 0 || nb == 0 || (right && right->dim != dim) ||
+		(!left->coords && !left->fcoords && !pieces_cover(left)) ||
+		(!b->coords && !b->fcoords && !pieces_cover(b)))
+		return 0.0;
+	for (uint32_t s = 0; s < na; s++)
+		if (!sample_row(left, (uint32_t) ((uint64_t) left->n * s / na), &ra[(size_t) s * dim]))
+			return 0.0;
+	for (uint32_t t = 0; t < nb; t++)
+		if (!sample_row(b, (uint32_t) ((uint64_t) b->n * t / nb) + offset, &rb[(size_t) t * dim]))
+			return 0.0;
+	for (uint32_t s = 0; s < na; s++)
+		for (uint32_t t = 0; t < nb; t++)
+		{
+			const double *x = &ra[(size_t) s * dim],
+					   *y = &rb[(size_t) t * dim];
+			double		d;
+
+			if (metric == SJ_METRIC_COSINE)
+			{
+				double		dot = 0,
+							xx = 0,
+							yy = 0;
+
+				for (int k = 0; k < dim; k++)
+				{
+					dot += x[k] * y[k];
+					xx += x[k] * x[k];
+					yy += y[k] * y[k];
+				}
+				d = 1.0 - dot / std::sqrt(xx * yy);
+			}
+			else
+			{
+				double		sum = 0;
+
+				for (int k = 0; k < dim; k++)
+					sum += (x[k] - y[k]) * (x[k] - y[k]);
+				d = std::sqrt(sum);
+			}
+			hits += d <= eps;
+		}
+	return hits < kDenseMinHits ? 0.0 : (double) hits / ((double) na * nb);
+}
+
 extern "C" int
 sjgpu_eps_spreads(const SjVectors *left, const SjVectors *right, double eps, int metric)
 {
@@ -3079,12 +3185,17 @@ sjgpu_eps_spreads(const SjVectors *left, const SjVectors *right, double eps, int
 
 	if (spread_always)
 		return 1;
-	if (!left || !((metric == SJ_METRIC_COSINE || left->dim >= kTcMinDim) &&
-				   pairs >= kSpreadMinPairs))
+	if (!left || !(metric == SJ_METRIC_COSINE || left->dim >= kTcMinDim) ||
+		pairs * (1.0 + kVerifyPairCost) < kSpreadMinPairs)
 		return 0;
-	/* the grid's joins are bound by reading their inputs: one device */
 	try
 	{
+		/* fewer pairs: spread where verifying the pairs within eps is the work */
+		if (pairs < kSpreadMinPairs &&
+			pairs * (1.0 + kVerifyPairCost * dense_fraction(left, right, eps, metric)) <
+			kSpreadMinPairs)
+			return 0;
+		/* the grid's joins are bound by reading their inputs: one device */
 		return !grid_likely(right ? right : left, eps, right == nullptr, metric);
 	}
 	catch (...)

@@ -2,8 +2,9 @@
 -- eps), where the GPU's tensor filter keeps thousands of candidates a probe
 -- position and verifies them a warp a position (cuda/eps_gpu.cu,
 -- verify_warp_kernel).  20 K x 384-D real[] rows (groups of 10 near-copies,
--- from hashes: terminate.sh's data), one device: the count form on the GPU
--- and on the CPU engine (psql's Time: lines, then simjoin_last_stats()),
+-- from hashes: terminate.sh's data): the count form on one GPU, on every
+-- device (simjoin.devices = all: a dense join spreads over several) and on
+-- the CPU engine (psql's Time: lines, then simjoin_last_stats()),
 -- then eps_join over 3,000 of the rows on both engines, compared row for
 -- row (several batches under gpu_memory_limit = 256).  Without a GPU only
 -- the CPU engine runs.  Run after common.sql:
@@ -32,8 +33,10 @@ SELECT eps_join_count('sjd_tv', 'id', 'v', 1e9, 'cosine');
 :q;
 SELECT eps_join_count('sjd_tv', 'id', 'v', 1e9, 'l2');
 :q;
-SET simjoin.devices = 'all';
+SET simjoin.devices = 'all';  -- spread over the devices where there are several
 SELECT eps_join_count('sjd_tv', 'id', 'v', 0.3, 'cosine');
+:q;
+SELECT eps_join_count('sjd_tv', 'id', 'v', 1e9, 'l2');
 :q;
 SET simjoin.devices = '0';
 SET simjoin.gpu_memory_limit = 256;

@@ -856,6 +856,124 @@ SJ_TEST(multi_gpu_spread_gate)
 				 "a 128-D cosine join does not spread");
 		free(cc);
 	}
+	{
+		/*
+		 * Under 10^10 pairs, joins in which most pairs join spread (their
+		 * verification is the work, judged from a sample of pairs); the
+		 * same rows with a small eps, and a dense join too small, do not.
+		 * Rows as doubles, floats and pieces of float rows alike.
+		 */
+		SjVectors	d = {6000, 64, NULL},
+					t = {3300, 64, NULL},
+					small = {4000, 64, NULL};
+		double	   *dc = m_data(d.n, d.dim, 5, 0.05),
+				   *tc = m_data(t.n, t.dim, 5, 0.05);
+		float	   *fc = malloc(sizeof(float) * d.n * d.dim),
+				   *rows = malloc(sizeof(float) * d.n * d.dim);
+		SjRowPiece	pieces[3];
+
+		for (uint32_t i = 0; i < d.n; i++)
+			for (int k = 0; k < d.dim; k++)
+			{
+				fc[(size_t) k * d.n + i] = (float) dc[(size_t) k * d.n + i];
+				rows[(size_t) i * d.dim + k] = (float) dc[(size_t) k * d.n + i];
+			}
+		for (int p = 0; p < 3; p++)
+		{
+			pieces[p].first = d.n / 3 * p;
+			pieces[p].n = p == 2 ? d.n - pieces[p].first : d.n / 3;
+			pieces[p].rows = rows + (size_t) pieces[p].first * d.dim;
+		}
+		d.coords = dc;
+		t.coords = tc;
+		small.coords = dc;		/* its first 4,000 of each column: other rows, same spread */
+		SJ_CHECK(sjgpu_eps_spreads(&d, NULL, 1e9, SJ_METRIC_L2) == 1,
+				 "a 6,000-row self-join of every pair does not spread");
+		SJ_CHECK(sjgpu_eps_spreads(&d, NULL, 0.5, SJ_METRIC_COSINE) == 1,
+				 "a 6,000-row cosine self-join of nearly every pair does not spread");
+		SJ_CHECK(sjgpu_eps_spreads(&d, NULL, 1e-6, SJ_METRIC_L2) == 0,
+				 "a 6,000-row self-join of no pair spreads");
+		SJ_CHECK(sjgpu_eps_spreads(&t, &t, 1e9, SJ_METRIC_L2) == 1,
+				 "a 3,300 x 3,300 join of every pair does not spread");
+		SJ_CHECK(sjgpu_eps_spreads(&small, NULL, 1e9, SJ_METRIC_L2) == 0,
+				 "a 4,000-row self-join of every pair spreads");
+		d.coords = NULL;
+		d.fcoords = fc;
+		SJ_CHECK(sjgpu_eps_spreads(&d, NULL, 1e9, SJ_METRIC_L2) == 1,
+				 "float columns: a dense join does not spread");
+		d.fcoords = NULL;
+		d.npieces = 3;
+		d.pieces = pieces;
+		SJ_CHECK(sjgpu_eps_spreads(&d, NULL, 1e9, SJ_METRIC_L2) == 1,
+				 "pieces of rows: a dense join does not spread");
+		SJ_CHECK(sjgpu_eps_spreads(&d, NULL, 1e-6, SJ_METRIC_L2) == 0,
+				 "pieces of rows: a join of no pair spreads");
+		free(dc);
+		free(tc);
+		free(fc);
+		free(rows);
+	}
+}
+
+/*
+ * Dense joins spread by the gate alone (no test hook): every device list
+ * gives the one device's pairs, distances bit for bit (3,300 x 3,300 64-D
+ * L2, every pair: 10.9 M), and its count (6,000-row 384-D cosine self-join,
+ * nearly every pair), verified a warp a probe position on each device.
+ */
+SJ_TEST(multi_gpu_spread_dense)
+{
+	int			lists[kMaxLists][kMaxListLen],
+				sizes[kMaxLists],
+				nlists;
+	char		why[512] = "";
+
+	if (!sj_test_gpu_usable())
+	{
+		sj_test_skip("no GPU");
+		return;
+	}
+	m_rng = sj_test_seed() ^ 0x64656eULL;
+	nlists = m_lists(lists, sizes);
+	for (int c = 0; c < 2; c++)
+	{
+		uint32_t	nl = c == 0 ? 3300 : 6000;
+		int			dim = c == 0 ? 64 : 384;
+		double	   *lc = m_data(nl, dim, 5, 0.05),
+				   *rc = c == 0 ? m_data(nl, dim, 5, 0.05) : NULL;
+		SjVectors	L = {nl, dim, lc},
+					R = {nl, dim, rc};
+		const SjVectors *rp = c == 0 ? &R : NULL;
+		double		eps = c == 0 ? 1e9 : 0.5;
+		SjJoinOptions o;
+		MPairs		one,
+					many;
+		SjTimings	tm;
+
+		memset(&o, 0, sizeof(o));
+		o.metric = c == 0 ? SJ_METRIC_L2 : SJ_METRIC_COSINE;
+		o.count_only = c == 1;
+		SJ_CHECK(sjgpu_eps_spreads(&L, rp, eps, o.metric) == 1, "case %d does not spread", c);
+		SJ_CHECK(m_run(&L, rp, eps, &o, &one, NULL, why), "case %d, one device: %s", c, why);
+		SJ_CHECK(one.count > (c == 0 ? 10000000u : 9000000u),
+				 "case %d: only %llu pairs", c, (unsigned long long) one.count);
+		for (int k = 0; k < nlists; k++)
+		{
+			o.gpu_ndevices = sizes[k];
+			o.gpu_devices = lists[k];
+			SJ_CHECK(m_run(&L, rp, eps, &o, &many, &tm, why) && m_same(&one, &many, why),
+					 "case %d, list of %d from %d: %s", c, sizes[k], lists[k][0], why);
+			SJ_CHECK(strstr(tm.devices, "units") != NULL,
+					 "case %d, list of %d from %d: not spread: \"%s\"", c, sizes[k],
+					 lists[k][0], tm.devices);
+			if (c == 1 && k == nlists - 1)
+				printf("     dense: %s\n", tm.devices);
+			free(many.p);
+		}
+		free(one.p);
+		free(lc);
+		free(rc);
+	}
 }
 
 /* Without the hook, small joins stay on one device; a device list is no error. */

@@ -146,9 +146,11 @@ constexpr double kSpreadMinPairs = 1.0e10;
  * (on an H200, dense_bench.sql's 20 K x 384-D count join verifies 2 x 10^8
  * candidates in 850 ms; the 200 K x 384-D filter passes 2 x 10^10 pairs in
  * 77 ms).  Its pairs within eps are estimated from a sample of pairs of
- * evenly spaced rows (dense_fraction), at most kDenseSampleRows a side and
- * kDenseSampleWork products in all (a few milliseconds on the host); fewer
- * than kDenseMinHits pairs within eps in the sample count as none.
+ * evenly spaced rows (dense_fraction): at most kDenseSampleRows a side,
+ * fewer as the dimension grows (about kDenseSampleWork coordinates in all,
+ * at least 8 rows a side: a few milliseconds on the host, read only where
+ * a join tests 10^7 to 10^10 pairs); fewer than kDenseMinHits pairs within
+ * eps in the sample count as none.
  */
 constexpr double kVerifyPairCost = 1000.0;
 constexpr uint32_t kDenseSampleRows = 64;
@@ -3114,10 +3116,11 @@ sample_row(const SjVectors *v, uint32_t i, double *out)
 
 /*
  * The fraction of a join's pairs within eps, from the pairs of two samples
- * of evenly spaced rows (a self-join's two samples interleave, so that no
- * row meets itself), each distance computed here in double precision; NaN
- * is never within eps.  0 where the rows cannot be read or the sample has
- * fewer than kDenseMinHits pairs within eps.
+ * of evenly spaced rows, each distance computed here in double precision;
+ * NaN is never within eps.  The right sample's rows lie half a step after
+ * the left's: a self-join's row never meets itself, nor does a row of a
+ * table joined with itself as two tables.  0 where the rows cannot be read
+ * or the sample has fewer than kDenseMinHits pairs within eps.
  */
 static double
 dense_fraction(const SjVectors *left, const SjVectors *right, double eps, int metric)
@@ -3128,20 +3131,22 @@ dense_fraction(const SjVectors *left, const SjVectors *right, double eps, int me
 													 std::sqrt(kDenseSampleWork / dim))),
 				na = std::min(right ? left->n : left->n / 2, cap),
 				nb = std::min(right ? right->n : left->n / 2, cap),
-				offset = right ? 0 : std::max(1u, left->n / (2 * std::max(na, 1u))),
 				hits = 0;
-	std::vector<double> ra((size_t) na * dim),
-				rb((size_t) nb * dim);
 
-	if (na == 0 || nb == 0 || (right && right->dim != dim) ||
+	if (na == 0 || nb == 0 || dim < 1 || (right && right->dim != dim) ||
 		(!left->coords && !left->fcoords && !pieces_cover(left)) ||
 		(!b->coords && !b->fcoords && !pieces_cover(b)))
 		return 0.0;
+
+	std::vector<double> ra((size_t) na * dim),
+				rb((size_t) nb * dim);
+
 	for (uint32_t s = 0; s < na; s++)
 		if (!sample_row(left, (uint32_t) ((uint64_t) left->n * s / na), &ra[(size_t) s * dim]))
 			return 0.0;
 	for (uint32_t t = 0; t < nb; t++)
-		if (!sample_row(b, (uint32_t) ((uint64_t) b->n * t / nb) + offset, &rb[(size_t) t * dim]))
+		if (!sample_row(b, (uint32_t) ((uint64_t) b->n * (2 * t + 1) / (2 * nb)),
+						&rb[(size_t) t * dim]))
 			return 0.0;
 	for (uint32_t s = 0; s < na; s++)
 		for (uint32_t t = 0; t < nb; t++)

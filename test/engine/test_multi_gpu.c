@@ -827,6 +827,7 @@ SJ_TEST(multi_gpu_spread_gate)
 		return;
 	}
 	m_rng = sj_test_seed() ^ 0x6a7eULL;
+	m_spread(0);				/* the gate itself, whatever a test before left */
 	{
 		/* sizes alone decide these: no coordinates are read */
 		SjVectors	big = {200000, 384, NULL},
@@ -897,6 +898,18 @@ SJ_TEST(multi_gpu_spread_gate)
 				 "a 3,300 x 3,300 join of every pair does not spread");
 		SJ_CHECK(sjgpu_eps_spreads(&small, NULL, 1e9, SJ_METRIC_L2) == 0,
 				 "a 4,000-row self-join of every pair spreads");
+		{
+			/* 9 x 10^8 pairs: a row met by itself in the sample would spread it */
+			SjVectors	x = {30000, 64, NULL};
+			double	   *xc = m_data(x.n, x.dim, 5, 0.05);
+
+			x.coords = xc;
+			SJ_CHECK(sjgpu_eps_spreads(&x, &x, 1e-9, SJ_METRIC_COSINE) == 0,
+					 "a table joined with itself as two tables, no pair, spreads");
+			SJ_CHECK(sjgpu_eps_spreads(&x, NULL, 1e-9, SJ_METRIC_COSINE) == 0,
+					 "a 30,000-row self-join of no pair spreads");
+			free(xc);
+		}
 		d.coords = NULL;
 		d.fcoords = fc;
 		SJ_CHECK(sjgpu_eps_spreads(&d, NULL, 1e9, SJ_METRIC_L2) == 1,
@@ -934,6 +947,7 @@ SJ_TEST(multi_gpu_spread_dense)
 		return;
 	}
 	m_rng = sj_test_seed() ^ 0x64656eULL;
+	m_spread(0);				/* the gate itself, whatever a test before left */
 	nlists = m_lists(lists, sizes);
 	for (int c = 0; c < 2; c++)
 	{

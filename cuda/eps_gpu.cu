@@ -146,14 +146,16 @@ constexpr double kSpreadMinPairs = 1.0e10;
  * (on an H200, dense_bench.sql's 20 K x 384-D count join verifies 2 x 10^8
  * candidates in 850 ms; the 200 K x 384-D filter passes 2 x 10^10 pairs in
  * 77 ms).  Its pairs within eps are estimated from a sample of pairs of
- * evenly spaced rows (dense_fraction): at most kDenseSampleRows a side,
- * fewer as the dimension grows (about kDenseSampleWork coordinates in all,
- * at least 8 rows a side: a few milliseconds on the host, read only where
- * a join tests 10^7 to 10^10 pairs); fewer than kDenseMinHits pairs within
- * eps in the sample count as none.
+ * rows (dense_fraction): at most kDenseSampleRows a side in runs of
+ * kDenseSampleRun, fewer for fewer pairs and as the dimension grows (about
+ * kDenseSampleWork coordinates in all, at least 8 rows a side; about a
+ * millisecond on the host, read only where a join tests 10^7 to 10^10
+ * pairs); fewer than kDenseMinHits pairs within eps in the sample count as
+ * none.
  */
 constexpr double kVerifyPairCost = 1000.0;
-constexpr uint32_t kDenseSampleRows = 64;
+constexpr uint32_t kDenseSampleRows = 32;
+constexpr uint32_t kDenseSampleRun = 8;
 constexpr double kDenseSampleWork = 4.0e6;
 constexpr uint32_t kDenseMinHits = 8;
 constexpr uint32_t kGridSampleBlocks = 8;	/* grid_likely's runs of rows */
@@ -3051,39 +3053,48 @@ grid_likely(const SjVectors *build, double eps, bool self, int metric)
 	if (metric != SJ_METRIC_L2 || !std::isfinite(eps) || n == 0 ||
 		(!build->coords && !build->fcoords && !pieces_cover(build)))
 		return false;
-	for (int k = 0; k < dim; k++)
+	auto		first_of = [&](uint32_t b) {
+		return (uint32_t) ((uint64_t) (n - run) * b / std::max(1u, kGridSampleBlocks - 1));
+	};
+	auto		widen = [&](int k, double x) {
+		/* NaN compares false and widens nothing, as on the device */
+		if (x < lo[k])
+			lo[k] = x;
+		if (x > hi[k])
+			hi[k] = x;
+	};
+
+	if (build->coords || build->fcoords)
 	{
-		const double *dcol = build->coords ? build->coords + (size_t) k * n : nullptr;
-		const float *fcol = build->fcoords && !dcol ? build->fcoords + (size_t) k * n : nullptr;
-		int			piece = 0;	/* pieces: the one that holds the last row read */
-		auto		col = [&](uint32_t i) {
-			if (dcol)
-				return dcol[i];
-			if (fcol)
-				return (double) fcol[i];
-			while (i < build->pieces[piece].first)
-				piece--;
-			while (i >= build->pieces[piece].first + build->pieces[piece].n)
-				piece++;
-			return (double) build->pieces[piece].rows[(size_t) (i - build->pieces[piece].first) * dim + k];
-		};
+		/* columns: each read in kGridSampleBlocks sequential stretches */
+		for (int k = 0; k < dim; k++)
+		{
+			const double *dcol = build->coords ? build->coords + (size_t) k * n : nullptr;
+			const float *fcol = dcol ? nullptr : build->fcoords + (size_t) k * n;
+
+			for (uint32_t b = 0; b < kGridSampleBlocks; b++)
+				for (uint32_t i = first_of(b); i < first_of(b) + run; i++)
+					widen(k, dcol ? dcol[i] : (double) fcol[i]);
+		}
+	}
+	else
+	{
+		/* rows in pieces: each sampled row read whole (each column's values in the same order) */
+		int			piece = 0;	/* the piece that holds the last row read */
 
 		for (uint32_t b = 0; b < kGridSampleBlocks; b++)
-		{
-			uint32_t	first = (uint32_t) ((uint64_t) (n - run) * b /
-											std::max(1u, kGridSampleBlocks - 1));
-
-			for (uint32_t i = first; i < first + run; i++)
+			for (uint32_t i = first_of(b); i < first_of(b) + run; i++)
 			{
-				/* NaN compares false and widens nothing, as on the device */
-				double		x = col(i);
+				const float *r;
 
-				if (x < lo[k])
-					lo[k] = x;
-				if (x > hi[k])
-					hi[k] = x;
+				while (i < build->pieces[piece].first)
+					piece--;
+				while (i >= build->pieces[piece].first + build->pieces[piece].n)
+					piece++;
+				r = build->pieces[piece].rows + (size_t) (i - build->pieces[piece].first) * dim;
+				for (int k = 0; k < dim; k++)
+					widen(k, (double) r[k]);
 			}
-		}
 	}
 	choose_grid(GridShape {dim, eps, self, true, dim >= kTcMinDim}, lo, hi, n, &g);
 	return g.k > 0;
@@ -3116,22 +3127,35 @@ sample_row(const SjVectors *v, uint32_t i, double *out)
 
 /*
  * The fraction of a join's pairs within eps, from the pairs of two samples
- * of evenly spaced rows, each distance computed here in double precision;
- * NaN is never within eps.  The right sample's rows lie half a step after
- * the left's: a self-join's row never meets itself, nor does a row of a
- * table joined with itself as two tables.  0 where the rows cannot be read
- * or the sample has fewer than kDenseMinHits pairs within eps.
+ * of rows (runs of kDenseSampleRun consecutive rows, evenly spaced: a
+ * column holds a run's values side by side), each distance computed here
+ * in double precision; NaN is never within eps.  The right sample's runs
+ * lie half a step after the left's: a self-join's row never meets itself,
+ * nor does a row of a table joined with itself as two tables.  Fewer rows
+ * for fewer pairs (the join's own work is smaller) and for more
+ * dimensions.  0 where the rows cannot be read or the sample has fewer
+ * than kDenseMinHits pairs within eps.
  */
 static double
-dense_fraction(const SjVectors *left, const SjVectors *right, double eps, int metric)
+dense_fraction(const SjVectors *left, const SjVectors *right, double eps, int metric,
+			   double pairs)
 {
 	const SjVectors *b = right ? right : left;
 	const int	dim = left->dim;
-	uint32_t	cap = (uint32_t) std::max(8.0, std::min((double) kDenseSampleRows,
-													 std::sqrt(kDenseSampleWork / dim))),
+	uint32_t	cap = (uint32_t) std::max(8.0, std::min({(double) kDenseSampleRows,
+														  std::sqrt(pairs) / 300.0,
+														  std::sqrt(kDenseSampleWork / dim)})),
 				na = std::min(right ? left->n : left->n / 2, cap),
 				nb = std::min(right ? right->n : left->n / 2, cap),
 				hits = 0;
+	/* sample row s of v's n rows, of ns: run s / kDenseSampleRun, half a step on for right */
+	auto		row_of = [](uint32_t n, uint32_t ns, uint32_t s, bool half) {
+		uint64_t	runs = (ns + kDenseSampleRun - 1) / kDenseSampleRun,
+					r = s / kDenseSampleRun,
+					at = half ? (uint64_t) n * (2 * r + 1) / (2 * runs) : (uint64_t) n * r / runs;
+
+		return (uint32_t) std::min<uint64_t>(at + s % kDenseSampleRun, n - 1);
+	};
 
 	if (na == 0 || nb == 0 || dim < 1 || (right && right->dim != dim) ||
 		(!left->coords && !left->fcoords && !pieces_cover(left)) ||
@@ -3142,11 +3166,10 @@ dense_fraction(const SjVectors *left, const SjVectors *right, double eps, int me
 				rb((size_t) nb * dim);
 
 	for (uint32_t s = 0; s < na; s++)
-		if (!sample_row(left, (uint32_t) ((uint64_t) left->n * s / na), &ra[(size_t) s * dim]))
+		if (!sample_row(left, row_of(left->n, na, s, false), &ra[(size_t) s * dim]))
 			return 0.0;
 	for (uint32_t t = 0; t < nb; t++)
-		if (!sample_row(b, (uint32_t) ((uint64_t) b->n * (2 * t + 1) / (2 * nb)),
-						&rb[(size_t) t * dim]))
+		if (!sample_row(b, row_of(b->n, nb, t, true), &rb[(size_t) t * dim]))
 			return 0.0;
 	for (uint32_t s = 0; s < na; s++)
 		for (uint32_t t = 0; t < nb; t++)
@@ -3197,7 +3220,7 @@ sjgpu_eps_spreads(const SjVectors *left, const SjVectors *right, double eps, int
 	{
 		/* fewer pairs: spread where verifying the pairs within eps is the work */
 		if (pairs < kSpreadMinPairs &&
-			pairs * (1.0 + kVerifyPairCost * dense_fraction(left, right, eps, metric)) <
+			pairs * (1.0 + kVerifyPairCost * dense_fraction(left, right, eps, metric, pairs)) <
 			kSpreadMinPairs)
 			return 0;
 		/* the grid's joins are bound by reading their inputs: one device */
@@ -3314,7 +3337,8 @@ sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 			throw Error(SJ_ERR_INVALID, "eps_join: join handle pointer is NULL");
 		check_args(left, right, eps, options);
 		spread = sjgpu::multi_wanted(options, left->n, right ? right->n : 0, right == nullptr) &&
-			sjgpu_eps_spreads(left, right, eps, options->metric) &&
+			(options->gpu_spread_judged ||
+			 sjgpu_eps_spreads(left, right, eps, options->metric)) &&
 			sjgpu::devices_alike(options);
 		if (spread)
 		{

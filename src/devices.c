@@ -314,6 +314,7 @@ SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold,
 	options->gpu_device = hold->ordinals[0];
 	options->gpu_ndevices = hold->n > 1 ? hold->n : 0;
 	options->gpu_devices = hold->n > 1 ? hold->ordinals : NULL;
+	options->gpu_spread_judged = hold->n > 1;	/* spread(job) said yes */
 }
 
 /* Give back the devices of a hold (idempotent). */

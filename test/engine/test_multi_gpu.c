@@ -990,7 +990,10 @@ SJ_TEST(multi_gpu_spread_dense)
 	}
 }
 
-/* Without the hook, small joins stay on one device; a device list is no error. */
+/*
+ * Without the hook, small joins stay on one device; a device list is no
+ * error.  A join its caller judged spread (gpu_spread_judged) spreads.
+ */
 SJ_TEST(multi_gpu_spread_small)
 {
 	int			list[2] = {0, 0};
@@ -1018,6 +1021,11 @@ SJ_TEST(multi_gpu_spread_small)
 	SJ_CHECK(sjgpu_eps_spreads(&L, NULL, 0.001, SJ_METRIC_COSINE) == 0, "a small join spreads");
 	SJ_CHECK(m_run(&L, NULL, 0.001, &o, &got, &tm, why), "%s", why);
 	SJ_CHECK(strstr(tm.devices, "units") == NULL, "spread: %s", tm.devices);
+	free(got.p);
+	/* a caller that judged the join spread (SjDevicesAcquire): the engine does not ask again */
+	o.gpu_spread_judged = 1;
+	SJ_CHECK(m_run(&L, NULL, 0.001, &o, &got, &tm, why), "judged: %s", why);
+	SJ_CHECK(strstr(tm.devices, "units") != NULL, "judged, not spread: \"%s\"", tm.devices);
 	free(got.p);
 	free(c);
 }

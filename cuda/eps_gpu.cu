@@ -3035,7 +3035,8 @@ sjgpu_eps_set_test_spread(int always)
 /*
  * Would the device choose the grid for the build side?  choose_grid over
  * the bounds of kGridSampleBlocks evenly spaced runs of kGridSampleRun rows
- * (runs: each column read in a few sequential stretches; the device takes
+ * (runs: each column read in a few sequential stretches, or rows held in
+ * pieces each read whole; the device takes
  * the whole chunk's bounds, and a sample's extent is at most the chunk's,
  * which favours brute force slightly), as if the side were one chunk and
  * the device had tensor cores.  About a millisecond, on the host.
@@ -3130,9 +3131,11 @@ sample_row(const SjVectors *v, uint32_t i, double *out)
  * of rows (runs of kDenseSampleRun consecutive rows, evenly spaced: a
  * column holds a run's values side by side), each distance computed here
  * in double precision; NaN is never within eps.  The right sample's runs
- * lie half a step after the left's: a self-join's row never meets itself,
- * nor does a row of a table joined with itself as two tables.  Fewer rows
- * for fewer pairs (the join's own work is smaller) and for more
+ * lie half a step after the left's: at the sizes sampled (10^7 pairs or
+ * more: a self-join of 4,472 rows), a self-join's row never meets itself,
+ * nor does a row of a table joined with itself as two tables.  A side too
+ * small for its runs to lie apart is sampled row by row, evenly.  Fewer
+ * rows for fewer pairs (the join's own work is smaller) and for more
  * dimensions.  0 where the rows cannot be read or the sample has fewer
  * than kDenseMinHits pairs within eps.
  */
@@ -3154,6 +3157,9 @@ dense_fraction(const SjVectors *left, const SjVectors *right, double eps, int me
 					r = s / kDenseSampleRun,
 					at = half ? (uint64_t) n * (2 * r + 1) / (2 * runs) : (uint64_t) n * r / runs;
 
+		if ((uint64_t) n < 2 * kDenseSampleRun * runs)	/* runs would overlap: rows apart */
+			return (uint32_t) (half ? (uint64_t) n * (2 * s + 1) / (2 * ns) :
+							   (uint64_t) n * s / ns);
 		return (uint32_t) std::min<uint64_t>(at + s % kDenseSampleRun, n - 1);
 	};
 

@@ -137,10 +137,11 @@ typedef struct SjJoinOptions
 								 * ordinal may repeat: two shares of one
 								 * device, for testing); else gpu_device */
 	const int  *gpu_devices;
-	int			gpu_spread_judged;	/* GPU engine, with gpu_ndevices > 1: the
-									 * caller asked the operator's
-									 * sjgpu_*_spreads, which said yes; the
-									 * engine need not ask again */
+	int			gpu_spread_judged;	/* GPU engine, with gpu_ndevices > 1:
+									 * the caller (SjDevicesAcquire) asked
+									 * the operator's spread(), which said
+									 * yes; the eps engine then does not ask
+									 * sjgpu_eps_spreads again */
 	int			index_right;	/* CPU engine: index the right side, to
 								 * share the index (*_index_write) */
 	const void *shared_index;	/* CPU engine: probe this shared index of

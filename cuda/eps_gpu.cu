@@ -2909,6 +2909,20 @@ pieces_cover(const SjVectors *v)
 	return next == v->n;
 }
 
+/*
+ * Row i of v's pieces (pieces_cover(v) holds): its dim floats.  *piece is
+ * a cursor, the piece of the row read last (0 to start), walked either way.
+ */
+static const float *
+piece_row(const SjVectors *v, uint32_t i, int *piece)
+{
+	while (i < v->pieces[*piece].first)
+		(*piece)--;
+	while (i >= v->pieces[*piece].first + v->pieces[*piece].n)
+		(*piece)++;
+	return v->pieces[*piece].rows + (size_t) (i - v->pieces[*piece].first) * v->dim;
+}
+
 /* Validate the arguments of sjgpu_eps_begin. */
 void
 check_args(const SjVectors *left, const SjVectors *right, double eps,
@@ -3086,13 +3100,8 @@ grid_likely(const SjVectors *build, double eps, bool self, int metric)
 		for (uint32_t b = 0; b < kGridSampleBlocks; b++)
 			for (uint32_t i = first_of(b); i < first_of(b) + run; i++)
 			{
-				const float *r;
+				const float *r = piece_row(build, i, &piece);
 
-				while (i < build->pieces[piece].first)
-					piece--;
-				while (i >= build->pieces[piece].first + build->pieces[piece].n)
-					piece++;
-				r = build->pieces[piece].rows + (size_t) (i - build->pieces[piece].first) * dim;
 				for (int k = 0; k < dim; k++)
 					widen(k, (double) r[k]);
 			}
@@ -3101,9 +3110,9 @@ grid_likely(const SjVectors *build, double eps, bool self, int metric)
 	return g.k > 0;
 }
 
-/* Row i of v as doubles into out (dim of them); false where v's rows cannot be read. */
-static bool
-sample_row(const SjVectors *v, uint32_t i, double *out)
+/* Row i of v (columns, or pieces that cover it) as doubles into out (dim of them). */
+static void
+sample_row(const SjVectors *v, uint32_t i, int *piece, double *out)
 {
 	const int	dim = v->dim;
 
@@ -3112,18 +3121,13 @@ sample_row(const SjVectors *v, uint32_t i, double *out)
 		for (int k = 0; k < dim; k++)
 			out[k] = v->coords ? v->coords[(size_t) k * v->n + i] :
 				(double) v->fcoords[(size_t) k * v->n + i];
-		return true;
+		return;
 	}
-	for (int p = 0; p < v->npieces; p++)
-		if (i >= v->pieces[p].first && i - v->pieces[p].first < v->pieces[p].n)
-		{
-			const float *r = v->pieces[p].rows + (size_t) (i - v->pieces[p].first) * dim;
 
-			for (int k = 0; k < dim; k++)
-				out[k] = (double) r[k];
-			return true;
-		}
-	return false;
+	const float *r = piece_row(v, i, piece);
+
+	for (int k = 0; k < dim; k++)
+		out[k] = (double) r[k];
 }
 
 /*
@@ -3170,13 +3174,13 @@ dense_fraction(const SjVectors *left, const SjVectors *right, double eps, int me
 
 	std::vector<double> ra((size_t) na * dim),
 				rb((size_t) nb * dim);
+	int			piece = 0;
 
 	for (uint32_t s = 0; s < na; s++)
-		if (!sample_row(left, row_of(left->n, na, s, false), &ra[(size_t) s * dim]))
-			return 0.0;
+		sample_row(left, row_of(left->n, na, s, false), &piece, &ra[(size_t) s * dim]);
+	piece = 0;
 	for (uint32_t t = 0; t < nb; t++)
-		if (!sample_row(b, row_of(b->n, nb, t, true), &rb[(size_t) t * dim]))
-			return 0.0;
+		sample_row(b, row_of(b->n, nb, t, true), &piece, &rb[(size_t) t * dim]);
 	for (uint32_t s = 0; s < na; s++)
 		for (uint32_t t = 0; t < nb; t++)
 		{
@@ -3184,6 +3188,7 @@ dense_fraction(const SjVectors *left, const SjVectors *right, double eps, int me
 					   *y = &rb[(size_t) t * dim];
 			double		d;
 
+			/* the engines' distances (sjdist.h) */
 			if (metric == SJ_METRIC_COSINE)
 			{
 				double		dot = 0,
@@ -3192,19 +3197,19 @@ dense_fraction(const SjVectors *left, const SjVectors *right, double eps, int me
 
 				for (int k = 0; k < dim; k++)
 				{
-					dot += x[k] * y[k];
-					xx += x[k] * x[k];
-					yy += y[k] * y[k];
+					dot = sj_dot_step(dot, x[k], y[k]);
+					xx = sj_dot_step(xx, x[k], x[k]);
+					yy = sj_dot_step(yy, y[k], y[k]);
 				}
-				d = 1.0 - dot / std::sqrt(xx * yy);
+				d = sj_cosine_finish(dot, xx, yy);
 			}
 			else
 			{
 				double		sum = 0;
 
 				for (int k = 0; k < dim; k++)
-					sum += (x[k] - y[k]) * (x[k] - y[k]);
-				d = std::sqrt(sum);
+					sum = sj_l2_step(sum, x[k], y[k]);
+				d = sj_l2_finish(sum);
 			}
 			hits += d <= eps;
 		}

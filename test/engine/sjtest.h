@@ -91,6 +91,9 @@ extern double sj_test_unit(uint64_t *state);
 extern void sj_test_pairs_add(SjTestPairs *ps, uint32_t l, uint32_t r, double d);
 extern int	sj_test_pair_cmp(const void *a, const void *b);
 
+/* n row-major rows of dim floats in four pieces: a third, one row, none, the rest. */
+extern void sj_test_row_pieces(SjRowPiece *p, const float *rows, uint32_t n, int dim);
+
 /*
  * The engine benchmarks' device list from SJ_BENCH_DEVICES ("0,1"), at
  * most max entries into list; 0 when unset (the one-device join).

@@ -63,6 +63,19 @@ sj_test_pairs_add(SjTestPairs *ps, uint32_t l, uint32_t r, double d)
 	ps->n++;
 }
 
+/* n row-major rows of dim floats in four pieces: a third, one row, none, the rest. */
+void
+sj_test_row_pieces(SjRowPiece *p, const float *rows, uint32_t n, int dim)
+{
+	uint32_t	a = n / 3,
+				b = a + 1;
+
+	p[0] = (SjRowPiece) {0, a, rows};
+	p[1] = (SjRowPiece) {a, 1, rows + (size_t) a * dim};
+	p[2] = (SjRowPiece) {b, 0, NULL};
+	p[3] = (SjRowPiece) {b, n - b, rows + (size_t) b * dim};
+}
+
 /* qsort order of pairs: by (left, right). */
 int
 sj_test_pair_cmp(const void *a, const void *b)

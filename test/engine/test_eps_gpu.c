@@ -1779,19 +1779,6 @@ SJ_TEST(eps_gpu_hd_bench)
 		sjgpu_set_test_stage_threads(0);
 }
 
-/* n row-major rows in four pieces: a third, one row, none, the rest. */
-static void
-t_row_pieces(SjRowPiece *p, const float *rows, uint32_t n, int dim)
-{
-	uint32_t	a = n / 3,
-				b = a + 1;
-
-	p[0] = (SjRowPiece) {0, a, rows};
-	p[1] = (SjRowPiece) {a, 1, rows + (size_t) a * dim};
-	p[2] = (SjRowPiece) {b, 0, NULL};
-	p[3] = (SjRowPiece) {b, n - b, rows + (size_t) b * dim};
-}
-
 /*
  * Columns given as floats (SjVectors.fcoords, coords NULL: real[] vectors
  * on the GPU) give the pairs and distances of the same values given as
@@ -1873,8 +1860,8 @@ SJ_TEST(eps_gpu_real_columns)
 			for (uint32_t i = 0; i < nr; i++)
 				rrow[(size_t) i * dim + k] = rf[(size_t) k * nr + i];
 		}
-		t_row_pieces(lp, lrow, n, dim);
-		t_row_pieces(rp, rrow, nr, dim);
+		sj_test_row_pieces(lp, lrow, n, dim);
+		sj_test_row_pieces(rp, rrow, nr, dim);
 		memset(&o, 0, sizeof(o));
 		o.metric = cases[c].metric;
 		o.gpu_memory_limit = cases[c].limit;

@@ -862,7 +862,7 @@ SJ_TEST(multi_gpu_spread_gate)
 		 * Under 10^10 pairs, joins in which most pairs join spread (their
 		 * verification is the work, judged from a sample of pairs); the
 		 * same rows with a small eps, and a dense join too small, do not.
-		 * Rows as doubles, floats and pieces of float rows alike.
+		 * Rows as doubles, floats and uneven pieces of float rows (one empty) alike.
 		 */
 		SjVectors	d = {6000, 64, NULL},
 					t = {3300, 64, NULL},
@@ -871,7 +871,7 @@ SJ_TEST(multi_gpu_spread_gate)
 				   *tc = m_data(t.n, t.dim, 5, 0.05);
 		float	   *fc = malloc(sizeof(float) * d.n * d.dim),
 				   *rows = malloc(sizeof(float) * d.n * d.dim);
-		SjRowPiece	pieces[3];
+		SjRowPiece	pieces[4];
 
 		for (uint32_t i = 0; i < d.n; i++)
 			for (int k = 0; k < d.dim; k++)
@@ -879,12 +879,7 @@ SJ_TEST(multi_gpu_spread_gate)
 				fc[(size_t) k * d.n + i] = (float) dc[(size_t) k * d.n + i];
 				rows[(size_t) i * d.dim + k] = (float) dc[(size_t) k * d.n + i];
 			}
-		for (int p = 0; p < 3; p++)
-		{
-			pieces[p].first = d.n / 3 * p;
-			pieces[p].n = p == 2 ? d.n - pieces[p].first : d.n / 3;
-			pieces[p].rows = rows + (size_t) pieces[p].first * d.dim;
-		}
+		sj_test_row_pieces(pieces, rows, d.n, d.dim);
 		d.coords = dc;
 		t.coords = tc;
 		small.coords = dc;		/* its first 4,000 of each column: other rows, same spread */
@@ -915,7 +910,7 @@ SJ_TEST(multi_gpu_spread_gate)
 		SJ_CHECK(sjgpu_eps_spreads(&d, NULL, 1e9, SJ_METRIC_L2) == 1,
 				 "float columns: a dense join does not spread");
 		d.fcoords = NULL;
-		d.npieces = 3;
+		d.npieces = 4;
 		d.pieces = pieces;
 		SJ_CHECK(sjgpu_eps_spreads(&d, NULL, 1e9, SJ_METRIC_L2) == 1,
 				 "pieces of rows: a dense join does not spread");

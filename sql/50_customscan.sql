@@ -328,6 +328,66 @@ SELECT cs_check('SELECT a.id, b.id FROM cs_rls a JOIN cs_rls b ON a.v <-> b.v <=
 SELECT cs_check('SELECT a.id, b.id FROM cs_rls a LEFT JOIN cs_rls b ON jaccard(a.s, b.s) >= 0.5 AND a.k < b.k');
 RESET ROLE;
 
+-- a table joined with itself (the same filters, columns and argument on both
+-- sides): the node reads it once, the engine computes each pair of distinct
+-- rows once, and the node forms both orders and each row with itself
+-- (EXPLAIN's "Self-Join"); any difference between the sides, an outer join
+-- or a volatile filter, and both sides are read as two inputs (other join
+-- clauses, volatile or not, are decided on each pair either way)
+CREATE FUNCTION cs_self(q text) RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE ln text;
+BEGIN
+    FOR ln IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        IF ln LIKE '%Self-Join: %' THEN RETURN true; END IF;
+    END LOOP;
+    RETURN false;
+END $$;
+CREATE TABLE cs_part (id int, v float8[], r real[]) PARTITION BY RANGE (id);
+CREATE TABLE cs_part1 PARTITION OF cs_part FOR VALUES FROM (MINVALUE) TO (500);
+CREATE TABLE cs_part2 PARTITION OF cs_part FOR VALUES FROM (500) TO (MAXVALUE);
+INSERT INTO cs_part SELECT id, v, r FROM cs_a;
+ANALYZE cs_part;
+SELECT cs_self(q) AS self, cs_check(q), q FROM (VALUES
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5'),
+    ('SELECT a.id, b.id, a.v <-> b.v FROM cs_a a JOIN cs_a b ON a.v <-> b.v < 5'),
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 0'),
+    ('SELECT a.id, b.id, a.r <=> b.r FROM cs_a a JOIN cs_a b ON a.r <=> b.r <= 0.001'),
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON 0 >= a.r <=> b.r'),
+    ('SELECT a.id, b.id FROM cs_ta a JOIN cs_ta b ON a.v <=> b.v <= 1'),
+    ('SELECT a.id, b.id FROM cs_ta a JOIN cs_ta b ON a.v <-> b.v < 5'),
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5 AND a.id < b.id'),
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5 AND a.grp + b.grp = 3'),
+    ('SELECT count(*) FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5'),
+    ('SELECT count(*) FROM cs_a a JOIN cs_a b ON a.r <=> b.r <= 0.001'),
+    ('SELECT count(*) FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5 AND a.k <> b.k'),
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5 WHERE a.grp = 1 AND b.grp = 1'),
+    ('SELECT a.id % 7, count(*), sum(b.id) FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 200 GROUP BY 1'),
+    ('SELECT a.id, b.id FROM cs_part a JOIN cs_part b ON a.r <-> b.r <= 3'),
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5 WHERE a.grp = 1 AND b.grp = 2'),
+    ('SELECT a.id, b.k FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5'),
+    ('SELECT a.id, b.id FROM cs_a a LEFT JOIN cs_a b ON a.v <-> b.v <= 5'),
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5
+      WHERE a.grp + random() * 0 < 3 AND b.grp + random() * 0 < 3'),
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5 AND a.r <-> b.r < 4')
+) t(q);
+-- a threshold from the outer query: the node runs again for each value
+SELECT g, (SELECT count(*) FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= g) AS node
+FROM generate_series(0, 3) g;
+SET simjoin.enable_customscan = off;
+SELECT g, (SELECT count(*) FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= g) AS postgres
+FROM generate_series(0, 3) g;
+RESET simjoin.enable_customscan;
+-- vectors of different lengths: the error PostgreSQL's plan raises
+CREATE TABLE cs_dims (id int, v float8[]);
+INSERT INTO cs_dims VALUES (1, '{1,2}'), (2, '{1,2,3}');
+SELECT cs_self('SELECT a.id, b.id FROM cs_dims a JOIN cs_dims b ON a.v <-> b.v <= 5') AS self;
+SELECT a.id, b.id FROM cs_dims a JOIN cs_dims b ON a.v <-> b.v <= 5;
+SET simjoin.enable_customscan = off;
+SELECT a.id, b.id FROM cs_dims a JOIN cs_dims b ON a.v <-> b.v <= 5;
+RESET simjoin.enable_customscan;
+DROP TABLE cs_part, cs_dims;
+DROP FUNCTION cs_self(text);
+
 RESET enable_nestloop;
 RESET enable_hashjoin;
 RESET enable_mergejoin;

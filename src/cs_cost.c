@@ -237,6 +237,12 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 						engine_pairs * divisor);
 	engine_ms = gpu ? SjEngineMs(root, info, true, outer_rows, inner_rows, engine_pairs) :
 		cpu_ms;
+	/* a self-join (SjSelfJoinable): one scan, each unordered pair once */
+	if (info->self)
+	{
+		cpu_ms *= 0.5;
+		engine_ms *= 0.5;
+	}
 
 	/*
 	 * Parallel workers are new processes, each starting the device at once:
@@ -257,8 +263,10 @@ SjCostPath(PlannerInfo *root, SjJoinPlanInfo *info, Path *outer_path,
 				   list_concat_copy(info->residual, info->engine_clauses) :
 				   info->residual, root);
 
-	*startup = outer_path->total_cost + inner_path->total_cost +
-		SjMs(SJ_MARSHAL_MS_PER_ROW * (outer_rows + inner_rows)) +
+	*startup = outer_path->total_cost +
+		(info->self ? 0 : inner_path->total_cost +
+		 SjMs(SJ_MARSHAL_MS_PER_ROW * inner_rows)) +
+		SjMs(SJ_MARSHAL_MS_PER_ROW * outer_rows) +
 		SjMs(engine_ms * 0.5) + SjMs(start_ms);
 	/* the shared inner: this participant's share copied to shared memory */
 	if (mode == SJ_PATH_SHARED_INNER)

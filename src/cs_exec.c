@@ -89,6 +89,7 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->plan_cpu = intVal(list_nth(priv, SJ_PRIV_CPU));
 	state->metric = intVal(list_nth(priv, SJ_PRIV_METRIC));
 	state->gis = intVal(list_nth(priv, SJ_PRIV_GIS));
+	state->self = intVal(list_nth(priv, SJ_PRIV_SELF));
 	/* until the sides are known: PostGIS decides */
 	state->gis_bounds.lo = -1.0;
 	state->gis_bounds.band = NULL;
@@ -338,7 +339,7 @@ SjVectorsIrregular(SjScanState *state)
 	int			s;
 	int64		r;
 
-	for (s = 0; s < 2; s++)
+	for (s = 0; s < (state->self ? 1 : 2); s++)
 	{
 		SjSideRows *rows = &state->rows[s];
 
@@ -403,7 +404,13 @@ SjLoad(SjScanState *state)
 	 * participant past its outer rows prepares the inner side for all
 	 * (cs_parallel.c), the others waiting for it.
 	 */
-	if (state->streaming && SjReadBothParallel(state))
+	if (state->self)
+	{
+		/* one table, one scan: the inner side is the outer's rows */
+		SjReadSide(state, 0);
+		state->rows[1] = state->rows[0];
+	}
+	else if (state->streaming && SjReadBothParallel(state))
 		;						/* both read by workers */
 	else if (SjReadInnerShared(state))
 	{
@@ -431,7 +438,7 @@ SjLoad(SjScanState *state)
 		int			s;
 		int64		r;
 
-		for (s = 0; s < 2 && !state->streaming; s++)
+		for (s = 0; s < (state->self ? 1 : 2) && !state->streaming; s++)
 			for (r = 0; r < state->rows[s].n && !state->side_done[s]; r++)
 				SjMarshalRow(state, s, r,
 							 state->rows[s].values + r * state->natts[s],
@@ -470,6 +477,8 @@ SjLoad(SjScanState *state)
 	state->nl_i = 0;
 	state->nl_j = 0;
 	state->engine_done = false;
+	state->mirror = false;
+	state->self_pos = 0;
 	state->unmatched_pos = 0;
 	state->pairs_done = false;
 	state->rows_out = 0;
@@ -569,11 +578,28 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 		case SJ_SRC_ENGINE:
 			for (;;)
 			{
+				/* a self-join: the other order of the pair before */
+				if (state->mirror)
+				{
+					state->mirror = false;
+					*i = state->mirror_i;
+					*j = state->mirror_j;
+					return true;
+				}
 				while (!state->engine_done && state->pos >= state->batch.count)
 				{
 					state->pos = 0;
 					if (!SjFetch(state))
 						state->engine_done = true;
+				}
+				if (state->engine_done && state->self_pos < state->nself_rows)
+				{
+					/* then each row that joins itself */
+					*i = state->self_rows[state->self_pos++];
+					if (state->keys[0])
+						*i = state->keys[0][*i];
+					*j = *i;
+					return true;
 				}
 				if (state->engine_done)
 					return SjNextAsidePair(state, i, j);
@@ -600,6 +626,12 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 				}
 				if (state->pos + SJ_EMIT_PREFETCH <= state->batch.count)
 					SjPrefetchPair(state, state->pos - 1 + SJ_EMIT_PREFETCH);
+				if (state->self)
+				{
+					state->mirror = true;
+					state->mirror_i = *j;
+					state->mirror_j = *i;
+				}
 				return true;
 			}
 		case SJ_SRC_NESTLOOP:
@@ -646,6 +678,8 @@ SjFinish(SjScanState *state)
 	state->stats.emit_ms = Max(0, sj_now_ms() - state->load_done_ms - state->fetch_ms);
 	if (state->source != SJ_SRC_ENGINE)
 		state->stats.pairs = 0;
+	else if (state->self)
+		state->stats.pairs = 2 * state->stats.pairs + state->nself_rows;
 	SjStatsFinish(&state->stats, state->t0);
 }
 
@@ -751,6 +785,12 @@ SjScanAccess(ScanState *ss)
 			while (SjFetch(state))
 				;				/* batches carry counts only */
 			n = state->cursor.pairs;
+			/* a self-join: both orders, and the rows joining themselves */
+			if (state->self)
+			{
+				n = 2 * n + state->nself_rows;
+				state->self_pos = state->nself_rows;
+			}
 			/* then the pairs of rows set aside */
 			state->engine_done = true;
 			while (SjNextRow(state) != NULL)
@@ -797,6 +837,8 @@ SjResetRun(SjScanState *state)
 	state->aside[0] = state->aside[1] = NULL;
 	state->aside_rows = NULL;
 	state->naside_rows = 0;
+	state->self_rows = NULL;
+	state->nself_rows = 0;
 	memset(&state->batch, 0, sizeof(state->batch));
 	state->matched = NULL;
 	state->sides = NULL;

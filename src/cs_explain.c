@@ -126,6 +126,9 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Metric", (state->gis & SJ_GIS_GEOGRAPHY) ?
 							"geography (decided by PostGIS)" :
 							"geometry (decided by PostGIS)", es);
+	/* a table joined with itself (SjSelfJoinable): the inner input not read */
+	if (state->self)
+		ExplainPropertyText("Self-Join", "one scan, each pair computed once", es);
 	cond = deparse_expression((Node *) make_ands_explicit(state->engine_exprs),
 							  context, true, false);
 	ExplainPropertyText("Join Condition", cond, es);

@@ -39,6 +39,8 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/planner.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/syscache.h"
@@ -381,6 +383,106 @@ SjThetaStrategyOf(List *clauses, Relids outer, Relids inner)
 }
 
 /* A CustomPath for the join. */
+/*
+ * Is node_i, over the inner relation inner_relid, node_o over outer_relid
+ * with its Vars renumbered, neither calling a volatile function nor
+ * holding a subquery (whose plan a copy would not share)?
+ */
+static bool
+SjSameOnSides(Node *node_o, Node *node_i, Index outer_relid, Index inner_relid)
+{
+	Node	   *mapped;
+
+	if (contain_volatile_functions(node_o) || contain_volatile_functions(node_i) ||
+		contain_subplans(node_o) || contain_subplans(node_i))
+		return false;
+	mapped = copyObject(node_i);
+	ChangeVarNodes(mapped, inner_relid, outer_relid, 0);
+	return equal(node_o, mapped);
+}
+
+/*
+ * Is the join a table joined with itself under its eps condition, as in
+ * "FROM t a JOIN t b ON a.v <-> b.v <= 0.1"?  Both sides then hold the
+ * same rows: one table (all of it, not a sample; an inheritance parent
+ * both times or neither), the same filters in the same order, row-level
+ * security's included, the same columns kept and the same argument, and
+ * l2_distance and cosine_distance give a pair's two orders the same bits
+ * (sjdist.h).  The node then reads the table once, the engine computes
+ * each unordered pair of rows once (its self-join), and the node forms
+ * both orders of each and every row with itself that joins (SjSelfRows),
+ * where PostgreSQL's plans compute every ordered pair.  Inner joins of
+ * vectors only: an outer join tracks each outer row's matches, and
+ * PostGIS's clause decides its pairs itself.  The plan checks the child
+ * plans' columns again (SjPlanCustomPath).
+ */
+static bool
+SjSelfJoinable(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel,
+			   const SjJoinPlanInfo *info)
+{
+	RangeTblEntry *ro;
+	RangeTblEntry *ri;
+	ListCell   *lo;
+	ListCell   *li;
+
+	if (info->op != SJ_OP_EPS || info->gis || info->jointype != JOIN_INNER)
+		return false;
+	if (outerrel->reloptkind != RELOPT_BASEREL || innerrel->reloptkind != RELOPT_BASEREL ||
+		outerrel->rtekind != RTE_RELATION || innerrel->rtekind != RTE_RELATION)
+		return false;
+	ro = planner_rt_fetch(outerrel->relid, root);
+	ri = planner_rt_fetch(innerrel->relid, root);
+	if (ro->relid != ri->relid || ro->inh != ri->inh ||
+		ro->tablesample != NULL || ri->tablesample != NULL)
+		return false;
+	if (!SjSameOnSides((Node *) info->outer_arg, (Node *) info->inner_arg,
+					   outerrel->relid, innerrel->relid) ||
+		!SjSameOnSides((Node *) outerrel->reltarget->exprs,
+					   (Node *) innerrel->reltarget->exprs,
+					   outerrel->relid, innerrel->relid))
+		return false;
+	if (list_length(outerrel->baserestrictinfo) != list_length(innerrel->baserestrictinfo))
+		return false;
+	forboth(lo, outerrel->baserestrictinfo, li, innerrel->baserestrictinfo)
+	{
+		RestrictInfo *a = lfirst_node(RestrictInfo, lo);
+		RestrictInfo *b = lfirst_node(RestrictInfo, li);
+
+		if (a->security_level != b->security_level ||
+			!SjSameOnSides((Node *) a->clause, (Node *) b->clause,
+						   outerrel->relid, innerrel->relid))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The child plans of a self-join path (SjSelfJoinable) return the same
+ * columns: the inner's target list is the outer's over the other relation.
+ */
+static bool
+SjSelfPlansMatch(CustomPath *best_path, Plan *outer_plan, Plan *inner_plan)
+{
+	RelOptInfo *orel = ((Path *) linitial(best_path->custom_paths))->parent;
+	RelOptInfo *irel = ((Path *) lsecond(best_path->custom_paths))->parent;
+	ListCell   *lo;
+	ListCell   *li;
+
+	if (list_length(outer_plan->targetlist) != list_length(inner_plan->targetlist) ||
+		orel->reloptkind != RELOPT_BASEREL || irel->reloptkind != RELOPT_BASEREL)
+		return false;
+	forboth(lo, outer_plan->targetlist, li, inner_plan->targetlist)
+	{
+		TargetEntry *a = lfirst_node(TargetEntry, lo);
+		TargetEntry *b = lfirst_node(TargetEntry, li);
+
+		if (a->resjunk != b->resjunk ||
+			!SjSameOnSides((Node *) a->expr, (Node *) b->expr, orel->relid, irel->relid))
+			return false;
+	}
+	return true;
+}
+
 static CustomPath *
 SjMakePath(PlannerInfo *root, RelOptInfo *joinrel, SjJoinPlanInfo *proto,
 		   Path *outer_path, Path *inner_path, JoinPathExtraData *extra,
@@ -682,8 +784,14 @@ SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 			info.pair_sel = sel;
 	}
 
-	path = SjMakePath(root, joinrel, &info, outer_path, inner_path, extra,
-					  SJ_PATH_SERIAL);
+	/* one process: a self-join reads its table once (parallel paths: twice) */
+	{
+		SjJoinPlanInfo serial = info;
+
+		serial.self = SjSelfJoinable(root, outerrel, innerrel, &info);
+		path = SjMakePath(root, joinrel, &serial, outer_path, inner_path, extra,
+						  SJ_PATH_SERIAL);
+	}
 	SjKeepPath(root, joinrel, path);
 	add_path(joinrel, (Path *) path);
 
@@ -943,6 +1051,12 @@ SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 									makeFloat(psprintf("%.0f", info->pairs)));
 	cscan->custom_private = lappend(cscan->custom_private, makeInteger(info->metric));
 	cscan->custom_private = lappend(cscan->custom_private, makeInteger(info->gis));
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeInteger(info->self &&
+												best_path->path.parallel_workers == 0 &&
+												!best_path->path.parallel_aware &&
+												SjSelfPlansMatch(best_path, outer_plan,
+																 inner_plan)));
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_relids = bms_copy(info->relids);
 	cscan->methods = &sj_scan_methods;

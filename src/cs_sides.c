@@ -145,7 +145,7 @@ SjEpsSidesEnd(SjScanState *state)
 	SjEpsScan  *sc = sd->scan;
 	int			s;
 
-	for (s = 0; s < 2; s++)
+	for (s = 0; s < (state->self ? 1 : 2); s++)
 	{
 		SjVectorInput *in = s == 0 ? &job->left : &job->right;
 
@@ -155,10 +155,17 @@ SjEpsSidesEnd(SjScanState *state)
 			SjEpsSideFinish(&sc[s], NULL, in);
 	}
 	/* in the order of l2_distance's arguments, as its own error */
-	if (sc[0].dim >= 0 && sc[1].dim >= 0 && sc[0].dim != sc[1].dim)
+	if (!state->self && sc[0].dim >= 0 && sc[1].dim >= 0 && sc[0].dim != sc[1].dim)
 		SjErrorDims(sc[state->swapped ? 1 : 0].dim, sc[state->swapped ? 0 : 1].dim);
 	job->eps = state->param;
 	job->metric = state->metric;
+	if (state->self)
+	{
+		/* the engine's self-join; each row with itself decided here */
+		job->self = true;
+		job->right = job->left;
+		state->self_rows = SjEpsSelfRows(job, &state->nself_rows);
+	}
 	SjEpsJobReady(state, job);
 }
 

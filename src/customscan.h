@@ -56,6 +56,8 @@ typedef struct SjJoinPlanInfo
 	double		pair_sel;		/* the engine's (theta: selectivity.c) */
 	double		pairs;			/* the pairs the engine is costed for */
 	Relids		relids;			/* the join's relids */
+	bool		self;			/* a table joined with itself: one scan, each
+								 * pair computed once (SjSelfJoinable) */
 	Cost		emit_cost;		/* part of the total spent forming pairs */
 } SjJoinPlanInfo;
 
@@ -76,6 +78,7 @@ enum
 	SJ_PRIV_PAIRS,				/* the pairs planned (EXPLAIN) */
 	SJ_PRIV_METRIC,				/* eps: SjMetric */
 	SJ_PRIV_GIS,				/* eps over PostGIS points: SJ_GIS_* flags */
+	SJ_PRIV_SELF,				/* a self-join read once (SjJoinPlanInfo.self) */
 	SJ_PRIV_N
 };
 
@@ -209,6 +212,10 @@ typedef struct SjScanState
 	bool		count;
 	int			metric;			/* eps: SjMetric */
 	int			gis;			/* eps over PostGIS points: SJ_GIS_* flags */
+	bool		self;			/* a self-join: the outer read once, the
+								 * inner its copy (rows[1] = rows[0]), each
+								 * engine pair emitted in both orders, then
+								 * each row with itself (SjSelfRows) */
 	int			workers;
 	bool		plan_cpu;		/* planned for the CPU engine (device = auto) */
 	int			nprefix;
@@ -235,6 +242,12 @@ typedef struct SjScanState
 	SjPairBatch batch;
 	size_t		pos;
 	const int64 *keys[2];		/* engine row -> input row */
+	bool		mirror;			/* self: the last pair's other order next */
+	int64		mirror_i;
+	int64		mirror_j;
+	const uint32 *self_rows;	/* self: engine rows joining themselves */
+	int64		nself_rows;
+	int64		self_pos;		/* ... emitted so far */
 	int64		nl_i;
 	int64		nl_j;
 	const bool *aside[2];		/* theta: rows the engine does not see, by

@@ -542,6 +542,111 @@ SjEpsPartWrite(void *side, char *dst)
 /* The part format of SJ_PART_EPS sides (parscan.c). */
 const SjPartOps sj_eps_part_ops = {NULL, SjEpsPartBegin, SjEpsRow, SjEpsPartSize, SjEpsPartWrite};
 
+/*
+ * Rows a task of SjEpsSelfRows takes: their sums of squares on the stack,
+ * the columns read in runs of this many coordinates.
+ */
+#define SJ_SELF_BLOCK		1024
+
+typedef struct SjSelfTask
+{
+	const SjVectors *v;
+	double		eps;
+	bool	   *joins;			/* row i's distance to itself <= eps */
+} SjSelfTask;
+
+/* Coordinate k of row i, in whichever layout the side holds. */
+static inline double
+SjEpsCoord(const SjVectors *v, int k, uint32 i, int *piece)
+{
+	const SjRowPiece *p;
+
+	if (v->coords)
+		return v->coords[(size_t) k * v->n + i];
+	if (v->fcoords)
+		return (double) v->fcoords[(size_t) k * v->n + i];
+	/* rows in pieces, in order: the piece of row i (the last one, or later) */
+	while (i >= v->pieces[*piece].first + v->pieces[*piece].n)
+		(*piece)++;
+	while (i < v->pieces[*piece].first)
+		(*piece)--;
+	p = &v->pieces[*piece];
+	return (double) p->rows[(size_t) (i - p->first) * v->dim + k];
+}
+
+/* SjTaskFn of SjEpsSelfRows: the cosine distance of a block of rows to themselves. */
+static void
+SjEpsSelfTask(void *arg, uint64_t task, int worker)
+{
+	SjSelfTask *t = (SjSelfTask *) arg;
+	const SjVectors *v = t->v;
+	uint32		first = (uint32) (task * SJ_SELF_BLOCK);
+	uint32		n = Min(v->n - first, SJ_SELF_BLOCK);
+	double		na[SJ_SELF_BLOCK];
+	int			piece = 0;
+	uint32		i;
+	int			k;
+
+	for (i = 0; i < n; i++)
+		na[i] = 0.0;
+	/* each row's |x|^2 summed in dimension order, as the engines sum it */
+	for (k = 0; k < v->dim; k++)
+		for (i = 0; i < n; i++)
+		{
+			double		x = SjEpsCoord(v, k, first + i, &piece);
+
+			na[i] = sj_dot_step(na[i], x, x);
+		}
+	for (i = 0; i < n; i++)
+		t->joins[first + i] = sj_cosine_finish(na[i], na[i], na[i]) <= t->eps;
+}
+
+/*
+ * A self-join's rows that join themselves, for the custom scan, whose
+ * engine computes each pair of distinct rows once (SjSelfJoinable,
+ * cs_planner.c): the engine rows whose distance to themselves is <= eps,
+ * in order, palloc'd, their number in *n.  Under l2 that distance is
+ * sqrt(sum (x_k - x_k)^2) = 0 for every row (the engines' rows are
+ * finite), so every row; under cosine it is computed as the engines
+ * compute a pair's (sjdist.h): NaN for a zero vector, which joins nothing.
+ */
+uint32 *
+SjEpsSelfRows(const SjEpsJob *job, int64 *n)
+{
+	const SjVectors *v = &job->left.vectors;
+	uint32	   *rows = palloc_extended(Max(v->n, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	int64		count = 0;
+	uint32		i;
+
+	if (job->metric == SJ_METRIC_COSINE && v->n > 0)
+	{
+		SjSelfTask	t;
+		SjStatus	status;
+		char		errmsg[SJ_ERRMSG_LEN] = "";
+
+		t.v = v;
+		t.eps = job->eps;
+		t.joins = palloc_extended(v->n * sizeof(bool), MCXT_ALLOC_HUGE);
+		status = sj_parallel_for(Max(1, sj_cpu_threads),
+								 (v->n + SJ_SELF_BLOCK - 1) / SJ_SELF_BLOCK,
+								 SjEpsSelfTask, &t);
+		if (status != SJ_OK)
+		{
+			sj_error(errmsg, status, "could not start the threads of a self-join");
+			SjReportStatus(status, errmsg, "simjoin");
+		}
+		for (i = 0; i < v->n; i++)
+			if (t.joins[i])
+				rows[count++] = i;
+		pfree(t.joins);
+	}
+	else
+		for (i = 0; i < v->n; i++)
+			rows[count++] = i;
+	*n = count;
+	return rows;
+}
+
 /* Validate eps. */
 static void
 SjEpsCheck(double eps)

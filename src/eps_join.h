@@ -74,6 +74,7 @@ extern int64 SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 						  double eps, int metric, struct Tuplestorestate *store,
 						  TupleDesc desc);
 extern void SjEpsColumnsWide(SjVectors *v, int threads);
+extern uint32 *SjEpsSelfRows(const SjEpsJob *job, int64 *n);
 extern SjStatus SjEpsBegin(void *arg, bool gpu, const SjJoinOptions *options,
 						   SjRun *run, char *errmsg);
 

@@ -74,6 +74,55 @@ SELECT sjd_sql_case('theta OR, anti join', $q$
 SELECT sjd_sql_case('theta count, inequality', $q$
     SELECT count(*) AS n FROM cs_a a JOIN cs_b b ON a.f > b.f + 10 $q$);
 
+-- A table joined with itself under the same filters: the node reads it
+-- once and the engine computes each pair of distinct rows once; the node
+-- forms both orders and each row with itself ("Self-Join" in EXPLAIN).
+-- Clustered 24-D real[] rows with duplicates, zero vectors (cosine: NaN,
+-- joining nothing, not even themselves), NULL, NaN and infinite vectors.
+CREATE OR REPLACE FUNCTION sjd_self_case(label text, q text, self boolean) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE found boolean;
+BEGIN
+    PERFORM sjd_native_joins(false);
+    found := sjd_plan_has(q, '%Self-Join: %');
+    PERFORM sjd_native_joins(true);
+    IF found <> self THEN
+        RETURN NEXT sjd_report(label, format('Self-Join in the plan: %s, expected %s', found, self));
+    END IF;
+    RETURN QUERY SELECT sjd_sql_case(label, q);
+END $$;
+CREATE TABLE cs_c4 AS
+SELECT i AS id, (i % 5) AS g,
+       CASE WHEN i % 97 = 0 THEN NULL
+            WHEN i % 89 = 0 THEN array_fill(0::real, ARRAY[24])
+            WHEN i % 83 = 0 THEN array_fill('NaN'::real, ARRAY[24])
+            WHEN i % 79 = 0 THEN array_fill('Infinity'::real, ARRAY[24])
+            ELSE ARRAY(SELECT (sin(c * 7 + (i % 23) * 13) + random() * 0.3)::real
+                       FROM generate_series(1, 24) c) END AS v
+FROM generate_series(1, 1400) i;
+INSERT INTO cs_c4 SELECT id + 10000, g, v FROM cs_c4 WHERE id % 50 = 0;   -- duplicates
+ANALYZE cs_c4;
+SELECT sjd_self_case('self-join: cosine over real[], distances', $q$
+    SELECT a.id AS a, b.id AS b, a.v <=> b.v AS d FROM cs_c4 a JOIN cs_c4 b ON a.v <=> b.v <= 0.02 $q$, true);
+SELECT sjd_self_case('self-join: cosine <= 0 (duplicates and each row itself)', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_c4 a JOIN cs_c4 b ON a.v <=> b.v <= 0 $q$, true);
+SELECT sjd_self_case('self-join: l2 <, distances', $q$
+    SELECT a.id AS a, b.id AS b, l2_distance(a.v, b.v) AS d FROM cs_c4 a JOIN cs_c4 b ON a.v <-> b.v < 0.9 $q$, true);
+SELECT sjd_self_case('self-join: cosine count', $q$
+    SELECT count(*) AS n FROM cs_c4 a JOIN cs_c4 b ON a.v <=> b.v <= 0.05 $q$, true);
+SELECT sjd_self_case('self-join: count with a residual', $q$
+    SELECT count(*) AS n FROM cs_c4 a JOIN cs_c4 b ON a.v <-> b.v <= 1 AND a.g <> b.g $q$, true);
+SELECT sjd_self_case('self-join: the same filter on both sides, a.id < b.id', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_c4 a JOIN cs_c4 b ON a.v <=> b.v <= 0.05 AND a.id < b.id
+    WHERE a.g IN (1, 2) AND b.g IN (1, 2) $q$, true);
+SELECT sjd_self_case('self-join: millions of pairs, grouped', $q$
+    SELECT a.id % 10 AS k, count(*) AS n, sum(b.id) AS s FROM cs_c4 a JOIN cs_c4 b ON a.v <-> b.v <= 100
+    GROUP BY 1 $q$, true);
+SELECT sjd_self_case('not a self-join: filters differ', $q$
+    SELECT a.id AS a, b.id AS b FROM cs_c4 a JOIN cs_c4 b ON a.v <=> b.v <= 0.05 WHERE a.g = 1 $q$, false);
+SELECT sjd_self_case('not a self-join: columns differ', $q$
+    SELECT a.id AS a, b.g AS b FROM cs_c4 a JOIN cs_c4 b ON a.v <=> b.v <= 0.05 $q$, false);
+
 -- Partial plans: the outer input split across parallel workers under Gather,
 -- the inner read once by all participants into shared memory (Parallel
 -- Custom Scan).  On the GPU each worker starts the device, so the planner

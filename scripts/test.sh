@@ -14,7 +14,9 @@
 #      and both against plain-SQL oracles);
 #   4. sessions ended and cancelled in the middle of joins over rows read
 #      in place from parallel workers (test/stress/terminate.sh);
-#   5. where nvcc is found, the multi-device driver's host-only check
+#   5. rows a join locks changed by another transaction meanwhile
+#      (test/stress/recheck.sh: EvalPlanQual against PostgreSQL's plan);
+#   6. where nvcc is found, the multi-device driver's host-only check
 #      (make multi-check: its threads, shared units, uploads and values
 #      against a fake operator; no GPU needed).
 # Ends with one line "N passed, N failed" over the suites.
@@ -48,6 +50,7 @@ suite "pg_regress" regress
 suite "engine tests" make -s engine-check
 suite "differential tests" bash test/diff/run.sh
 suite "sessions ended mid-join" bash test/stress/terminate.sh
+suite "rows changed under a join's locks" bash test/stress/recheck.sh
 if command -v nvcc >/dev/null 2>&1 || [[ -x ${CUDA_HOME:-/usr/local/cuda}/bin/nvcc ]]; then
     suite "multi-device driver" make -s multi-check
 else

@@ -328,12 +328,13 @@ SELECT cs_check('SELECT a.id, b.id FROM cs_rls a JOIN cs_rls b ON a.v <-> b.v <=
 SELECT cs_check('SELECT a.id, b.id FROM cs_rls a LEFT JOIN cs_rls b ON jaccard(a.s, b.s) >= 0.5 AND a.k < b.k');
 RESET ROLE;
 
--- a table joined with itself (the same filters, columns and argument on both
--- sides): the node reads it once, the engine computes each pair of distinct
--- rows once, and the node forms both orders and each row with itself
--- (EXPLAIN's "Self-Join"); any difference between the sides, an outer join
--- or a volatile filter, and both sides are read as two inputs (other join
--- clauses, volatile or not, are decided on each pair either way)
+-- a table joined with itself by an eps or Jaccard condition (the same
+-- filters, columns and argument on both sides): the node reads it once,
+-- the engine computes each pair of distinct rows once, and the node forms
+-- both orders and each row with itself (EXPLAIN's "Self-Join"); any
+-- difference between the sides, an outer join or a volatile filter, and
+-- both sides are read as two inputs (other join clauses, volatile or not,
+-- are decided on each pair either way)
 CREATE FUNCTION cs_self(q text) RETURNS bool LANGUAGE plpgsql AS $$
 DECLARE ln text;
 BEGIN
@@ -368,7 +369,13 @@ SELECT cs_self(q) AS self, cs_check(q), q FROM (VALUES
     ('SELECT a.id, b.id FROM cs_a a LEFT JOIN cs_a b ON a.v <-> b.v <= 5'),
     ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5
       WHERE a.grp + random() * 0 < 3 AND b.grp + random() * 0 < 3'),
-    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5 AND a.r <-> b.r < 4')
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5 AND a.r <-> b.r < 4'),
+    ('SELECT a.id, b.id, jaccard(a.s, b.s) FROM cs_a a JOIN cs_a b ON jaccard(a.s, b.s) >= 0.5'),
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON jaccard(b.t, a.t) > 0.5 AND a.id <> b.id'),
+    ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON jaccard(a.s, b.s) >= 1'),
+    ('SELECT count(*) FROM cs_a a JOIN cs_a b ON jaccard(a.s, b.s) >= 0.4'),
+    ('SELECT a.id, b.id FROM cs_ta a JOIN cs_ta b ON jaccard(a.s, b.s) > 0.1'),
+    ('SELECT a.id, b.id FROM cs_a a LEFT JOIN cs_a b ON jaccard(a.s, b.s) >= 0.5')
 ) t(q);
 -- a threshold from the outer query: the node runs again for each value
 SELECT g, (SELECT count(*) FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= g) AS node

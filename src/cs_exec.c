@@ -2,9 +2,10 @@
  * cs_exec.c
  *		Custom Scan (SimJoin), execution: state, loading, pairs and rows.
  *
- * The node reads both inputs to the end, keeping each row's values (a copy
- * of its tuple), evaluates the condition's arguments on each row and
- * marshals them for the engine, then streams the engine's pair batches
+ * The node reads both inputs to the end (a table joined with itself, once:
+ * SjSelfJoinable), keeping each row's values (a copy of its tuple),
+ * evaluates the condition's arguments on each row and marshals them for
+ * the engine, then streams the engine's pair batches
  * through a cursor (sjrun.c): each pair becomes a scan tuple (outer
  * columns, then inner columns), filtered by the residual quals and projected
  * by ExecScan.  Left and anti joins track matched outer rows; semi joins
@@ -113,6 +114,9 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->engine_qual = ExecInitQual(state->engine_exprs, &node->ss.ps);
 	state->residual = ExecInitQual(SjColumnComparesInit(state, lthird(cscan->custom_exprs)),
 								   &node->ss.ps);
+	state->recheck_qual = ExecInitQual(list_concat_copy(state->engine_exprs,
+														lthird(cscan->custom_exprs)),
+									   &node->ss.ps);
 	state->cxt = AllocSetContextCreate(estate->es_query_cxt, "SimJoin",
 									   ALLOCSET_DEFAULT_SIZES);
 }
@@ -814,10 +818,54 @@ SjScanAccess(ScanState *ss)
 	}
 }
 
+/*
+ * EvalPlanQual (a row locked or updated by the query was changed by another
+ * transaction): the node is a join, so ExecScan asks it for the join's row
+ * of the test tuples.  Each input, a scan under EvalPlanQual, returns its
+ * relations' test tuple (none where the row was NULL-extended); the pair
+ * is decided by PostgreSQL's operators over every join clause, and the
+ * join's row formed as a pair of the join type would form it.
+ */
 static bool
 SjScanRecheck(ScanState *ss, TupleTableSlot *slot)
 {
-	return true;
+	SjScanState *state = (SjScanState *) ss;
+	ExprContext *econtext = ss->ps.ps_ExprContext;
+	TupleTableSlot *o = ExecProcNode(linitial(state->css.custom_ps));
+	TupleTableSlot *i = ExecProcNode(lsecond(state->css.custom_ps));
+	bool		match = false;
+
+	if (TupIsNull(o))
+		return false;
+	slot_getallattrs(o);
+	if (!TupIsNull(i))
+	{
+		slot_getallattrs(i);
+		econtext->ecxt_scantuple =
+			SjFillSlotFrom(state, o->tts_values, o->tts_isnull, i->tts_values, i->tts_isnull);
+		ResetExprContext(econtext);
+		match = ExecQual(state->recheck_qual, econtext);
+	}
+	switch (state->jointype)
+	{
+		case JOIN_INNER:
+			return match;
+		case JOIN_SEMI:
+			if (match)
+				SjFillSlotFrom(state, o->tts_values, o->tts_isnull, NULL, NULL);
+			return match;
+		case JOIN_LEFT:
+			if (!match)
+				SjFillSlotFrom(state, o->tts_values, o->tts_isnull, NULL, NULL);
+			return true;
+		case JOIN_ANTI:
+			if (match)
+				return false;
+			SjFillSlotFrom(state, o->tts_values, o->tts_isnull, NULL, NULL);
+			return true;
+		default:
+			return false;
+	}
 }
 
 static TupleTableSlot *

@@ -159,7 +159,10 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 	if (es->analyze && state->loaded)
 	{
-		ExplainPropertyInteger("Pairs", NULL, state->stats.pairs, es);
+		/* a self-join's pairs formed: both orders, each row with itself */
+		ExplainPropertyInteger("Pairs", NULL, state->self && !state->finished ?
+							   2 * state->stats.pairs + state->self_pos :
+							   state->stats.pairs, es);
 		if (es->timing)
 		{
 			ExplainPropertyText("Run Device", state->stats.device, es);

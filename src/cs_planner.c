@@ -28,6 +28,7 @@
 
 #include "postgres.h"
 
+#include "catalog/pg_class.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "jit/jit.h"
@@ -382,7 +383,6 @@ SjThetaStrategyOf(List *clauses, Relids outer, Relids inner)
 	return strategy;
 }
 
-/* A CustomPath for the join. */
 /*
  * Is node_i, over the inner relation inner_relid, node_o over outer_relid
  * with its Vars renumbered, neither calling a volatile function nor
@@ -402,19 +402,22 @@ SjSameOnSides(Node *node_o, Node *node_i, Index outer_relid, Index inner_relid)
 }
 
 /*
- * Is the join a table joined with itself under its eps condition, as in
- * "FROM t a JOIN t b ON a.v <-> b.v <= 0.1"?  Both sides then hold the
- * same rows: one table (all of it, not a sample; an inheritance parent
- * both times or neither), the same filters in the same order, row-level
- * security's included, the same columns kept and the same argument, and
- * l2_distance and cosine_distance give a pair's two orders the same bits
- * (sjdist.h).  The node then reads the table once, the engine computes
- * each unordered pair of rows once (its self-join), and the node forms
- * both orders of each and every row with itself that joins (SjSelfRows),
- * where PostgreSQL's plans compute every ordered pair.  Inner joins of
- * vectors only: an outer join tracks each outer row's matches, and
- * PostGIS's clause decides its pairs itself.  The plan checks the child
- * plans' columns again (SjPlanCustomPath).
+ * Is the join a table joined with itself under its eps or Jaccard
+ * condition, as in "FROM t a JOIN t b ON a.v <-> b.v <= 0.1"?  Both sides
+ * then hold the same rows: one table (all of it, not a sample; an
+ * inheritance parent both times or neither), the same filters in the same
+ * order, row-level security's included, the same columns kept and the
+ * same argument; and l2_distance, cosine_distance (sjdist.h) and jaccard
+ * (counts of elements) give a pair's two orders the same bits.  The node
+ * then reads the table once, the engine computes each unordered pair of
+ * rows once (its self-join), and the node forms both orders of each and
+ * every row with itself that joins (SjEpsSelfRows, SjJaccardSelfRows),
+ * where PostgreSQL's plans compute every ordered pair.  Inner joins only
+ * (an outer join tracks each outer row's matches), not PostGIS points
+ * (PostGIS's clause decides their pairs) nor theta conditions (not
+ * symmetric in general).  The plan checks the child plans' columns again
+ * (SjPlanCustomPath); should they differ after all, the path costed as a
+ * self-join runs as two inputs, with the same answer.
  */
 static bool
 SjSelfJoinable(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel,
@@ -425,15 +428,22 @@ SjSelfJoinable(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel,
 	ListCell   *lo;
 	ListCell   *li;
 
-	if (info->op != SJ_OP_EPS || info->gis || info->jointype != JOIN_INNER)
+	if ((info->op != SJ_OP_EPS && info->op != SJ_OP_JACCARD) || info->gis ||
+		info->jointype != JOIN_INNER)
 		return false;
 	if (outerrel->reloptkind != RELOPT_BASEREL || innerrel->reloptkind != RELOPT_BASEREL ||
 		outerrel->rtekind != RTE_RELATION || innerrel->rtekind != RTE_RELATION)
 		return false;
 	ro = planner_rt_fetch(outerrel->relid, root);
 	ri = planner_rt_fetch(innerrel->relid, root);
+	/*
+	 * Read as the same user (a view's owner reads its tables: a foreign
+	 * table's user mapping follows), not a foreign table itself (another
+	 * server's rows, which a second read need not find again)
+	 */
 	if (ro->relid != ri->relid || ro->inh != ri->inh ||
-		ro->tablesample != NULL || ri->tablesample != NULL)
+		ro->tablesample != NULL || ri->tablesample != NULL ||
+		outerrel->userid != innerrel->userid || ro->relkind == RELKIND_FOREIGN_TABLE)
 		return false;
 	if (!SjSameOnSides((Node *) info->outer_arg, (Node *) info->inner_arg,
 					   outerrel->relid, innerrel->relid) ||
@@ -483,6 +493,7 @@ SjSelfPlansMatch(CustomPath *best_path, Plan *outer_plan, Plan *inner_plan)
 	return true;
 }
 
+/* A CustomPath for the join. */
 static CustomPath *
 SjMakePath(PlannerInfo *root, RelOptInfo *joinrel, SjJoinPlanInfo *proto,
 		   Path *outer_path, Path *inner_path, JoinPathExtraData *extra,
@@ -904,9 +915,13 @@ SjUpperPaths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
 
 		/* values are marshalled as they stream in, no tuple is kept */
 		read_discount = SjMs((SJ_MARSHAL_MS_PER_ROW - SJ_COUNT_MARSHAL_MS_PER_ROW) *
-							 (outer->rows + inner->rows)) +
-			SjParallelReadDiscount(root, info, outer, info->outer_arg) +
-			SjParallelReadDiscount(root, info, inner, info->inner_arg);
+							 outer->rows) +
+			SjParallelReadDiscount(root, info, outer, info->outer_arg);
+		/* a self-join reads its inner input not at all */
+		if (!info->self)
+			read_discount += SjMs((SJ_MARSHAL_MS_PER_ROW - SJ_COUNT_MARSHAL_MS_PER_ROW) *
+								  inner->rows) +
+				SjParallelReadDiscount(root, info, inner, info->inner_arg);
 	}
 	cpath->path.pathtype = T_CustomScan;
 	cpath->path.parent = output_rel;

@@ -460,7 +460,7 @@ SjSetSidesEnd(SjScanState *state)
 	SjJaccardJob *job = palloc0(sizeof(SjJaccardJob));
 	int			s;
 
-	for (s = 0; s < 2; s++)
+	for (s = 0; s < (state->self ? 1 : 2); s++)
 	{
 		SjSets	   *in = s == 0 ? &job->left : &job->right;
 		int64	  **keys = s == 0 ? &job->left_keys : &job->right_keys;
@@ -475,6 +475,14 @@ SjSetSidesEnd(SjScanState *state)
 	}
 	job->left.universe = job->right.universe = SjDictSize(sd->dict);
 	job->threshold = state->param;
+	if (state->self)
+	{
+		/* the engine's self-join; each set with itself decided here */
+		job->self = true;
+		job->right = job->left;
+		job->right_keys = job->left_keys;
+		state->self_rows = SjJaccardSelfRows(job, &state->nself_rows);
+	}
 	state->keys[0] = job->left_keys;
 	state->keys[1] = job->right_keys;
 	state->spec.arg = job;

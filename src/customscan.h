@@ -215,7 +215,8 @@ typedef struct SjScanState
 	bool		self;			/* a self-join: the outer read once, the
 								 * inner its copy (rows[1] = rows[0]), each
 								 * engine pair emitted in both orders, then
-								 * each row with itself (SjSelfRows) */
+								 * each row with itself (SjEpsSelfRows,
+								 * SjJaccardSelfRows) */
 	int			workers;
 	bool		plan_cpu;		/* planned for the CPU engine (device = auto) */
 	int			nprefix;
@@ -228,6 +229,7 @@ typedef struct SjScanState
 	ExprState  *spheroid;		/* geography: use_spheroid, not a constant */
 	ExprState  *engine_qual;	/* the engine's clauses, for the nested loop */
 	ExprState  *residual;		/* other join clauses, but for compares */
+	ExprState  *recheck_qual;	/* EvalPlanQual: every join clause */
 	SjColumnCompare *compares;	/* join clauses decided on the kept values */
 	int			ncompares;
 

@@ -695,6 +695,28 @@ const SjOperatorMethods sj_jaccard_methods = {
 
 
 /*
+ * A self-join's sets that join themselves, for the custom scan (as
+ * SjEpsSelfRows): a set's similarity to itself is 1, at least any
+ * threshold the engines run with (in (0, 1]), but for the empty set,
+ * whose similarity is 0.  The engine rows of the non-empty sets, in
+ * order, palloc'd, their number in *n.
+ */
+uint32 *
+SjJaccardSelfRows(const SjJaccardJob *job, int64 *n)
+{
+	const SjSets *v = &job->left;
+	uint32	   *rows = palloc_extended(Max(v->n, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	int64		count = 0;
+	uint32		i;
+
+	for (i = 0; i < v->n; i++)
+		if (v->offsets[i + 1] > v->offsets[i])
+			rows[count++] = i;
+	*n = count;
+	return rows;
+}
+
+/*
  * The body shared by the four SQL functions.  right_relid == InvalidOid
  * means the self-join form.  Returns the number of pairs.
  */

@@ -47,6 +47,8 @@ typedef struct SjJaccardJob
 	TupleDesc	desc;
 } SjJaccardJob;
 
+extern uint32 *SjJaccardSelfRows(const SjJaccardJob *job, int64 *n);
+
 extern SjDict *SjDictCreate(Oid elem);
 extern uint32 SjDictSize(const SjDict *dict);
 extern void SjSetSideInit(SjSetScan *scan, const char *what, SjDict *dict);

@@ -74,11 +74,12 @@ SELECT sjd_sql_case('theta OR, anti join', $q$
 SELECT sjd_sql_case('theta count, inequality', $q$
     SELECT count(*) AS n FROM cs_a a JOIN cs_b b ON a.f > b.f + 10 $q$);
 
--- A table joined with itself under the same filters: the node reads it
--- once and the engine computes each pair of distinct rows once; the node
--- forms both orders and each row with itself ("Self-Join" in EXPLAIN).
--- Clustered 24-D real[] rows with duplicates, zero vectors (cosine: NaN,
--- joining nothing, not even themselves), NULL, NaN and infinite vectors.
+-- A table joined with itself under the same filters (eps and Jaccard): the
+-- node reads it once and the engine computes each pair of distinct rows
+-- once; the node forms both orders and each row with itself ("Self-Join"
+-- in EXPLAIN).  Clustered 24-D real[] rows with duplicates, zero vectors
+-- (cosine: NaN, joining nothing, not even themselves), NULL, NaN and
+-- infinite vectors; cs_a's sets (empty, NULL, skewed).
 CREATE OR REPLACE FUNCTION sjd_self_case(label text, q text, self boolean) RETURNS SETOF text
 LANGUAGE plpgsql AS $$
 DECLARE found boolean;
@@ -118,6 +119,12 @@ SELECT sjd_self_case('self-join: the same filter on both sides, a.id < b.id', $q
 SELECT sjd_self_case('self-join: millions of pairs, grouped', $q$
     SELECT a.id % 10 AS k, count(*) AS n, sum(b.id) AS s FROM cs_c4 a JOIN cs_c4 b ON a.v <-> b.v <= 100
     GROUP BY 1 $q$, true);
+SELECT sjd_self_case('self-join: jaccard, similarities', $q$
+    SELECT a.id AS a, b.id AS b, jaccard(a.s, b.s) AS j FROM cs_a a JOIN cs_a b ON jaccard(a.s, b.s) >= 0.4 $q$, true);
+SELECT sjd_self_case('self-join: jaccard > 0.5 count, residual', $q$
+    SELECT count(*) AS n FROM cs_a a JOIN cs_a b ON jaccard(b.s, a.s) > 0.5 AND a.g <> b.g $q$, true);
+SELECT sjd_self_case('self-join: jaccard count (empty and NULL sets)', $q$
+    SELECT count(*) AS n FROM cs_a a JOIN cs_a b ON jaccard(a.s, b.s) >= 0.3 $q$, true);
 SELECT sjd_self_case('not a self-join: filters differ', $q$
     SELECT a.id AS a, b.id AS b FROM cs_c4 a JOIN cs_c4 b ON a.v <=> b.v <= 0.05 WHERE a.g = 1 $q$, false);
 SELECT sjd_self_case('not a self-join: columns differ', $q$

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# recheck.sh: rows a join locks (SELECT ... FOR UPDATE) that another
+# transaction changes meanwhile: PostgreSQL rechecks the join on the new
+# row versions (EvalPlanQual), and Custom Scan (SimJoin) must return what
+# PostgreSQL's own plan returns.
+#
+#     bash test/stress/recheck.sh      # against the server in PG*, or a
+#                                      # throwaway cluster if PGHOST is unset
+#
+# Each case runs twice, through the node and with simjoin.enable_customscan
+# = off: a second session updates row 1 (moving its vector away from every
+# other, or changing its set) and holds the lock for a second; the case's
+# query blocks on that row and, once the update commits, rechecks its
+# pairs.  Passes when both runs of every case return the same rows (sorted)
+# and the node's plan is the one named (a self-join where it says so).
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+own_cluster=
+if [[ -z ${PGHOST:-} ]]; then
+    source "$root/scripts/cluster.sh"
+    sj_cluster_start || exit 1
+    own_cluster=yes
+fi
+db=sj_recheck_$$
+cleanup() {
+    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1
+    [[ -n $own_cluster ]] && sj_cluster_stop
+}
+trap cleanup EXIT
+psql -X -q -d postgres -c "CREATE DATABASE $db" || exit 1
+q() { psql -X -At -d "$db" "$@"; }
+
+setup() {
+    q -q <<'SQL'
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS simjoin;
+DROP TABLE IF EXISTS rt;
+CREATE TABLE rt (id int PRIMARY KEY, g int, v float8[], s int4[]);
+INSERT INTO rt SELECT i, i % 3, ARRAY[i % 4, (i * 7) % 5]::float8[],
+                      ARRAY[i % 4, 10 + i % 3, 20]::int4[]
+FROM generate_series(1, 12) i;
+ANALYZE rt;
+SQL
+}
+
+# run QUERY UPDATE NODE: the query's rows (sorted) while UPDATE commits
+# after a second; NODE on: through Custom Scan (SimJoin)
+run() {
+    local query=$1 update=$2 node=$3 out
+    setup
+    q -q -c "BEGIN; $update; SELECT pg_sleep(1.5); COMMIT;" >/dev/null &
+    local writer=$!
+    sleep 0.5
+    if [[ $node == on ]]; then
+        out=$(q -c "SET enable_nestloop = off" -c "SET enable_hashjoin = off" \
+                -c "SET enable_mergejoin = off" -c "$query" 2>&1)
+    else
+        out=$(q -c "SET simjoin.enable_customscan = off" -c "$query" 2>&1)
+    fi
+    wait "$writer"
+    sort <<<"$out" | grep -v '^SET$'
+}
+
+passed=0 failed=0
+# check LABEL PLAN-PATTERN QUERY UPDATE
+check() {
+    local label=$1 pattern=$2 query=$3 update=$4 plan on off
+    setup
+    plan=$(q -c "SET enable_nestloop = off" -c "SET enable_hashjoin = off" \
+             -c "SET enable_mergejoin = off" -c "EXPLAIN (COSTS OFF) $query")
+    if ! grep -q "Custom Scan (SimJoin)" <<<"$plan" || ! grep -q -- "$pattern" <<<"$plan"; then
+        echo "FAIL $label: the plan has no Custom Scan (SimJoin) with '$pattern'"
+        failed=$((failed + 1))
+        return
+    fi
+    on=$(run "$query" "$update" on)
+    off=$(run "$query" "$update" off)
+    if [[ $on == "$off" && -n $off ]]; then
+        echo "ok $label ($(wc -l <<<"$off") rows)"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $label"; diff <(echo "$off") <(echo "$on") | head -20
+        failed=$((failed + 1))
+    fi
+}
+
+move='UPDATE rt SET v = ARRAY[v[1] + 100, v[2]] WHERE id = 1'
+check "self-join, row 1 moved away" "Self-Join" \
+    "SELECT a.id, b.id FROM rt a JOIN rt b ON a.v <-> b.v <= 2 WHERE a.g < 2 AND b.g < 2 FOR UPDATE" "$move"
+check "self-join, row 1 moved onto row 2" "Self-Join" \
+    "SELECT a.id, b.id FROM rt a JOIN rt b ON a.v <-> b.v <= 0.5 FOR UPDATE OF a" \
+    "UPDATE rt SET v = (SELECT v FROM rt WHERE id = 2) WHERE id = 1"
+check "two inputs, a residual" "Join Filter" \
+    "SELECT a.id, b.id, b.g FROM rt a JOIN rt b ON a.v <-> b.v <= 2 AND a.id <> b.id FOR UPDATE" "$move"
+check "left join" "Join Type: Left" \
+    "SELECT a.id, b.id FROM rt a LEFT JOIN rt b ON a.v <-> b.v <= 1 AND a.id < b.id FOR UPDATE OF a" "$move"
+check "jaccard self-join, set changed" "Self-Join" \
+    "SELECT a.id, b.id FROM rt a JOIN rt b ON jaccard(a.s, b.s) >= 0.5 FOR UPDATE" \
+    "UPDATE rt SET s = ARRAY[99, 98] WHERE id = 1"
+check "theta band, row 1 moved" "theta_join" \
+    "SELECT a.id, b.id FROM rt a JOIN rt b ON a.g BETWEEN b.g - 0 AND b.g + 0 AND a.id < b.id FOR UPDATE" \
+    "UPDATE rt SET g = 7 WHERE id = 1"
+echo "$passed passed, $failed failed"
+((failed == 0))

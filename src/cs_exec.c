@@ -114,8 +114,7 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 	state->engine_qual = ExecInitQual(state->engine_exprs, &node->ss.ps);
 	state->residual = ExecInitQual(SjColumnComparesInit(state, lthird(cscan->custom_exprs)),
 								   &node->ss.ps);
-	state->recheck_qual = ExecInitQual(list_concat_copy(state->engine_exprs,
-														lthird(cscan->custom_exprs)),
+	state->recheck_qual = ExecInitQual(list_nth(cscan->custom_exprs, SJ_EXPR_RECHECK),
 									   &node->ss.ps);
 	state->cxt = AllocSetContextCreate(estate->es_query_cxt, "SimJoin",
 									   ALLOCSET_DEFAULT_SIZES);
@@ -743,8 +742,8 @@ SjNextRow(SjScanState *state)
 			state->matched[i] = true;
 		if (jt == JOIN_ANTI)
 			continue;
-		if (jt == JOIN_SEMI)
-			return SjFillSlot(state, i, -1);
+		/* a semi join's row carries its first match, as PostgreSQL's do
+		 * (a row mark of the inner relation reads its ctid) */
 		return slot;
 	}
 	if (jt == JOIN_LEFT || jt == JOIN_ANTI)
@@ -822,9 +821,12 @@ SjScanAccess(ScanState *ss)
  * EvalPlanQual (a row locked or updated by the query was changed by another
  * transaction): the node is a join, so ExecScan asks it for the join's row
  * of the test tuples.  Each input, a scan under EvalPlanQual, returns its
- * relations' test tuple (none where the row was NULL-extended); the pair
- * is decided by PostgreSQL's operators over every join clause, and the
- * join's row formed as a pair of the join type would form it.
+ * relations' test tuple, or none (a NULL-extended row, an anti join's
+ * inner side); the pair is decided by PostgreSQL's operators over every
+ * join clause, the other clauses before the eps or Jaccard condition and
+ * a theta condition's clauses among them cheapest first (as a nested loop
+ * of PostgreSQL's orders them, SJ_EXPR_RECHECK), and the join's row
+ * formed as a pair of the join type forms it.
  */
 static bool
 SjScanRecheck(ScanState *ss, TupleTableSlot *slot)
@@ -849,10 +851,7 @@ SjScanRecheck(ScanState *ss, TupleTableSlot *slot)
 	switch (state->jointype)
 	{
 		case JOIN_INNER:
-			return match;
 		case JOIN_SEMI:
-			if (match)
-				SjFillSlotFrom(state, o->tts_values, o->tts_isnull, NULL, NULL);
 			return match;
 		case JOIN_LEFT:
 			if (!match)
@@ -923,6 +922,7 @@ SjRescan(CustomScanState *node)
 	SjScanState *state = (SjScanState *) node;
 	ListCell   *lc;
 
+	ExecScanReScan(&node->ss);
 	SjResetRun(state);
 	foreach(lc, node->custom_ps)
 	{

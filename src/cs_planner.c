@@ -401,6 +401,25 @@ SjSameOnSides(Node *node_o, Node *node_i, Index outer_relid, Index inner_relid)
 	return equal(node_o, mapped);
 }
 
+/* Does inheritance parent relid have a foreign table among its members? */
+static bool
+SjForeignMember(PlannerInfo *root, Index relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->append_rel_list)
+	{
+		AppendRelInfo *ai = lfirst_node(AppendRelInfo, lc);
+
+		if (ai->parent_relid != relid)
+			continue;
+		if (planner_rt_fetch(ai->child_relid, root)->relkind == RELKIND_FOREIGN_TABLE ||
+			SjForeignMember(root, ai->child_relid))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Is the join a table joined with itself under its eps or Jaccard
  * condition, as in "FROM t a JOIN t b ON a.v <-> b.v <= 0.1"?  Both sides
@@ -438,12 +457,14 @@ SjSelfJoinable(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel,
 	ri = planner_rt_fetch(innerrel->relid, root);
 	/*
 	 * Read as the same user (a view's owner reads its tables: a foreign
-	 * table's user mapping follows), not a foreign table itself (another
-	 * server's rows, which a second read need not find again)
+	 * table's user mapping follows), no foreign table, itself or among an
+	 * inheritance parent's members (another server's rows, which a second
+	 * read need not find again)
 	 */
 	if (ro->relid != ri->relid || ro->inh != ri->inh ||
 		ro->tablesample != NULL || ri->tablesample != NULL ||
-		outerrel->userid != innerrel->userid || ro->relkind == RELKIND_FOREIGN_TABLE)
+		outerrel->userid != innerrel->userid || ro->relkind == RELKIND_FOREIGN_TABLE ||
+		(ro->inh && SjForeignMember(root, outerrel->relid)))
 		return false;
 	if (!SjSameOnSides((Node *) info->outer_arg, (Node *) info->inner_arg,
 					   outerrel->relid, innerrel->relid) ||
@@ -1041,11 +1062,16 @@ SjPlanCustomPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->scan.scanrelid = 0;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
-	cscan->custom_exprs = list_make3(args,
+	cscan->custom_exprs = list_make4(args,
 									 info->op == SJ_OP_THETA ?
 									 SjOrderQuals(root, info->engine_clauses) :
 									 copyObject(info->engine_clauses),
-									 copyObject(info->residual));
+									 copyObject(info->residual),
+									 info->op == SJ_OP_THETA ?
+									 SjOrderQuals(root, list_concat_copy(info->engine_clauses,
+																		 info->residual)) :
+									 list_concat(SjOrderQuals(root, info->residual),
+												 copyObject(info->engine_clauses)));
 	cscan->custom_private = list_make5(makeInteger(info->op),
 									   makeInteger(info->jointype),
 									   makeInteger(info->strict),

@@ -90,6 +90,8 @@ enum
 								 * a constant) */
 	SJ_EXPR_ENGINE,				/* clauses the engine evaluates */
 	SJ_EXPR_RESIDUAL,			/* other join clauses */
+	SJ_EXPR_RECHECK,			/* every join clause, in the order a
+								 * recheck evaluates them (SjScanRecheck) */
 	SJ_EXPR_N
 };
 

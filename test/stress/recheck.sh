@@ -9,10 +9,12 @@
 #
 # Each case runs twice, through the node and with simjoin.enable_customscan
 # = off: a second session updates row 1 (moving its vector away from every
-# other, or changing its set) and holds the lock for a second; the case's
-# query blocks on that row and, once the update commits, rechecks its
-# pairs.  Passes when both runs of every case return the same rows (sorted)
-# and the node's plan is the one named (a self-join where it says so).
+# other, changing its set or its group) and holds the lock for a second;
+# the case's query (a SELECT ... FOR UPDATE, an UPDATE with EXISTS) blocks
+# on that row and, once the update commits, rechecks its pairs.  Passes
+# when both runs of every case return the same rows (sorted) and leave the
+# same table, and the node's plan is the one named (a self-join where it
+# says so).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -45,7 +47,7 @@ SQL
 }
 
 # run QUERY UPDATE NODE: the query's rows (sorted) while UPDATE commits
-# after a second; NODE on: through Custom Scan (SimJoin)
+# after a second, then the table's; NODE on: through Custom Scan (SimJoin)
 run() {
     local query=$1 update=$2 node=$3 out
     setup
@@ -60,6 +62,7 @@ run() {
     fi
     wait "$writer"
     sort <<<"$out" | grep -v '^SET$'
+    q -c "SELECT * FROM rt ORDER BY id"
 }
 
 passed=0 failed=0
@@ -101,5 +104,19 @@ check "jaccard self-join, set changed" "Self-Join" \
 check "theta band, row 1 moved" "theta_join" \
     "SELECT a.id, b.id FROM rt a JOIN rt b ON a.g BETWEEN b.g - 0 AND b.g + 0 AND a.id < b.id FOR UPDATE" \
     "UPDATE rt SET g = 7 WHERE id = 1"
+# a semi join's row carries its match (the inner relation's row mark)
+check "semi join, UPDATE ... WHERE EXISTS" "Join Type: Semi" \
+    "UPDATE rt t SET g = t.g + 10 WHERE EXISTS (SELECT 1 FROM rt a WHERE a.v <-> t.v <= 1 AND a.id <> t.id) RETURNING t.id" \
+    "UPDATE rt SET g = g + 100 WHERE id = 1"
+check "semi join, FOR UPDATE OF t" "Join Type: Semi" \
+    "SELECT t.id FROM rt t WHERE EXISTS (SELECT 1 FROM rt a WHERE a.v <-> t.v <= 1 AND a.id <> t.id) FOR UPDATE OF t" \
+    "UPDATE rt SET g = g + 100 WHERE id = 1"
+check "anti join, row 1 moved away" "Join Type: Anti" \
+    "SELECT t.id FROM rt t WHERE NOT EXISTS (SELECT 1 FROM rt a WHERE a.v <-> t.v <= 1 AND a.id <> t.id) FOR UPDATE OF t" "$move"
+# the other clauses first: row 1's new vector has another length, and only
+# pairs of one group reach the distance
+check "other clauses before the distance" "Join Filter" \
+    "SELECT a.id, b.id FROM rt a JOIN rt b ON a.v <-> b.v <= 2 AND a.g = b.g AND a.id <> b.id FOR UPDATE OF a" \
+    "UPDATE rt SET v = '{1,2,3}', g = 9 WHERE id = 1"
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -6,12 +6,13 @@
 LOAD 'simjoin';
 SET jit = off;
 
--- cs_uses(q): whether the plan of q contains the node
-CREATE FUNCTION cs_uses(q text) RETURNS bool LANGUAGE plpgsql AS $$
+-- cs_uses(q): whether the plan of q contains the node (or a line LIKE pattern)
+CREATE FUNCTION cs_uses(q text, pattern text DEFAULT '%Custom Scan (SimJoin)%')
+RETURNS bool LANGUAGE plpgsql AS $$
 DECLARE ln text;
 BEGIN
     FOR ln IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        IF ln LIKE '%Custom Scan (SimJoin)%' THEN RETURN true; END IF;
+        IF ln LIKE pattern THEN RETURN true; END IF;
     END LOOP;
     RETURN false;
 END $$;
@@ -335,20 +336,12 @@ RESET ROLE;
 -- difference between the sides, an outer join or a volatile filter, and
 -- both sides are read as two inputs (other join clauses, volatile or not,
 -- are decided on each pair either way)
-CREATE FUNCTION cs_self(q text) RETURNS bool LANGUAGE plpgsql AS $$
-DECLARE ln text;
-BEGIN
-    FOR ln IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        IF ln LIKE '%Self-Join: %' THEN RETURN true; END IF;
-    END LOOP;
-    RETURN false;
-END $$;
 CREATE TABLE cs_part (id int, v float8[], r real[]) PARTITION BY RANGE (id);
 CREATE TABLE cs_part1 PARTITION OF cs_part FOR VALUES FROM (MINVALUE) TO (500);
 CREATE TABLE cs_part2 PARTITION OF cs_part FOR VALUES FROM (500) TO (MAXVALUE);
 INSERT INTO cs_part SELECT id, v, r FROM cs_a;
 ANALYZE cs_part;
-SELECT cs_self(q) AS self, cs_check(q), q FROM (VALUES
+SELECT cs_uses(q, '%Self-Join: %') AS self, cs_check(q), q FROM (VALUES
     ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 5'),
     ('SELECT a.id, b.id, a.v <-> b.v FROM cs_a a JOIN cs_a b ON a.v <-> b.v < 5'),
     ('SELECT a.id, b.id FROM cs_a a JOIN cs_a b ON a.v <-> b.v <= 0'),
@@ -387,18 +380,17 @@ RESET simjoin.enable_customscan;
 -- vectors of different lengths: the error PostgreSQL's plan raises
 CREATE TABLE cs_dims (id int, v float8[]);
 INSERT INTO cs_dims VALUES (1, '{1,2}'), (2, '{1,2,3}');
-SELECT cs_self('SELECT a.id, b.id FROM cs_dims a JOIN cs_dims b ON a.v <-> b.v <= 5') AS self;
+SELECT cs_uses('SELECT a.id, b.id FROM cs_dims a JOIN cs_dims b ON a.v <-> b.v <= 5', '%Self-Join: %') AS self;
 SELECT a.id, b.id FROM cs_dims a JOIN cs_dims b ON a.v <-> b.v <= 5;
 SET simjoin.enable_customscan = off;
 SELECT a.id, b.id FROM cs_dims a JOIN cs_dims b ON a.v <-> b.v <= 5;
 RESET simjoin.enable_customscan;
 DROP TABLE cs_part, cs_dims;
-DROP FUNCTION cs_self(text);
 
 RESET enable_nestloop;
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 DROP TABLE cs_a, cs_b, cs_ta, cs_tb, cs_cfg, cs_d3, cs_rls;
 DROP ROLE regress_cs_reader;
-DROP FUNCTION cs_check(text, bool), cs_uses(text), cs_exec(text, text);
+DROP FUNCTION cs_check(text, bool), cs_uses(text, text), cs_exec(text, text);
 RESET jit;

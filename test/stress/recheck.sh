@@ -17,21 +17,8 @@
 # says so).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-own_cluster=
-if [[ -z ${PGHOST:-} ]]; then
-    source "$root/scripts/cluster.sh"
-    sj_cluster_start || exit 1
-    own_cluster=yes
-fi
-db=sj_recheck_$$
-cleanup() {
-    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1
-    [[ -n $own_cluster ]] && sj_cluster_stop
-}
-trap cleanup EXIT
-psql -X -q -d postgres -c "CREATE DATABASE $db" || exit 1
-q() { psql -X -At -d "$db" "$@"; }
+source "$here/db.sh"
+sj_stress_db sj_recheck
 
 setup() {
     q -q <<'SQL'

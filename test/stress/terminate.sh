@@ -27,26 +27,13 @@
 # count afterwards equals the one before.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
 rows=${SJ_TERM_ROWS:-30000}
 dim=${SJ_TERM_DIM:-3}
 metric=${SJ_TERM_METRIC:-l2}
 read -r -a delays <<<"${SJ_TERM_DELAYS:-0 0.2 0.5}"
 
-own_cluster=
-if [[ -z ${PGHOST:-} ]]; then
-    source "$root/scripts/cluster.sh"
-    sj_cluster_start || exit 1
-    own_cluster=yes
-fi
-db=sj_term_$$
-cleanup() {
-    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1
-    [[ -n $own_cluster ]] && sj_cluster_stop
-}
-trap cleanup EXIT
-psql -X -q -d postgres -c "CREATE DATABASE $db" || exit 1
-q() { psql -X -At -d "$db" "$@"; }
+source "$here/db.sh"
+sj_stress_db sj_term
 
 # the rounds' sessions: workers read every row (their parts kept), one CPU
 # thread (a join's length must not shrink with the machine's cores)

@@ -828,6 +828,20 @@ SjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	add_path(joinrel, (Path *) path);
 
 	/*
+	 * A self-join is not split: its partial paths would read and join two
+	 * inputs, twice the engine's work, and their cost, which spreads the
+	 * pairs' emission over the workers, rests on PostgreSQL's estimate of
+	 * an eps or Jaccard clause (a third of the cross product, where
+	 * near-duplicate joins find a few pairs a row).  Measured on two H100
+	 * (test/bench/BENCHMARKS.md, "Eighteenth session"): a 200 K x 384-D
+	 * self-join forming its pairs took 1.4-1.6 s as a parallel plan of two
+	 * inputs, whose workers each start the GPU, against 0.21 s for its
+	 * count as a self-join.
+	 */
+	if (((SjJoinPlanInfo *) linitial(path->custom_private))->self)
+		return;
+
+	/*
 	 * The outer side split across parallel workers, each joining its share
 	 * against all of the inner rows: read by each participant, or read once
 	 * by all of them together into shared memory (a partial inner path).

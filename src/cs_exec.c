@@ -589,20 +589,24 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 					*j = state->mirror_j;
 					return true;
 				}
-				while (!state->engine_done && state->pos >= state->batch.count)
+				/*
+				 * a self-join's rows that join themselves first, decided
+				 * as the engine decides pairs (SjEpsSelfRows), not again
+				 * by PostgreSQL's operator as pairs past the engine's are
+				 */
+				if (state->self_pos < state->nself_rows)
 				{
-					state->pos = 0;
-					if (!SjFetch(state))
-						state->engine_done = true;
-				}
-				if (state->engine_done && state->self_pos < state->nself_rows)
-				{
-					/* then each row that joins itself */
 					*i = state->self_rows[state->self_pos++];
 					if (state->keys[0])
 						*i = state->keys[0][*i];
 					*j = *i;
 					return true;
+				}
+				while (!state->engine_done && state->pos >= state->batch.count)
+				{
+					state->pos = 0;
+					if (!SjFetch(state))
+						state->engine_done = true;
 				}
 				if (state->engine_done)
 					return SjNextAsidePair(state, i, j);
@@ -681,8 +685,8 @@ SjFinish(SjScanState *state)
 	state->stats.emit_ms = Max(0, sj_now_ms() - state->load_done_ms - state->fetch_ms);
 	if (state->source != SJ_SRC_ENGINE)
 		state->stats.pairs = 0;
-	else if (state->self)
-		state->stats.pairs = 2 * state->stats.pairs + state->nself_rows;
+	else
+		state->stats.pairs = SjPairsFormed(state, state->stats.pairs);
 	SjStatsFinish(&state->stats, state->t0);
 }
 
@@ -787,13 +791,9 @@ SjScanAccess(ScanState *ss)
 		{
 			while (SjFetch(state))
 				;				/* batches carry counts only */
-			n = state->cursor.pairs;
-			/* a self-join: both orders, and the rows joining themselves */
-			if (state->self)
-			{
-				n = 2 * n + state->nself_rows;
-				state->self_pos = state->nself_rows;
-			}
+			/* a self-join's rows joining themselves: counted, not formed */
+			state->self_pos = state->nself_rows;
+			n = SjPairsFormed(state, state->cursor.pairs);
 			/* then the pairs of rows set aside */
 			state->engine_done = true;
 			while (SjNextRow(state) != NULL)

@@ -159,10 +159,9 @@ SjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 	if (es->analyze && state->loaded)
 	{
-		/* a self-join's pairs formed: both orders, each row with itself */
-		ExplainPropertyInteger("Pairs", NULL, state->self && !state->finished ?
-							   2 * state->stats.pairs + state->self_pos :
-							   state->stats.pairs, es);
+		/* the pairs formed (SjFinish counts them so once the run ends) */
+		ExplainPropertyInteger("Pairs", NULL, state->finished ? state->stats.pairs :
+							   SjPairsFormed(state, state->stats.pairs), es);
 		if (es->timing)
 		{
 			ExplainPropertyText("Run Device", state->stats.device, es);

@@ -216,9 +216,9 @@ typedef struct SjScanState
 	int			gis;			/* eps over PostGIS points: SJ_GIS_* flags */
 	bool		self;			/* a self-join: the outer read once, the
 								 * inner its copy (rows[1] = rows[0]), each
-								 * engine pair emitted in both orders, then
-								 * each row with itself (SjEpsSelfRows,
-								 * SjJaccardSelfRows) */
+								 * row with itself (SjEpsSelfRows,
+								 * SjJaccardSelfRows), then each engine pair
+								 * in both orders */
 	int			workers;
 	bool		plan_cpu;		/* planned for the CPU engine (device = auto) */
 	int			nprefix;
@@ -249,7 +249,8 @@ typedef struct SjScanState
 	bool		mirror;			/* self: the last pair's other order next */
 	int64		mirror_i;
 	int64		mirror_j;
-	const uint32 *self_rows;	/* self: engine rows joining themselves */
+	const uint32 *self_rows;	/* self: engine rows joining themselves,
+								 * formed before the engine's pairs */
 	int64		nself_rows;
 	int64		self_pos;		/* ... emitted so far */
 	int64		nl_i;
@@ -371,6 +372,16 @@ static inline bool
 SjPlanKeepsCpu(SjScanState *state)
 {
 	return sj_device == SJ_DEVICE_AUTO && state->plan_cpu;
+}
+
+/*
+ * The pairs a run formed of npairs of its engine: a self-join's in both
+ * orders, and its rows that joined themselves so far (SjNextPair).
+ */
+static inline int64
+SjPairsFormed(const SjScanState *state, int64 npairs)
+{
+	return state->self ? 2 * npairs + state->self_pos : npairs;
 }
 
 /* cs_exec.c */

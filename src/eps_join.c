@@ -555,25 +555,6 @@ typedef struct SjSelfTask
 	bool	   *joins;			/* row i's distance to itself <= eps */
 } SjSelfTask;
 
-/* Coordinate k of row i, in whichever layout the side holds. */
-static inline double
-SjEpsCoord(const SjVectors *v, int k, uint32 i, int *piece)
-{
-	const SjRowPiece *p;
-
-	if (v->coords)
-		return v->coords[(size_t) k * v->n + i];
-	if (v->fcoords)
-		return (double) v->fcoords[(size_t) k * v->n + i];
-	/* rows in pieces, in order: the piece of row i (the last one, or later) */
-	while (i >= v->pieces[*piece].first + v->pieces[*piece].n)
-		(*piece)++;
-	while (i < v->pieces[*piece].first)
-		(*piece)--;
-	p = &v->pieces[*piece];
-	return (double) p->rows[(size_t) (i - p->first) * v->dim + k];
-}
-
 /* SjTaskFn of SjEpsSelfRows: the cosine distance of a block of rows to themselves. */
 static void
 SjEpsSelfTask(void *arg, uint64_t task, int worker)
@@ -583,7 +564,6 @@ SjEpsSelfTask(void *arg, uint64_t task, int worker)
 	uint32		first = (uint32) (task * SJ_SELF_BLOCK);
 	uint32		n = Min(v->n - first, SJ_SELF_BLOCK);
 	double		na[SJ_SELF_BLOCK];
-	int			piece = 0;
 	uint32		i;
 	int			k;
 
@@ -591,12 +571,20 @@ SjEpsSelfTask(void *arg, uint64_t task, int worker)
 		na[i] = 0.0;
 	/* each row's |x|^2 summed in dimension order, as the engines sum it */
 	for (k = 0; k < v->dim; k++)
-		for (i = 0; i < n; i++)
-		{
-			double		x = SjEpsCoord(v, k, first + i, &piece);
+	{
+		size_t		col = (size_t) k * v->n + first;
 
-			na[i] = sj_dot_step(na[i], x, x);
-		}
+		if (v->coords)
+			for (i = 0; i < n; i++)
+				na[i] = sj_dot_step(na[i], v->coords[col + i], v->coords[col + i]);
+		else
+			for (i = 0; i < n; i++)
+			{
+				double		x = (double) v->fcoords[col + i];
+
+				na[i] = sj_dot_step(na[i], x, x);
+			}
+	}
 	for (i = 0; i < n; i++)
 		t->joins[first + i] = sj_cosine_finish(na[i], na[i], na[i]) <= t->eps;
 }
@@ -609,6 +597,8 @@ SjEpsSelfTask(void *arg, uint64_t task, int worker)
  * sqrt(sum (x_k - x_k)^2) = 0 for every row (the engines' rows are
  * finite), so every row; under cosine it is computed as the engines
  * compute a pair's (sjdist.h): NaN for a zero vector, which joins nothing.
+ * The custom scan's sides are columns (SjVectors.coords or .fcoords: it
+ * keeps no real rows in pieces).
  */
 uint32 *
 SjEpsSelfRows(const SjEpsJob *job, int64 *n)
@@ -623,6 +613,9 @@ SjEpsSelfRows(const SjEpsJob *job, int64 *n)
 		SjSelfTask	t;
 		SjStatus	status;
 		char		errmsg[SJ_ERRMSG_LEN] = "";
+
+		if (v->coords == NULL && v->fcoords == NULL)
+			elog(ERROR, "simjoin: a self-join's side is not held as columns");
 
 		t.v = v;
 		t.eps = job->eps;

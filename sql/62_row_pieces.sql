@@ -1,9 +1,10 @@
--- eps_join's function form reads real[] rows in place where the GPU runs
--- it (the leader's rows and the parallel workers' parts, kept mapped until
--- the join ends); the developer option simjoin.debug_row_pieces does so
--- whichever engine runs.  The pairs and distances equal those of the
--- columns merged from a serial read, bit for bit; an error or a cancel while
--- the parts are kept frees them, and the session goes on.
+-- eps_join's function form and the custom scan read real[] rows in place
+-- where the GPU runs them (this process's rows and the parallel workers'
+-- parts, kept mapped until the join ends); the developer option
+-- simjoin.debug_row_pieces does so whichever engine runs.  The pairs and
+-- distances equal those of the columns merged from a serial read, bit for
+-- bit; an error or a cancel while the parts are kept frees them, and the
+-- session goes on.
 LOAD 'simjoin';
 SET jit = off;
 SET simjoin.cpu_threads = 2;
@@ -44,6 +45,16 @@ SELECT rp_same($$SELECT * FROM eps_join('rp_v', 'id', 'v', 1.0)$$);
 SELECT rp_same($$SELECT * FROM eps_join('rp_v', 'id', 'v', 0.00002, 'cosine')$$);
 SELECT rp_same($$SELECT * FROM eps_join('rp_v', 'id', 'v', 'rp_w', 'id', 'v', 1.0)$$);
 SELECT rp_same($$SELECT eps_join_count('rp_v', 'id', 'v', 2.5) AS n$$);
+-- the custom scan too (plain SQL): counting, a table joined with itself and
+-- two tables, read by workers whose parts stay mapped until the engine
+-- ends; forming rows, the rows this process read (a self-join's cosine
+-- distances of rows to themselves computed over the rows in place)
+SELECT rp_same($$SELECT count(*) AS n FROM rp_v a JOIN rp_v b ON a.v <-> b.v <= 1.0$$);
+SELECT rp_same($$SELECT count(*) AS n FROM rp_v a JOIN rp_w b ON a.v <-> b.v <= 1.0$$);
+SELECT rp_same($$SELECT count(*) AS n FROM rp_v a JOIN rp_v b ON a.v <=> b.v <= 0.00002$$);
+SELECT rp_same($$SELECT a.id AS a, b.id AS b, a.v <=> b.v AS d
+                 FROM rp_v a JOIN rp_v b ON a.v <=> b.v <= 0.00002$$);
+SELECT rp_same($$SELECT a.id AS a, b.id AS b FROM rp_v a JOIN rp_w b ON a.v <-> b.v <= 0.5$$);
 
 -- an error with both sides' parts kept (the vectors' dimensions differ):
 -- freed, and the same join again gives the same answer
@@ -60,6 +71,16 @@ SET statement_timeout = '300ms';
 SELECT count(*) FROM eps_join('rp_v', 'id', 'v', 1e9);
 RESET statement_timeout;
 SELECT eps_join_count('rp_v', 'id', 'v', 'rp_w', 'id', 'v', 1.0) AS after_cancel;
+SELECT scan_workers > 0 AS workers FROM simjoin_last_stats();
+-- the same in plain SQL: an error with both inputs' parts kept, and a
+-- cancel while the node's cursor is open over the rows it read
+SELECT count(*) FROM rp_v a JOIN rp_v b ON a.v <-> b.v2 <= 1.5;
+SELECT count(*) AS after_error FROM rp_v a JOIN rp_w b ON a.v <-> b.v <= 1.0;
+SELECT scan_workers > 0 AS workers FROM simjoin_last_stats();
+SET statement_timeout = '300ms';
+SELECT sum(a.id - b.id) FROM rp_v a JOIN rp_v b ON a.v <-> b.v <= 1e9;
+RESET statement_timeout;
+SELECT count(*) AS after_cancel FROM rp_v a JOIN rp_v b ON a.v <-> b.v <= 1.0;
 SELECT scan_workers > 0 AS workers FROM simjoin_last_stats();
 RESET parallel_leader_participation;
 RESET min_parallel_table_scan_size;

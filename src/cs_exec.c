@@ -490,8 +490,20 @@ SjLoad(SjScanState *state)
 }
 
 /*
+ * Unmap what the sides kept mapped for the engine (SjSideMethods.release),
+ * once it has ended; again, nothing.
+ */
+static void
+SjReleaseSides(SjScanState *state)
+{
+	if (state->sides != NULL && state->side_ops->release != NULL)
+		state->side_ops->release(state);
+}
+
+/*
  * The engine's next batch, fetched in the run's context (which owns the
- * engine handle); false when the join is done.
+ * engine handle); false when the join is done (its engine ended, and what
+ * the sides kept for it released).
  */
 static bool
 SjFetch(SjScanState *state)
@@ -501,6 +513,8 @@ SjFetch(SjScanState *state)
 	bool		more = SjCursorFetch(&state->cursor, &state->batch, &state->stats);
 
 	state->fetch_ms += sj_now_ms() - t;
+	if (!more)
+		SjReleaseSides(state);
 	MemoryContextSwitchTo(old);
 	return more;
 }
@@ -879,6 +893,7 @@ SjResetRun(SjScanState *state)
 {
 	if (state->loaded && state->source == SJ_SRC_ENGINE)
 		SjCursorClose(&state->cursor);
+	SjReleaseSides(state);
 	MemoryContextReset(state->cxt);
 	memset(&state->rows, 0, sizeof(state->rows));
 	state->aside[0] = state->aside[1] = NULL;
@@ -911,6 +926,7 @@ SjEndScan(CustomScanState *node)
 
 	if (state->loaded && !state->finished && state->source == SJ_SRC_ENGINE)
 		SjCursorClose(&state->cursor);
+	SjReleaseSides(state);
 	MemoryContextDelete(state->cxt);
 	foreach(lc, node->custom_ps)
 		ExecEndNode(lfirst(lc));

@@ -60,10 +60,32 @@ SjEpsSidesBegin(SjScanState *state)
 	for (s = 0; s < 2; s++)
 	{
 		SjEpsSideInit(&sd->scan[s], "vector");	/* l2_distance's word */
-		/* real[] columns stay real for the GPU, which widens them itself */
-		sd->scan[s].keep_real = gpu;
+
+		/*
+		 * real[] vectors stay real rows for the GPU, which transposes and
+		 * widens them itself: this process's rows, and the parts of the
+		 * workers that read a counted side (SjReadSideParallel), kept
+		 * mapped until SjEpsSidesRelease (for any engine under
+		 * simjoin.debug_row_pieces, as in the function form)
+		 */
+		sd->scan[s].keep_real = sd->scan[s].keep_rows = gpu || sj_debug_row_pieces;
 	}
 	state->sides = sd;
+}
+
+/*
+ * SjSideMethods.release: unmap the workers' parts that the sides kept for
+ * the engine (SjEpsSideFinish), once it has ended.  An abort unmaps them
+ * through its resource owner instead, having stopped the engine first
+ * (parscan.c's SjKeptPartDetach, SjStopLiveJoin).
+ */
+static void
+SjEpsSidesRelease(SjScanState *state)
+{
+	SjEpsSides *sd = state->sides;
+
+	SjEpsSideUnmap(&sd->scan[0]);
+	SjEpsSideUnmap(&sd->scan[1]);
 }
 
 /* SjSideMethods.row: one row's key and vector. */
@@ -654,26 +676,26 @@ SjThetaSidesEnd(SjScanState *state)
 static const SjSideMethods sj_eps_sides = {
 	SJ_PART_EPS, "vector", false, SjEpsSidesBegin, SjEpsSidesRow,
 	SjEpsSidesSide, SjEpsSidesAddParts, SjEpsSidesKeys, SjEpsSidesEnd,
-	NULL, NULL, NULL
+	NULL, NULL, NULL, SjEpsSidesRelease
 };
 
 static const SjSideMethods sj_point_sides = {
 	SJ_PART_POINTS, "point", false, SjPointSidesBegin, SjPointSidesRow,
 	SjPointSidesSide, SjPointSidesAddParts, SjPointSidesKeys, SjPointSidesEnd,
-	SjPointSidesOrder, SjPointSidesExport, SjPointSidesImport
+	SjPointSidesOrder, SjPointSidesExport, SjPointSidesImport, NULL
 };
 
 static const SjSideMethods sj_set_sides = {
 	SJ_PART_SETS, "set", false, SjSetSidesBegin, SjSetSidesRow,
 	SjSetSidesSide, SjSetSidesAddParts, SjSetSidesKeys, SjSetSidesEnd,
-	NULL, NULL, NULL
+	NULL, NULL, NULL, NULL
 };
 
 /* (its part format ignores "what": the columns name themselves) */
 static const SjSideMethods sj_theta_sides = {
 	SJ_PART_THETA, "set", true, SjThetaSidesBegin, SjThetaSidesRow,
 	SjThetaSidesSide, SjThetaSidesAddParts, SjThetaSidesKeys, SjThetaSidesEnd,
-	NULL, NULL, NULL
+	NULL, NULL, NULL, NULL
 };
 
 /* The side methods of a node's operator (PostGIS points apart). */

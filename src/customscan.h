@@ -331,6 +331,12 @@ typedef struct SjSideMethods
 	Size		(*export) (SjScanState *state, int s, const uint32 *order,
 						   char *dst);
 	void		(*import) (SjScanState *state, int s, const char *src);
+	/*
+	 * Once no engine reads the sides (the cursor closed, on a rescan or at
+	 * the end, not on an abort): unmap what they kept mapped for it (NULL:
+	 * nothing is kept)
+	 */
+	void		(*release) (SjScanState *state);
 } SjSideMethods;
 
 /* The paths offered for a join. */

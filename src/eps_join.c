@@ -430,7 +430,8 @@ SjEpsSideFinish(SjEpsScan *scan, SjParts *parts, SjVectorInput *out)
 			narrow = false;
 	m.keys = nparts > 0 ?
 		palloc_extended(Max(m.n, 1) * sizeof(int64), MCXT_ALLOC_HUGE) : scan->keys;
-	if (narrow && scan->keep_rows)
+	/* parts in place only where they can be kept mapped (a parallel scan's) */
+	if (narrow && scan->keep_rows && SjPartsKeepable(parts))
 	{
 		SjRowPiece *pieces = palloc(m.npieces * sizeof(SjRowPiece));
 		int			np = 0;
@@ -570,21 +571,39 @@ SjEpsSelfTask(void *arg, uint64_t task, int worker)
 	for (i = 0; i < n; i++)
 		na[i] = 0.0;
 	/* each row's |x|^2 summed in dimension order, as the engines sum it */
-	for (k = 0; k < v->dim; k++)
+	if (v->npieces > 0)
 	{
-		size_t		col = (size_t) k * v->n + first;
+		/* real rows in pieces (SjVectors.pieces): a row's floats in a run */
+		int			p = 0;
 
-		if (v->coords)
-			for (i = 0; i < n; i++)
-				na[i] = sj_dot_step(na[i], v->coords[col + i], v->coords[col + i]);
-		else
-			for (i = 0; i < n; i++)
-			{
-				double		x = (double) v->fcoords[col + i];
+		for (i = 0; i < n; i++)
+		{
+			uint32		row = first + i;
+			const float *x;
 
-				na[i] = sj_dot_step(na[i], x, x);
-			}
+			while (row >= v->pieces[p].first + v->pieces[p].n)
+				p++;
+			x = v->pieces[p].rows + (size_t) (row - v->pieces[p].first) * v->dim;
+			for (k = 0; k < v->dim; k++)
+				na[i] = sj_dot_step(na[i], (double) x[k], (double) x[k]);
+		}
 	}
+	else
+		for (k = 0; k < v->dim; k++)
+		{
+			size_t		col = (size_t) k * v->n + first;
+
+			if (v->coords)
+				for (i = 0; i < n; i++)
+					na[i] = sj_dot_step(na[i], v->coords[col + i], v->coords[col + i]);
+			else
+				for (i = 0; i < n; i++)
+				{
+					double		x = (double) v->fcoords[col + i];
+
+					na[i] = sj_dot_step(na[i], x, x);
+				}
+		}
 	for (i = 0; i < n; i++)
 		t->joins[first + i] = sj_cosine_finish(na[i], na[i], na[i]) <= t->eps;
 }
@@ -597,8 +616,8 @@ SjEpsSelfTask(void *arg, uint64_t task, int worker)
  * sqrt(sum (x_k - x_k)^2) = 0 for every row (the engines' rows are
  * finite), so every row; under cosine it is computed as the engines
  * compute a pair's (sjdist.h): NaN for a zero vector, which joins nothing.
- * The custom scan's sides are columns (SjVectors.coords or .fcoords: it
- * keeps no real rows in pieces).
+ * The side is columns (SjVectors.coords or .fcoords) or real rows in
+ * pieces (.pieces, in row order).
  */
 uint32 *
 SjEpsSelfRows(const SjEpsJob *job, int64 *n)
@@ -614,8 +633,8 @@ SjEpsSelfRows(const SjEpsJob *job, int64 *n)
 		SjStatus	status;
 		char		errmsg[SJ_ERRMSG_LEN] = "";
 
-		if (v->coords == NULL && v->fcoords == NULL)
-			elog(ERROR, "simjoin: a self-join's side is not held as columns");
+		if (v->coords == NULL && v->fcoords == NULL && v->npieces == 0)
+			elog(ERROR, "simjoin: a self-join's side holds no vectors");
 
 		t.v = v;
 		t.eps = job->eps;

@@ -182,6 +182,7 @@ extern bool SjScanChildrenParallel(struct PlanState **children, SjPartKind kind,
 								   const Oid *const *typids, void **sides,
 								   const char *const *what, SjParts **parts);
 extern void SjPartsRelease(SjParts *parts);
+extern bool SjPartsKeepable(const SjParts *parts);
 extern void SjPartsKeep(SjParts *parts);
 extern void SjPartsUnmap(SjParts *parts);
 

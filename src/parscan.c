@@ -972,6 +972,17 @@ SjPartsKeep(SjParts *parts)
 		parts->keep = true;
 }
 
+/*
+ * Can SjPartsKeep keep parts mapped (NULL or none: nothing to keep)?  Only
+ * a parallel scan's (SjParallelScan), not parts gathered in a
+ * parallel query's shared memory, which goes with its Gather.
+ */
+bool
+SjPartsKeepable(const SjParts *parts)
+{
+	return parts == NULL || parts->nparts == 0 || parts->run != NULL;
+}
+
 /* Unmap the parts that SjPartsKeep kept (NULL, or not kept: nothing). */
 void
 SjPartsUnmap(SjParts *parts)

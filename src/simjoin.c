@@ -118,8 +118,8 @@ _PG_init(void)
 							 &sj_enable_shared_index, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("simjoin.debug_row_pieces",
-							 "Reads eps_join's real[] rows in place, as for the GPU, "
-							 "whichever engine runs (a developer option, for tests).",
+							 "Reads real[] rows of eps joins (the functions and the custom scan) "
+							 "in place, as for the GPU, whichever engine runs (a developer option, for tests).",
 							 "The parallel workers' parts stay mapped until the join "
 							 "ends, and the CPU engine transposes them itself.",
 							 &sj_debug_row_pieces, false,

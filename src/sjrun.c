@@ -147,12 +147,41 @@ SjJoinOptionsInit(SjJoinOptions *options, bool count_only)
 	options->gpu_device = 0;
 }
 
-/* Reset callback: end an engine run that an ERROR left behind. */
+/*
+ * The cursors whose engine runs now (SjStopLiveJoin): the set-returning
+ * functions' (SjRunJoin) and the custom scan's, open across its calls.
+ */
+static SjCursor *sj_live_cursors = NULL;
+
+/* Take cur off the live cursors' list (not on it: nothing). */
+static void
+SjCursorUnlive(SjCursor *cur)
+{
+	SjCursor  **p;
+
+	for (p = &sj_live_cursors; *p != NULL; p = &(*p)->live_next)
+		if (*p == cur)
+		{
+			*p = cur->live_next;
+			break;
+		}
+	cur->live_next = NULL;
+}
+
+/*
+ * Reset callback: end an engine run that an ERROR left behind (and, called
+ * again, nothing).  Its cursor is no longer live.
+ */
 static void
 SjRunCallback(void *arg)
 {
 	SjRun	   *run = (SjRun *) arg;
 
+	if (run->cursor)
+	{
+		SjCursorUnlive(run->cursor);
+		run->cursor = NULL;
+	}
 	if (run->handle)
 	{
 		void	   *h = run->handle;
@@ -163,13 +192,19 @@ SjRunCallback(void *arg)
 	SjDevicesRelease(&run->hold);
 }
 
-/* Tie the run's engine handle to CurrentMemoryContext's lifetime. */
+/*
+ * Tie the run's engine handle to CurrentMemoryContext's lifetime, and put
+ * its cursor on the live cursors' list until the run ends.
+ */
 static void
-SjRunRegister(SjRun *run)
+SjRunRegister(SjRun *run, SjCursor *cur)
 {
 	run->cb.func = SjRunCallback;
 	run->cb.arg = run;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &run->cb);
+	run->cursor = cur;
+	cur->live_next = sj_live_cursors;
+	sj_live_cursors = cur;
 }
 
 /* Collect the engine's timings into stats. */
@@ -243,6 +278,11 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 		int			done = 0;
 
 		memset(batch, 0, sizeof(*batch));
+		if (cur->stopped)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s was stopped: the memory of its input was released",
+							spec->name)));
 		if (cur->ending)
 			SjCursorClose(cur);
 		if (cur->done)
@@ -276,7 +316,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 			}
 			cur->begun_at = sj_now_ms();
 			if (status == SJ_OK)
-				SjRunRegister(cur->run);
+				SjRunRegister(cur->run, cur);
 			else
 				cur->run->handle = NULL;	/* a failed begin leaves nothing */
 		}
@@ -344,9 +384,6 @@ SjCursorClose(SjCursor *cur)
 	cur->done = true;
 }
 
-/* The cursor of the join SjRunJoin runs (SjStopLiveJoin), else NULL. */
-static SjCursor *sj_live_cursor = NULL;
-
 /*
  * Run one join to completion, handing each batch to spec->ops->emit unless
  * counting.  Returns the number of pairs.
@@ -356,10 +393,8 @@ SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats)
 {
 	SjCursor	cur;
 	SjPairBatch batch;
-	SjCursor   *outer = sj_live_cursor;
 
 	SjCursorOpen(&cur, spec, count_only);
-	sj_live_cursor = &cur;
 	PG_TRY();
 	{
 		while (SjCursorFetch(&cur, &batch, stats))
@@ -376,29 +411,33 @@ SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats)
 	PG_CATCH();
 	{
 		/* the engine stops before the abort unmaps what it may read */
-		sj_live_cursor = outer;
 		SjCursorClose(&cur);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	sj_live_cursor = outer;
 	return cur.pairs;
 }
 
 /*
- * Stop the join SjRunJoin is running, if any: its engine ended (its
- * threads joined, its device memory freed), for memory that goes away
- * before the transaction's memory does (a parallel scan's kept parts, on a
- * FATAL exit's shutdown).  An ERROR's path stops it in SjRunJoin already.
+ * Stop every join whose engine runs now (the live cursors): each engine
+ * ended (its threads joined, its device memory freed), for memory that
+ * goes away before the transaction's memory does (a parallel scan's kept
+ * parts, which an abort's resource owner or a FATAL exit's shutdown
+ * unmaps).  An ERROR's path stops SjRunJoin's in SjRunJoin already; the
+ * custom scan's stays open across its calls.  A stopped cursor's next
+ * fetch is an error, never a short result.
  */
 void
 SjStopLiveJoin(void)
 {
-	SjCursor   *cur = sj_live_cursor;
+	while (sj_live_cursors != NULL)
+	{
+		SjCursor   *cur = sj_live_cursors;
 
-	sj_live_cursor = NULL;
-	if (cur != NULL)
+		SjCursorUnlive(cur);
+		cur->stopped = true;
 		SjCursorClose(cur);
+	}
 }
 
 /*

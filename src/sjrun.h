@@ -71,6 +71,7 @@ typedef struct SjRun
 	const SjEngine *engine;
 	SjDeviceHold hold;			/* GPU runs: the devices it runs on */
 	MemoryContextCallback cb;
+	struct SjCursor *cursor;	/* the cursor running it, while live */
 } SjRun;
 
 /*
@@ -169,6 +170,8 @@ typedef struct SjCursor
 	bool		ending;			/* the engine returned its last batch */
 	bool		done;
 	SjRun	   *run;			/* NULL before the first fetch */
+	bool		stopped;		/* ended by SjStopLiveJoin */
+	struct SjCursor *live_next;	/* the live cursors' list (sjrun.c) */
 	int64		pairs;			/* pairs fetched so far */
 	/* DEBUG2's timeline (sj_now_ms): the engine's begin, its last batch */
 	double		began_at,

@@ -10,7 +10,7 @@
 #         PGOPTIONS='-c simjoin.device=gpu' bash test/stress/terminate.sh
 #
 # Each round starts a join in a session of its own (a count over the emitted
-# pairs, or the count form), waits until the server shows the query active,
+# pairs, the count form, or the same count in plain SQL), waits until the server shows the query active,
 # then a delay (SJ_TERM_DELAYS, seconds), and ends the session with
 # pg_terminate_backend (its backend exits with FATAL, the path of
 # on_dsm_detach) or cancels the query with pg_cancel_backend (an ERROR).
@@ -63,6 +63,11 @@ q -q -c "CREATE EXTENSION simjoin" && make_table "$rows" || exit 1
 # long anywhere) or to count (the engine's: grown below until it lasts)
 emit="SELECT count(*) FROM eps_join('tv', 'id', 'v', 1e9, '$metric')"
 count="SELECT eps_join_count('tv', 'id', 'v', 1e9, '$metric')"
+# the same count in plain SQL: the custom scan's count node, whose workers'
+# parts stay mapped under its open cursor (the comment names it for the
+# rounds' lookup below)
+case $metric in cosine) op='<=>' ;; *) op='<->' ;; esac
+sqlcount="SELECT /* eps_join */ count(*) FROM tv a JOIN tv b ON a.v $op b.v <= 1e9"
 max_delay=$(printf '%s\n' "${delays[@]}" | sort -g | tail -1)
 need_ms=$(awk -v d="$max_delay" 'BEGIN { print int(3000 * d + 1000) }')
 count_ms() {   # ms of one whole count join in a session of its own
@@ -79,7 +84,7 @@ while ((ms < need_ms && rows < 4000000 && rows * dim < 16000000)); do
 done
 joins=("$emit")
 if ((ms >= need_ms)); then
-    joins+=("$count")
+    joins+=("$count" "$sqlcount")
     echo "terminate test: the count form takes $ms ms at $rows rows (at least $need_ms wanted)"
 else
     echo "terminate test: the count form takes $ms ms at $rows rows, under $need_ms: its rounds skipped"

@@ -82,6 +82,30 @@ SELECT sum(a.id - b.id) FROM rp_v a JOIN rp_v b ON a.v <-> b.v <= 1e9;
 RESET statement_timeout;
 SELECT count(*) AS after_cancel FROM rp_v a JOIN rp_v b ON a.v <-> b.v <= 1.0;
 SELECT scan_workers > 0 AS workers FROM simjoin_last_stats();
+-- a join whose kept parts an aborted subtransaction unmaps stops only
+-- itself: the open cursor of another join (its engine between batches)
+-- goes on, all of its rows
+CREATE FUNCTION rp_move_all(c refcursor) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+    MOVE FORWARD ALL FROM c;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;
+SET cursor_tuple_fraction = 1;
+EXPLAIN (COSTS OFF)
+SELECT a.id AS a, b.id AS b FROM rp_v a JOIN rp_w b ON a.v <-> b.v <= 0.5;
+BEGIN;
+DECLARE rp_c CURSOR FOR
+    SELECT a.id AS a, b.id AS b FROM rp_v a JOIN rp_w b ON a.v <-> b.v <= 0.5;
+MOVE 10 IN rp_c;
+SAVEPOINT rp_s;
+SELECT eps_join_count('rp_v', 'id', 'v', 'rp_v', 'id', 'v2', 1.5);
+ROLLBACK TO SAVEPOINT rp_s;
+SELECT rp_move_all('rp_c') + 10 AS cursor_rows;
+COMMIT;
+RESET cursor_tuple_fraction;
+DROP FUNCTION rp_move_all(refcursor);
 RESET parallel_leader_participation;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;

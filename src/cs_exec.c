@@ -122,6 +122,7 @@ SjBeginScan(CustomScanState *node, EState *estate, int eflags)
 
 static void SjMarshalRow(SjScanState *state, int s, int64 r, const Datum *values,
 						 const bool *nulls);
+static void SjReleaseSides(SjScanState *state);
 
 /* Read one input to its end, keeping each row's values. */
 static void
@@ -471,6 +472,9 @@ SjLoad(SjScanState *state)
 		state->stats.left_rows = state->rows[0].n;
 		state->stats.right_rows = state->rows[1].n;
 	}
+	/* no engine to read what the sides kept for one: unmapped now */
+	if (state->source != SJ_SRC_ENGINE)
+		SjReleaseSides(state);
 	/* building or waiting for the shared index counts as building */
 	state->stats.scan_ms = sj_now_ms() - state->t0 - state->index_ms;
 	state->stats.build_ms += state->index_ms;
@@ -593,6 +597,12 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 	switch (state->source)
 	{
 		case SJ_SRC_ENGINE:
+			/* an engine stopped under it (SjStopLiveJoin) left no batch */
+			if (state->cursor.stopped)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("%s was stopped: the memory of its input was released",
+								state->spec.name)));
 			for (;;)
 			{
 				/* a self-join: the other order of the pair before */

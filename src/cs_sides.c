@@ -77,7 +77,8 @@ SjEpsSidesBegin(SjScanState *state)
  * SjSideMethods.release: unmap the workers' parts that the sides kept for
  * the engine (SjEpsSideFinish), once it has ended.  An abort unmaps them
  * through its resource owner instead, having stopped the engine first
- * (parscan.c's SjKeptPartDetach, SjStopLiveJoin).
+ * (parscan.c's SjKeptPartDetach, SjStopLiveJoin: the spec names them,
+ * SjEpsSidesEnd).
  */
 static void
 SjEpsSidesRelease(SjScanState *state)
@@ -181,6 +182,9 @@ SjEpsSidesEnd(SjScanState *state)
 		SjErrorDims(sc[state->swapped ? 1 : 0].dim, sc[state->swapped ? 0 : 1].dim);
 	job->eps = state->param;
 	job->metric = state->metric;
+	/* the workers' parts its engine reads in place, kept for it */
+	state->spec.reads[0] = SjPartsToken(sc[0].kept);
+	state->spec.reads[1] = SjPartsToken(sc[1].kept);
 	if (state->self)
 	{
 		/* the engine's self-join; each row with itself decided here */

@@ -818,10 +818,14 @@ SjEpsJoinRun(Oid left_relid, text *left_key, text *left_vec,
 	stats.right_rows = job.self ? job.left.vectors.n : job.right.vectors.n;
 	stats.scan_ms = sj_now_ms() - t0;
 
+	memset(&spec, 0, sizeof(spec));
 	spec.name = store ? "eps_join" : "eps_join_count";
 	spec.ops = &sj_eps_methods;
 	spec.arg = &job;
 	spec.store = store;
+	/* the workers' parts its engine reads in place, kept for it */
+	spec.reads[0] = SjPartsToken(lscan.kept);
+	spec.reads[1] = job.self ? 0 : SjPartsToken(rscan.kept);
 	pairs = SjJoinAndReport(&spec,
 							job.left.vectors.n == 0 ||
 							(!job.self && job.right.vectors.n == 0),

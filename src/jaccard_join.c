@@ -773,6 +773,7 @@ SjJaccardJoinRun(Oid left_relid, text *left_key, text *left_set,
 	stats.right_rows = job.self ? job.left.n : job.right.n;
 	stats.scan_ms = sj_now_ms() - t0;
 
+	memset(&spec, 0, sizeof(spec));
 	spec.name = store ? "jaccard_join" : "jaccard_join_count";
 	spec.ops = &sj_jaccard_methods;
 	spec.arg = &job;

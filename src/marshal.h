@@ -87,6 +87,8 @@ typedef struct SjParts
 	void	   *run;			/* parscan.c's, until SjPartsRelease */
 	void	  **segs;			/* the parts' shared memory (dsm_segment *) */
 	bool		keep;			/* SjPartsKeep: mapped until SjPartsUnmap */
+	uint32		keep_token;		/* SjPartsKeep's: names them to the cursor
+								 * that reads them (SjRunSpec.reads) */
 } SjParts;
 
 typedef struct SjColumn
@@ -184,6 +186,7 @@ extern bool SjScanChildrenParallel(struct PlanState **children, SjPartKind kind,
 extern void SjPartsRelease(SjParts *parts);
 extern bool SjPartsKeepable(const SjParts *parts);
 extern void SjPartsKeep(SjParts *parts);
+extern uint32 SjPartsToken(const SjParts *parts);
 extern void SjPartsUnmap(SjParts *parts);
 
 /*

@@ -949,14 +949,17 @@ SjParallelScan(SjScanJob *jobs, int njobs, Snapshot snapshot, int nworkers,
 }
 
 /*
- * on_dsm_detach callback of a kept part: whatever unmaps it (SjPartsUnmap,
- * an abort's resource owner, a FATAL exit's shutdown) first stops the
- * join that may still read it on other threads (SjStopLiveJoin).
+ * on_dsm_detach callback of a kept part (arg: its parts' keep_token):
+ * whatever unmaps it other than SjPartsUnmap (an abort's resource owner, a
+ * FATAL exit's shutdown) first stops the joins that may still read it on
+ * other threads, those whose cursors name the token (SjStopLiveJoin); no
+ * other join, such as an outer query's open cursor when a subtransaction
+ * aborts.
  */
 static void
 SjKeptPartDetach(dsm_segment *seg, Datum arg)
 {
-	SjStopLiveJoin();
+	SjStopLiveJoin(DatumGetUInt32(arg));
 }
 
 /*
@@ -968,8 +971,22 @@ SjKeptPartDetach(dsm_segment *seg, Datum arg)
 void
 SjPartsKeep(SjParts *parts)
 {
+	static uint32 last_token = 0;
+
 	if (parts != NULL && parts->run != NULL)
+	{
 		parts->keep = true;
+		if (++last_token == 0)
+			last_token = 1;
+		parts->keep_token = last_token;
+	}
+}
+
+/* The token of parts SjPartsKeep kept, for the cursor that reads them; else 0. */
+uint32
+SjPartsToken(const SjParts *parts)
+{
+	return parts != NULL && parts->keep ? parts->keep_token : 0;
 }
 
 /*
@@ -997,7 +1014,7 @@ SjPartsUnmap(SjParts *parts)
 	{
 		dsm_segment *seg = (dsm_segment *) parts->segs[i];
 
-		cancel_on_dsm_detach(seg, SjKeptPartDetach, (Datum) 0);
+		cancel_on_dsm_detach(seg, SjKeptPartDetach, UInt32GetDatum(parts->keep_token));
 		dsm_detach(seg);
 	}
 	elog(DEBUG2, "simjoin: %d kept parts unmapped in %.1f ms", parts->nparts,
@@ -1031,7 +1048,8 @@ SjPartsRelease(SjParts *parts)
 			for (k = 0; k < run->nsegs; k++)
 				if (run->segs[k] == parts->segs[i])
 					run->segs[k] = NULL;
-			on_dsm_detach((dsm_segment *) parts->segs[i], SjKeptPartDetach, (Datum) 0);
+			on_dsm_detach((dsm_segment *) parts->segs[i], SjKeptPartDetach,
+						  UInt32GetDatum(parts->keep_token));
 		}
 	}
 	else

@@ -914,6 +914,7 @@ SjPointJoinRun(Oid left_relid, text *left_key, text *left_col,
 									   &job.eps.left,
 									   job.eps.self ? NULL : &job.eps.right);
 
+	memset(&spec, 0, sizeof(spec));
 	spec.name = store ? "eps_join" : "eps_join_count";
 	spec.ops = &sj_point_methods;
 	spec.arg = &job;

@@ -419,24 +419,31 @@ SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats)
 }
 
 /*
- * Stop every join whose engine runs now (the live cursors): each engine
- * ended (its threads joined, its device memory freed), for memory that
- * goes away before the transaction's memory does (a parallel scan's kept
- * parts, which an abort's resource owner or a FATAL exit's shutdown
- * unmaps).  An ERROR's path stops SjRunJoin's in SjRunJoin already; the
- * custom scan's stays open across its calls.  A stopped cursor's next
- * fetch is an error, never a short result.
+ * Stop the joins whose engines run now and read the kept parts named by
+ * token (their specs' reads): each engine ended (its threads joined, its
+ * device memory freed) before those parts go away with other memory than
+ * the join's own (an abort's resource owner, a FATAL exit's shutdown).  An
+ * ERROR's path stops SjRunJoin's in SjRunJoin already; the custom scan's
+ * stays open across its calls.  Other joins go on: a subtransaction's
+ * abort that unmaps a function's parts leaves an outer query's open cursor
+ * alone.  A stopped cursor's next fetch is an error, never a short result.
  */
 void
-SjStopLiveJoin(void)
+SjStopLiveJoin(uint32 token)
 {
-	while (sj_live_cursors != NULL)
-	{
-		SjCursor   *cur = sj_live_cursors;
+	SjCursor   *cur = sj_live_cursors;
 
-		SjCursorUnlive(cur);
-		cur->stopped = true;
-		SjCursorClose(cur);
+	while (cur != NULL)
+	{
+		SjCursor   *next = cur->live_next;
+
+		if (token != 0 && (cur->spec->reads[0] == token || cur->spec->reads[1] == token))
+		{
+			SjCursorUnlive(cur);
+			cur->stopped = true;
+			SjCursorClose(cur);
+		}
+		cur = next;
 	}
 }
 

@@ -111,6 +111,8 @@ typedef struct SjRunSpec
 	const SjOperatorMethods *ops;
 	void	   *arg;			/* the job */
 	struct Tuplestorestate *store;
+	uint32		reads[2];		/* tokens of kept parts its engine reads in
+								 * place (SjPartsToken; 0: none) */
 } SjRunSpec;
 
 /* Statistics of the last join run in this backend (simjoin_last_stats()). */
@@ -182,7 +184,7 @@ typedef struct SjCursor
 extern void SjCursorOpen(SjCursor *cur, const SjRunSpec *spec, bool count_only);
 extern bool SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats);
 extern void SjCursorClose(SjCursor *cur);
-extern void SjStopLiveJoin(void);
+extern void SjStopLiveJoin(uint32 token);
 /*
  * The body of a pair join taking (left table, key, column, right table, key,
  * column, parameter); right_relid InvalidOid is the self-join form, store

@@ -985,6 +985,7 @@ SjThetaJoinRun(Oid left_relid, text *left_key, Oid right_relid, text *right_key,
 	stats.right_rows = sides[1]->n;
 	stats.scan_ms = sj_now_ms() - t0;
 
+	memset(&spec, 0, sizeof(spec));
 	spec.name = store ? "theta_join" : "theta_join_count";
 	spec.ops = &sj_theta_methods;
 	spec.arg = &job;

@@ -14,18 +14,7 @@
 -- same rows): a table of n rows made by an earlier run is used as it is.
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
-\if :{?n}
-\else
-\set n 20000
-\endif
-\if :{?dim}
-\else
-\set dim 384
-\endif
-\if :{?dev}
-\else
-\set dev cpu
-\endif
+\ir rows_dim_dev.psql
 \if :{?keep}
 \else
 \set keep off

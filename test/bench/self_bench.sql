@@ -11,18 +11,7 @@
 --     psql -v n=200000 -v dim=384 -v dev=gpu -f test/bench/self_bench.sql
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
-\if :{?n}
-\else
-\set n 20000
-\endif
-\if :{?dim}
-\else
-\set dim 384
-\endif
-\if :{?dev}
-\else
-\set dev cpu
-\endif
+\ir rows_dim_dev.psql
 SELECT sjb_clustered('sjs_t', :n, :dim, 0.01);
 SELECT sjb_zipf_sets('sjs_s');
 VACUUM ANALYZE sjs_t, sjs_s;

@@ -46,14 +46,15 @@ BEGIN
         END IF;
     END LOOP;
 END $$;
-SELECT spb_time('count, self-join', $q$
-    SELECT count(*) FROM spb_t a JOIN spb_t b ON a.v <=> b.v <= 0.0003 $q$);
-SELECT spb_time('count, two inputs', $q$
-    SELECT count(*) FROM spb_t a JOIN spb_t b ON a.v <=> b.v <= 0.0003 WHERE b.id > -1 $q$);
-SELECT spb_time('count, a.id < b.id (pairs formed)', $q$
-    SELECT count(*) FROM spb_t a JOIN spb_t b ON a.v <=> b.v <= 0.0003 AND a.id < b.id $q$);
-SELECT spb_time('eps_join_count (self-join form)', $q$
-    SELECT eps_join_count('spb_t', 'id', 'v', 0.0003, 'cosine') $q$);
+-- the forms, in this order (%s: the join with its ε clause)
+SELECT spb_time(form, format(q, 'spb_t a JOIN spb_t b ON a.v <=> b.v <= 0.0003'))
+FROM (VALUES (1, 'count, self-join', 'SELECT count(*) FROM %s'),
+             (2, 'count, two inputs', 'SELECT count(*) FROM %s WHERE b.id > -1'),
+             (3, 'count, a.id < b.id (pairs formed)', 'SELECT count(*) FROM %s AND a.id < b.id'),
+             (4, 'eps_join_count (self-join form)',
+              'SELECT eps_join_count(''spb_t'', ''id'', ''v'', 0.0003, ''cosine'')'))
+     AS f(k, form, q)
+ORDER BY k;
 SELECT :'dev' AS device, :n AS rows, :dim AS dim, form, min(n) AS result,
        max(n) = min(n) AS same, max(workers) AS scan_workers,
        round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 1) AS median_ms,

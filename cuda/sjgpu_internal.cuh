@@ -140,18 +140,6 @@ void		check_ordinal(int ordinal);
 double		use_device(int ordinal);
 
 /*
- * End a join off the caller's path: fn (the join's end: its device
- * memory freed, its streams destroyed) runs on a thread of its own, every
- * signal blocked, while the caller goes on; where no thread starts, here.
- * Whatever reads the devices' memory or begins a join waits for the ends
- * handed off so far first (wait_deferred: use_device, sjgpu_device_info,
- * a process's exit), so that no join sees memory a finished one still
- * holds.
- */
-void		defer_end(void (*fn) (void *), void *arg) noexcept;
-void		wait_deferred() noexcept;
-
-/*
  * Device bytes one join may hold on the current device: options_limit when
  * it is non-zero, else 80% of the device's free memory now.
  */

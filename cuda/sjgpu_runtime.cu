@@ -245,68 +245,11 @@ wait_start()
 	return true;
 }
 
-/* The ends of joins handed off the callers' paths (defer_end) still running. */
-static std::mutex deferred_mu;
-static std::condition_variable deferred_cv;
-static int	deferred_running = 0;
-
-static void
-deferred_done() noexcept
-{
-	std::lock_guard<std::mutex> lk(deferred_mu);
-
-	deferred_running--;
-	deferred_cv.notify_all();
-}
-
-void
-wait_deferred() noexcept
-{
-	std::unique_lock<std::mutex> lk(deferred_mu);
-
-	deferred_cv.wait(lk, [] { return deferred_running == 0; });
-}
-
-void
-defer_end(void (*fn) (void *), void *arg) noexcept
-{
-	static std::once_flag at_exit;
-	bool		started = false;
-
-	/* a process that exits (an engine test's main) waits for them first */
-	std::call_once(at_exit, [] { atexit([] { wait_deferred(); }); });
-	{
-		std::lock_guard<std::mutex> lk(deferred_mu);
-
-		deferred_running++;
-	}
-	try
-	{
-		SignalsBlocked blocked;	/* the thread inherits the mask */
-		std::thread t([fn, arg] {
-			fn(arg);
-			deferred_done();
-		});
-
-		t.detach();
-		started = true;
-	}
-	catch (...)
-	{
-	}
-	if (!started)
-	{
-		fn(arg);
-		deferred_done();
-	}
-}
-
 double
 use_device(int ordinal)
 {
 	double		t0 = clock_ms();
 
-	wait_deferred();			/* a finished join's memory, freed */
 	wait_started(ordinal);
 	check_ordinal(ordinal);
 	SJGPU_CHECK(cudaSetDevice(ordinal));
@@ -1095,7 +1038,6 @@ extern "C" void
 sjgpu_start_device_wait(void)
 {
 	(void) sjgpu::wait_start();
-	sjgpu::wait_deferred();
 }
 
 /* Zero devices (and SJ_OK) when there is no driver or no device. */
@@ -1119,7 +1061,6 @@ sjgpu_device_count(int *count, char *errmsg)
 extern "C" SjStatus
 sjgpu_device_info(int ordinal, SjGpuDeviceInfo *info, char *errmsg)
 {
-	sjgpu::wait_deferred();		/* the free memory of joins that ended */
 	return sjgpu::guard(errmsg, [&] {
 		cudaDeviceProp prop;
 		size_t		free_bytes = 0,

@@ -245,7 +245,15 @@ worker_run(Worker *w)
 				w->has_batch = true;
 				m->ready.push_back(w);
 				m->cv_main.notify_one();
-				m->cv_worker.wait(lk, [&] { return !w->has_batch || m->stop; });
+				/*
+				 * Stopped by another device's failure, a worker whose batch
+				 * the caller holds still waits for the caller to let it go
+				 * (its next multi_next, or multi_end): ending the join now
+				 * would free the batch under the caller's reads.
+				 */
+				m->cv_worker.wait(lk, [&] {
+					return !w->has_batch || (m->stop && m->held != w);
+				});
 				waited += now_ms() - tw;
 				if (m->stop)
 					return;

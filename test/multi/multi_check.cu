@@ -479,6 +479,139 @@ run(uint32_t nl, uint32_t nr, bool self, std::vector<int> devs, size_t batch,
 }
 
 /*
+ * A batch the caller holds stays valid when another device fails: the
+ * device whose batch it is must not end its join (which frees the batch's
+ * memory) before the caller lets the batch go, with its next multi_next or
+ * multi_end.  The piece at row 0 (the first handed out, taken at once by
+ * one of the two workers) returns one batch of eight pairs (7, 0), its
+ * own arrays (a piece at other rows would have them copied, shifted);
+ * every other piece waits until the caller holds that batch, then fails.
+ * An ended join's arrays are poisoned and kept, so that a read after its
+ * end is seen rather than undefined.
+ */
+static std::atomic<bool> held_taken{false};
+
+struct HeldJoin
+{
+	std::vector<uint32_t> l;
+	std::vector<uint32_t> r;
+	bool		first = false;
+	bool		sent = false;
+};
+
+static std::mutex held_mu;
+static std::vector<HeldJoin *> held_ended;
+
+class HeldOps : public PieceOps
+{
+public:
+	SjStatus	begin(const Piece &p, const SjJoinOptions *o, void **h, char *err) override
+	{
+		HeldJoin   *j = new HeldJoin();
+
+		j->first = p.left_first == 0;
+		j->l.assign(8, 7);
+		j->r.assign(8, 0);
+		*h = j;
+		return SJ_OK;
+	}
+	SjStatus	next(void *h, SjPairBatch *b, int *done, char *err) override
+	{
+		HeldJoin   *j = static_cast<HeldJoin *>(h);
+
+		memset(b, 0, sizeof(*b));
+		*done = 0;
+		if (!j->first)
+		{
+			for (int i = 0; i < 5000 && !held_taken; i++)
+				std::this_thread::sleep_for(std::chrono::milliseconds(1));
+			set_errmsg(err, "next failed");
+			return SJ_ERR_DEVICE;
+		}
+		if (j->sent)
+		{
+			*done = 1;
+			return SJ_OK;
+		}
+		j->sent = true;
+		b->count = j->l.size();
+		b->left = j->l.data();
+		b->right = j->r.data();
+		return SJ_OK;
+	}
+	void		timings(void *, SjTimings *t) override
+	{
+		memset(t, 0, sizeof(*t));
+	}
+	void		end(void *h) override
+	{
+		HeldJoin   *j = static_cast<HeldJoin *>(h);
+		std::lock_guard<std::mutex> lk(held_mu);
+
+		std::fill(j->l.begin(), j->l.end(), 0xFFFFFFFFu);
+		std::fill(j->r.begin(), j->r.end(), 0xFFFFFFFFu);
+		held_ended.push_back(j);
+	}
+};
+
+static bool
+check_held_batch()
+{
+	SjJoinOptions o;
+	int			devs[2] = {0, 1};
+	SjPairBatch b;
+	int			done = 0;
+	char		err[SJ_ERRMSG_LEN] = "";
+	SjStatus	st;
+	bool		ok = true;
+	MultiJoin  *m;
+
+	memset(&o, 0, sizeof(o));
+	o.gpu_ndevices = 2;
+	o.gpu_devices = devs;
+	held_taken = false;
+	m = multi_begin(std::unique_ptr<PieceOps>(new HeldOps()),
+					std::vector<Piece> {Piece{0, 50, 0, 0, true, 3.0}, Piece{50, 25, 0, 0, true, 2.0},
+										Piece{75, 25, 0, 0, true, 1.0}}, &o);
+	st = multi_next(m, &b, &done, err);
+	if (st != SJ_OK || b.count != 8)
+	{
+		printf("held batch: first batch status %d, %zu pairs\n", (int) st, (size_t) b.count);
+		ok = false;
+	}
+	else
+	{
+		held_taken = true;
+		/* another device fails now, while this batch is held */
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		for (size_t i = 0; i < b.count; i++)
+			if (b.left[i] != 7 || b.right[i] != 0)
+			{
+				printf("held batch: pair %zu read (%u, %u) after another device failed: its join had ended\n",
+					   i, b.left[i], b.right[i]);
+				ok = false;
+				break;
+			}
+		st = multi_next(m, &b, &done, err);
+		if (st != SJ_ERR_DEVICE)
+		{
+			printf("held batch: status %d after the failure, expected %d\n", (int) st,
+				   (int) SJ_ERR_DEVICE);
+			ok = false;
+		}
+	}
+	multi_end(m);
+	{
+		std::lock_guard<std::mutex> lk(held_mu);
+
+		for (HeldJoin *j : held_ended)
+			delete j;
+		held_ended.clear();
+	}
+	return ok;
+}
+
+/*
  * SharedUnits::upload: k devices (nrun of them running, the others
  * dropped) upload four pitched arrays in turn; each must end up with all
  * of every one.  cancel_after_ms >= 0: only nrun run and none is dropped,
@@ -787,6 +920,7 @@ main()
 	ok &= run(300, 300, false, {0, 0, 1}, 10, false, -1, SJ_ERR_DEVICE_NOMEM);
 	fail_next_at = -1;
 	ok &= run(30, 30, false, {0, 7}, 10, false, -1, SJ_ERR_NO_DEVICE);
+	ok &= check_held_batch();
 	for (uint32_t a : sizes)
 		for (uint32_t b : sizes)
 			for (int self = 0; self < 2; self++)
@@ -842,7 +976,7 @@ main()
 	ok &= check_upload(4, 1, 999, 3, -1, true);
 	for (int k = 1; k <= 4; k++)
 		ok &= check_shared(k) && check_jobs(k);
-	printf("multi-device driver: %d joins, 12 failure, early-end or drop-out cases, shared uploads (pitched and gathered), shared values, job units: %s\n",
+	printf("multi-device driver: %d joins, 13 failure, early-end or drop-out cases, shared uploads (pitched and gathered), shared values, job units: %s\n",
 		   n, ok ? "ok" : "FAILED");
 	return ok ? 0 : 1;
 }

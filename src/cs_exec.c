@@ -598,11 +598,7 @@ SjNextPair(SjScanState *state, int64 *i, int64 *j)
 	{
 		case SJ_SRC_ENGINE:
 			/* an engine stopped under it (SjStopLiveJoin) left no batch */
-			if (state->cursor.stopped)
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("%s was stopped: the memory of its input was released",
-								state->spec.name)));
+			SjCursorCheckStopped(&state->cursor);
 			for (;;)
 			{
 				/* a self-join: the other order of the pair before */

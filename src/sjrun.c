@@ -278,11 +278,7 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 		int			done = 0;
 
 		memset(batch, 0, sizeof(*batch));
-		if (cur->stopped)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("%s was stopped: the memory of its input was released",
-							spec->name)));
+		SjCursorCheckStopped(cur);
 		if (cur->ending)
 			SjCursorClose(cur);
 		if (cur->done)
@@ -367,6 +363,20 @@ SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats)
 	}
 }
 
+/*
+ * A cursor that SjStopLiveJoin stopped is an error to read on, its batch
+ * included (never a short result).
+ */
+void
+SjCursorCheckStopped(const SjCursor *cur)
+{
+	if (cur->stopped)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s was stopped: the memory of its input was released",
+						cur->spec->name)));
+}
+
 /* End a cursor early (a rescan, or a consumer that stopped reading). */
 void
 SjCursorClose(SjCursor *cur)
@@ -437,9 +447,9 @@ SjStopLiveJoin(uint32 token)
 	{
 		SjCursor   *next = cur->live_next;
 
+		/* (closing it ends its run, which takes it off the list) */
 		if (token != 0 && (cur->spec->reads[0] == token || cur->spec->reads[1] == token))
 		{
-			SjCursorUnlive(cur);
 			cur->stopped = true;
 			SjCursorClose(cur);
 		}

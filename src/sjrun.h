@@ -184,6 +184,7 @@ typedef struct SjCursor
 extern void SjCursorOpen(SjCursor *cur, const SjRunSpec *spec, bool count_only);
 extern bool SjCursorFetch(SjCursor *cur, SjPairBatch *batch, SjStats *stats);
 extern void SjCursorClose(SjCursor *cur);
+extern void SjCursorCheckStopped(const SjCursor *cur);
 extern void SjStopLiveJoin(uint32 token);
 /*
  * The body of a pair join taking (left table, key, column, right table, key,

@@ -8,7 +8,8 @@
 -- 0.0003.  Each form: medians of three runs after a warm-up, of the wall
 -- time and of simjoin_last_stats()'s parts: the scan and marshal (the
 -- rows read and handed to the engine), the engine (total less scan and
--- emit) and the emit (pairs formed into rows).  Run after common.sql:
+-- emit) and the emit (pairs formed into rows), and the engine that ran
+-- (ran_on: the device simjoin.device = auto chose).  Run after common.sql:
 --     psql -v n=200000 -v dim=384 -v dev=gpu -f test/bench/plain_bench.sql
 -- -v keep=on keeps the table for the next run (two builds compared on the
 -- same rows): a table of n rows made by an earlier run is used as it is.
@@ -30,7 +31,8 @@ VACUUM ANALYZE spb_t;
 \endif
 SET simjoin.device = :'dev';
 CREATE TEMP TABLE spb_runs (seq serial, form text, run int, ms float8, n bigint,
-                            scan_ms float8, engine_ms float8, emit_ms float8, workers int);
+                            scan_ms float8, engine_ms float8, emit_ms float8, workers int,
+                            ran_on text);
 CREATE OR REPLACE FUNCTION spb_time(form text, q text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE t0 timestamptz; r bigint; st record;
 BEGIN
@@ -39,10 +41,10 @@ BEGIN
         EXECUTE q INTO r;
         IF i > 0 THEN
             SELECT * INTO st FROM simjoin_last_stats();
-            INSERT INTO spb_runs (form, run, ms, n, scan_ms, engine_ms, emit_ms, workers)
+            INSERT INTO spb_runs (form, run, ms, n, scan_ms, engine_ms, emit_ms, workers, ran_on)
             VALUES (form, i, extract(epoch FROM clock_timestamp() - t0) * 1000, r,
                     st.scan_ms, st.total_ms - st.scan_ms - coalesce(st.emit_ms, 0),
-                    st.emit_ms, st.scan_workers);
+                    st.emit_ms, st.scan_workers, st.device);
         END IF;
     END LOOP;
 END $$;
@@ -56,7 +58,8 @@ FROM (VALUES (1, 'count, self-join', 'SELECT count(*) FROM %s'),
      AS f(k, form, q)
 ORDER BY k;
 SELECT :'dev' AS device, :n AS rows, :dim AS dim, form, min(n) AS result,
-       max(n) = min(n) AS same, max(workers) AS scan_workers,
+       max(n) = min(n) AS same, string_agg(DISTINCT ran_on, ',') AS ran_on,
+       max(workers) AS scan_workers,
        round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 1) AS median_ms,
        round((percentile_cont(0.5) WITHIN GROUP (ORDER BY scan_ms))::numeric, 1) AS scan_ms,
        round((percentile_cont(0.5) WITHIN GROUP (ORDER BY engine_ms))::numeric, 1) AS engine_ms,

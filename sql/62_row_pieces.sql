@@ -56,6 +56,43 @@ SELECT rp_same($$SELECT a.id AS a, b.id AS b, a.v <=> b.v AS d
                  FROM rp_v a JOIN rp_v b ON a.v <=> b.v <= 0.00002$$);
 SELECT rp_same($$SELECT a.id AS a, b.id AS b FROM rp_v a JOIN rp_w b ON a.v <-> b.v <= 0.5$$);
 
+-- a serial read keeps copies of its rows' by-reference values (text, NULLs,
+-- arrays that its input's expressions expand) in large blocks: the rows,
+-- with the vectors read in place and merged, equal PostgreSQL's own join's
+CREATE FUNCTION rp_own(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE n bigint; bad bigint := 0; node boolean := false; line text;
+BEGIN
+    PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        node := node OR line LIKE '%Custom Scan (SimJoin)%';
+    END LOOP;
+    PERFORM set_config('simjoin.enable_customscan', 'off', true);
+    EXECUTE 'CREATE TEMP TABLE rp_o AS ' || q;
+    PERFORM set_config('simjoin.enable_customscan', 'on', true);
+    SELECT count(*) INTO n FROM rp_o;
+    FOREACH line IN ARRAY ARRAY['on', 'off'] LOOP
+        PERFORM set_config('simjoin.debug_row_pieces', line, true);
+        EXECUTE 'CREATE TEMP TABLE rp_a AS ' || q;
+        bad := bad + (SELECT count(*) FROM (TABLE rp_a EXCEPT ALL TABLE rp_o) d)
+                   + (SELECT count(*) FROM (TABLE rp_o EXCEPT ALL TABLE rp_a) d);
+        DROP TABLE rp_a;
+    END LOOP;
+    DROP TABLE rp_o;
+    RETURN format('rows=%s differing=%s', n, bad)
+        || CASE WHEN node THEN ' custom scan' ELSE ' no custom scan' END;
+END $$;
+SELECT rp_own($$
+    SELECT a.id AS a, b.id AS b, a.t AS at, b.t AS bt, a.v AS av, b.v <-> a.v AS d
+    FROM (SELECT id, CASE WHEN id % 7 <> 0 THEN repeat('r', id % 50) || id END AS t,
+                 array_append(v, 1::float4) AS v
+          FROM rp_v WHERE v IS NOT NULL OFFSET 0) a
+    JOIN (SELECT id, 'w' || id AS t, array_append(v, 1::float4) AS v
+          FROM rp_w WHERE v IS NOT NULL OFFSET 0) b
+    ON a.v <-> b.v <= 0.5$$);
+SELECT rp_own($$SELECT a.id AS a, b.id AS b, a.v AS av, b.v AS bv
+                FROM rp_v a JOIN rp_v b ON a.v <=> b.v <= 0.00002 AND a.id < b.id$$);
+DROP FUNCTION rp_own(text);
+
 -- an error with both sides' parts kept (the vectors' dimensions differ):
 -- freed, and the same join again gives the same answer
 SET simjoin.debug_row_pieces = on;

@@ -134,6 +134,7 @@ SjReadSide(SjScanState *state, int s)
 	bool		byval = true;
 	int			natts = state->natts[s];
 	int			k;
+	SjKeptValues kept = {0};
 
 	for (k = 0; k < desc->natts; k++)
 		if (!TupleDescAttr(desc, k)->attbyval)
@@ -165,17 +166,11 @@ SjReadSide(SjScanState *state, int s)
 		}
 		dst = rows->values + rows->n * natts;
 		dnull = rows->isnull + rows->n * natts;
-		if (byval)
-		{
-			slot_getallattrs(slot);
-			memcpy(dst, slot->tts_values, natts * sizeof(Datum));
-			memcpy(dnull, slot->tts_isnull, natts * sizeof(bool));
-		}
-		else
-		{
-			/* a copy of the tuple; the values point into it */
-			SjDeformMinimal(ExecCopySlotMinimalTuple(slot), desc, dst, dnull);
-		}
+		slot_getallattrs(slot);
+		memcpy(dst, slot->tts_values, natts * sizeof(Datum));
+		memcpy(dnull, slot->tts_isnull, natts * sizeof(bool));
+		if (!byval)
+			SjKeepValues(&kept, desc, dst, dnull);	/* the values, copied */
 		rows->n++;
 	}
 }

@@ -1,7 +1,8 @@
 /*
  * cs_rows.c
  *		Custom Scan (SimJoin), the rows it keeps: reading a child, room for
- *		a side's rows, deforming the minimal tuples parallel workers copy,
+ *		a side's rows and copies of their values, deforming the minimal
+ *		tuples parallel workers copy,
  *		join clauses comparing a column of each side decided on the kept
  *		values.
  *
@@ -11,6 +12,8 @@
 
 #include "access/htup_details.h"
 #include "executor/executor.h"
+#include "utils/datum.h"
+#include "utils/expandeddatum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 
@@ -36,6 +39,76 @@ SjRowsAlloc(SjSideRows *rows, int natts, int64 cap)
 	rows->cap = cap;
 	rows->values = palloc_extended(cap * Max(natts, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
 	rows->isnull = palloc_extended(cap * Max(natts, 1) * sizeof(bool), MCXT_ALLOC_HUGE);
+}
+
+/*
+ * Copies of the values a node keeps (SjKeepValues) go one after another
+ * into blocks that double from SJ_KEEP_BLOCK_MIN to SJ_KEEP_BLOCK_MAX
+ * bytes, on huge pages from 2 MB up (SjAllocLarge), rather than into a
+ * tuple a row: a serial read of 1 M 384-D real[] rows spent most of its
+ * time faulting in the 4 kB pages of a million 2 kB chunks, and forming
+ * and deforming each tuple (test/bench/BENCHMARKS.md, "Twentieth
+ * session").  A block is wasted at most one value's length at its end.
+ */
+#define SJ_KEEP_BLOCK_MIN	((Size) 64 << 10)
+#define SJ_KEEP_BLOCK_MAX	((Size) 128 << 20)
+
+static char *
+SjKeepAlloc(SjKeptValues *kept, Size bytes)
+{
+	char	   *p;
+
+	bytes = MAXALIGN(bytes);
+	if (bytes > kept->left)
+	{
+		Size		block = Max(kept->block, SJ_KEEP_BLOCK_MIN);
+
+		kept->block = Min(block * 2, SJ_KEEP_BLOCK_MAX);
+		block = Max(block, bytes);
+		kept->next = SjAllocLarge(block);
+		kept->left = block;
+	}
+	p = kept->next;
+	kept->next += bytes;
+	kept->left -= bytes;
+	return p;
+}
+
+/*
+ * Replace each by-reference value of a row (values/nulls, as desc
+ * describes it) with a copy in kept, in CurrentMemoryContext: what
+ * datumCopy would make (an expanded object flattened, a TOAST pointer
+ * copied as the pointer it is), without a palloc each.
+ */
+void
+SjKeepValues(SjKeptValues *kept, TupleDesc desc, Datum *values, const bool *nulls)
+{
+	for (int k = 0; k < desc->natts; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, k);
+		Pointer		src;
+		Size		size;
+		char	   *dst;
+
+		if (att->attbyval || nulls[k])
+			continue;
+		src = DatumGetPointer(values[k]);
+		if (att->attlen == -1 && VARATT_IS_EXTERNAL_EXPANDED(src))
+		{
+			ExpandedObjectHeader *eoh = DatumGetEOHP(values[k]);
+
+			size = EOH_get_flat_size(eoh);
+			dst = SjKeepAlloc(kept, size);
+			EOH_flatten_into(eoh, dst, size);
+		}
+		else
+		{
+			size = datumGetSize(values[k], false, att->attlen);
+			dst = SjKeepAlloc(kept, size);
+			memcpy(dst, src, size);
+		}
+		values[k] = PointerGetDatum(dst);
+	}
 }
 
 /* Deform a minimal tuple into values/nulls; byref values point into it. */

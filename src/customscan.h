@@ -103,6 +103,14 @@ typedef enum SjPairSource
 	SJ_SRC_EMPTY				/* no pair can satisfy the condition */
 } SjPairSource;
 
+/* Copies of by-reference values a node keeps (SjKeepValues); zeroed to begin. */
+typedef struct SjKeptValues
+{
+	char	   *next;			/* the current block's free space */
+	Size		left;
+	Size		block;			/* the next block's size */
+} SjKeptValues;
+
 /* One input's rows, deformed once. */
 typedef struct SjSideRows
 {
@@ -401,6 +409,8 @@ extern TupleTableSlot *SjChildNext(SjScanState *state, PlanState *child);
 extern void SjRowsAlloc(SjSideRows *rows, int natts, int64 cap);
 extern void SjDeformMinimal(MinimalTuple mt, TupleDesc desc, Datum *values,
 							bool *nulls);
+extern void SjKeepValues(SjKeptValues *kept, TupleDesc desc, Datum *values,
+						 const bool *nulls);
 extern int	SjArgColumn(Expr *arg, int base, int natts);
 extern List *SjColumnComparesInit(SjScanState *state, List *clauses);
 extern bool SjColumnComparesPass(SjScanState *state, int64 i, int64 j);

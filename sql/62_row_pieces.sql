@@ -57,8 +57,9 @@ SELECT rp_same($$SELECT a.id AS a, b.id AS b, a.v <=> b.v AS d
 SELECT rp_same($$SELECT a.id AS a, b.id AS b FROM rp_v a JOIN rp_w b ON a.v <-> b.v <= 0.5$$);
 
 -- a serial read keeps copies of its rows' by-reference values (text, NULLs,
--- arrays that its input's expressions expand) in large blocks: the rows,
--- with the vectors read in place and merged, equal PostgreSQL's own join's
+-- arrays that its input's expressions expand) in blocks that grow: the
+-- rows, with the vectors read in place and merged, equal PostgreSQL's own
+-- join's (a nested loop: on some thousands of rows)
 CREATE FUNCTION rp_own(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE n bigint; bad bigint := 0; node boolean := false; line text;
 BEGIN
@@ -85,12 +86,14 @@ SELECT rp_own($$
     SELECT a.id AS a, b.id AS b, a.t AS at, b.t AS bt, a.v AS av, b.v <-> a.v AS d
     FROM (SELECT id, CASE WHEN id % 7 <> 0 THEN repeat('r', id % 50) || id END AS t,
                  array_append(v, 1::float4) AS v
-          FROM rp_v WHERE v IS NOT NULL OFFSET 0) a
+          FROM rp_v WHERE v IS NOT NULL AND id <= 6000 OFFSET 0) a
     JOIN (SELECT id, 'w' || id AS t, array_append(v, 1::float4) AS v
           FROM rp_w WHERE v IS NOT NULL OFFSET 0) b
     ON a.v <-> b.v <= 0.5$$);
 SELECT rp_own($$SELECT a.id AS a, b.id AS b, a.v AS av, b.v AS bv
-                FROM rp_v a JOIN rp_v b ON a.v <=> b.v <= 0.00002 AND a.id < b.id$$);
+                FROM (SELECT * FROM rp_v WHERE id <= 3000) a
+                JOIN (SELECT * FROM rp_v WHERE id <= 3000) b
+                ON a.v <=> b.v <= 0.00002 AND a.id < b.id$$);
 DROP FUNCTION rp_own(text);
 
 -- an error with both sides' parts kept (the vectors' dimensions differ):

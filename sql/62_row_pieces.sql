@@ -57,7 +57,8 @@ SELECT rp_same($$SELECT a.id AS a, b.id AS b, a.v <=> b.v AS d
 SELECT rp_same($$SELECT a.id AS a, b.id AS b FROM rp_v a JOIN rp_w b ON a.v <-> b.v <= 0.5$$);
 
 -- a serial read keeps copies of its rows' by-reference values (text, NULLs,
--- arrays that its input's expressions expand) in blocks that grow: the
+-- arrays that its input's expressions expand, intervals, values larger
+-- than a block) in blocks that grow: the
 -- rows, with the vectors read in place and merged, equal PostgreSQL's own
 -- join's (a nested loop: on some thousands of rows)
 CREATE FUNCTION rp_own(q text) RETURNS text LANGUAGE plpgsql AS $$
@@ -83,9 +84,12 @@ BEGIN
         || CASE WHEN node THEN ' custom scan' ELSE ' no custom scan' END;
 END $$;
 SELECT rp_own($$
-    SELECT a.id AS a, b.id AS b, a.t AS at, b.t AS bt, a.v AS av, b.v <-> a.v AS d
+    SELECT a.id AS a, b.id AS b, a.t AS at, b.t AS bt, a.v AS av, b.v <-> a.v AS d,
+           md5(a.big) AS big, a.iv AS iv
     FROM (SELECT id, CASE WHEN id % 7 <> 0 THEN repeat('r', id % 50) || id END AS t,
-                 array_append(v, 1::float4) AS v
+                 array_append(v, 1::float4) AS v,
+                 CASE WHEN id % 1000 = 5 THEN repeat('x', 100000 + id) END AS big,
+                 make_interval(secs => id) AS iv
           FROM rp_v WHERE v IS NOT NULL AND id <= 6000 OFFSET 0) a
     JOIN (SELECT id, 'w' || id AS t, array_append(v, 1::float4) AS v
           FROM rp_w WHERE v IS NOT NULL OFFSET 0) b

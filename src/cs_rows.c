@@ -48,7 +48,8 @@ SjRowsAlloc(SjSideRows *rows, int natts, int64 cap)
  * tuple a row: a serial read of 1 M 384-D real[] rows spent most of its
  * time faulting in the 4 kB pages of a million 2 kB chunks, and forming
  * and deforming each tuple (test/bench/BENCHMARKS.md, "Twentieth
- * session").  A block is wasted at most one value's length at its end.
+ * session").  A block is wasted at most one value's length at its end; a
+ * value over half a block has room of its own.
  */
 #define SJ_KEEP_BLOCK_MIN	((Size) 64 << 10)
 #define SJ_KEEP_BLOCK_MAX	((Size) 128 << 20)
@@ -63,8 +64,9 @@ SjKeepAlloc(SjKeptValues *kept, Size bytes)
 	{
 		Size		block = Max(kept->block, SJ_KEEP_BLOCK_MIN);
 
+		if (bytes > block / 2)
+			return SjAllocLarge(bytes); /* a large value: room of its own */
 		kept->block = Min(block * 2, SJ_KEEP_BLOCK_MAX);
-		block = Max(block, bytes);
 		kept->next = SjAllocLarge(block);
 		kept->left = block;
 	}

@@ -3462,6 +3462,21 @@ sjgpu_eps_timings(const SjGpuEpsJoin *join, SjTimings *timings)
 	}
 }
 
+/* A one-device join's end (defer_end's fn): streams drained, freed. */
+static void
+eps_end_now(void *arg)
+{
+	SjGpuEpsJoin *join = static_cast<SjGpuEpsJoin *>(arg);
+
+	(void) cudaSetDevice(join->device);
+	if (join->compute.get())
+		(void) cudaStreamSynchronize(join->compute.get());
+	if (join->copy.get())
+		(void) cudaStreamSynchronize(join->copy.get());
+	(void) cudaGetLastError();
+	delete join;
+}
+
 extern "C" void
 sjgpu_eps_end(SjGpuEpsJoin *join)
 {
@@ -3473,11 +3488,6 @@ sjgpu_eps_end(SjGpuEpsJoin *join)
 		delete join;
 		return;
 	}
-	(void) cudaSetDevice(join->device);
-	if (join->compute.get())
-		(void) cudaStreamSynchronize(join->compute.get());
-	if (join->copy.get())
-		(void) cudaStreamSynchronize(join->copy.get());
-	(void) cudaGetLastError();
-	delete join;
+	/* its device memory freed off the caller's path: 5-20 ms (defer_end) */
+	sjgpu::defer_end(eps_end_now, join, join->device);
 }

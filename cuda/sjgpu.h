@@ -64,6 +64,18 @@ extern void sjgpu_start_device_wait(void);
 extern void sjgpu_start_devices(const int *ordinals, int n);
 
 /*
+ * An eps join's end (its device memory freed) runs off the caller's path,
+ * on a thread of its own: begin(device) is called as it is handed off and
+ * end(device) once its memory is freed, from that thread (plain atomic
+ * counters only: no PostgreSQL call), so that a device counts as loaded
+ * until then.  sjgpu_close_drains waits for every end handed off so far,
+ * joins their threads, and stops the hooks' calls for ends handed off
+ * later (before the process leaves the counters' shared memory).
+ */
+extern void sjgpu_set_drain_hooks(void (*begin) (int device), void (*end) (int device));
+extern void sjgpu_close_drains(void);
+
+/*
  * eps_join on the device: the same contract as sj_eps_cpu_* (sjengine.h),
  * the same pairs and bit-identical distances.  With options->gpu_ndevices
  * > 1 the join is spread over options->gpu_devices (cuda/sjgpu_multi.cuh);

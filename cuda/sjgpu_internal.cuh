@@ -140,6 +140,20 @@ void		check_ordinal(int ordinal);
 double		use_device(int ordinal);
 
 /*
+ * End a join on device off the caller's path: fn (the join's end: its
+ * device memory freed, its streams destroyed) runs on a thread of its
+ * own, every signal blocked, while the caller goes on; where no thread
+ * starts, here.  The device counts as loaded until fn returns (the drain
+ * hooks, sjgpu_set_drain_hooks).  Whatever reads the devices' memory or
+ * begins a join waits for the ends handed off so far first, and joins
+ * their threads (wait_deferred: use_device, sjgpu_device_info,
+ * sjgpu_wait_ends, a process's exit), so that no join sees memory a
+ * finished one still holds.
+ */
+void		defer_end(void (*fn) (void *), void *arg, int device) noexcept;
+void		wait_deferred() noexcept;
+
+/*
  * Device bytes one join may hold on the current device: options_limit when
  * it is non-zero, else 80% of the device's free memory now.
  */

@@ -55,6 +55,16 @@ sjgpu_start_device_wait(void)
 {
 }
 
+void
+sjgpu_set_drain_hooks(void (*begin) (int device), void (*end) (int device))
+{
+}
+
+void
+sjgpu_close_drains(void)
+{
+}
+
 SjStatus
 sjgpu_eps_begin(const SjVectors *left, const SjVectors *right, double eps,
 				const SjJoinOptions *options, SjGpuEpsJoin **join, char *errmsg)

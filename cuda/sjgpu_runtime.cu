@@ -245,11 +245,106 @@ wait_start()
 	return true;
 }
 
+/*
+ * The ends of joins handed off the callers' paths (defer_end): how many
+ * still run, and their threads, each joined by the first wait_deferred
+ * after it began (a process's exit among them, so that no thread of ours
+ * is left when the CUDA runtime tears down).  drain_begin and drain_end
+ * (sjgpu_set_drain_hooks) count a device as loaded until its memory is
+ * freed: an end is counted when it begins before drains_closed
+ * (sjgpu_close_drains, before the process's shared memory goes), and
+ * every counted end has run drain_end once that returns.
+ */
+static std::mutex deferred_mu;
+static std::condition_variable deferred_cv;
+static int	deferred_running = 0;
+static std::vector<std::thread> deferred_threads;
+static void (*drain_begin) (int device) = nullptr;
+static void (*drain_end) (int device) = nullptr;
+static bool drains_closed = false;
+
+static void
+deferred_done(int device, bool counted) noexcept
+{
+	if (counted)
+		drain_end(device);
+	std::lock_guard<std::mutex> lk(deferred_mu);
+
+	deferred_running--;
+	deferred_cv.notify_all();
+}
+
+/* Wait for every end handed off so far; join their threads.  close: stop counting. */
+static void
+wait_ends(bool close) noexcept
+{
+	std::vector<std::thread> mine;
+
+	{
+		std::unique_lock<std::mutex> lk(deferred_mu);
+
+		if (close)
+			drains_closed = true;
+		mine.swap(deferred_threads);
+		deferred_cv.wait(lk, [] { return deferred_running == 0; });
+	}
+	for (std::thread &t : mine)
+		if (t.joinable())
+			t.join();
+}
+
+void
+wait_deferred() noexcept
+{
+	wait_ends(false);
+}
+
+void
+defer_end(void (*fn) (void *), void *arg, int device) noexcept
+{
+	static std::once_flag at_exit;
+	bool		started = false;
+	bool		counted = false;
+
+	/* a process that exits (an engine test's main) joins them first */
+	std::call_once(at_exit, [] { atexit([] { wait_deferred(); }); });
+	{
+		std::lock_guard<std::mutex> lk(deferred_mu);
+
+		if (drain_begin && drain_end && !drains_closed)
+		{
+			drain_begin(device);
+			counted = true;
+		}
+		deferred_running++;
+		try
+		{
+			SignalsBlocked blocked;	/* the thread inherits the mask */
+
+			deferred_threads.reserve(deferred_threads.size() + 1);
+			deferred_threads.emplace_back([fn, arg, device, counted] {
+				fn(arg);
+				deferred_done(device, counted);
+			});
+			started = true;
+		}
+		catch (...)
+		{
+		}
+	}
+	if (!started)
+	{
+		fn(arg);
+		deferred_done(device, counted);
+	}
+}
+
 double
 use_device(int ordinal)
 {
 	double		t0 = clock_ms();
 
+	wait_deferred();			/* a finished join's memory, freed */
 	wait_started(ordinal);
 	check_ordinal(ordinal);
 	SJGPU_CHECK(cudaSetDevice(ordinal));
@@ -1035,9 +1130,23 @@ sjgpu_start_devices(const int *ordinals, int n)
 
 /* Wait for the thread sjgpu_start_device began, if it still runs. */
 extern "C" void
+sjgpu_set_drain_hooks(void (*begin) (int device), void (*end) (int device))
+{
+	sjgpu::drain_begin = begin;
+	sjgpu::drain_end = end;
+}
+
+extern "C" void
+sjgpu_close_drains(void)
+{
+	sjgpu::wait_ends(true);
+}
+
+extern "C" void
 sjgpu_start_device_wait(void)
 {
 	(void) sjgpu::wait_start();
+	sjgpu::wait_deferred();
 }
 
 /* Zero devices (and SJ_OK) when there is no driver or no device. */
@@ -1061,6 +1170,7 @@ sjgpu_device_count(int *count, char *errmsg)
 extern "C" SjStatus
 sjgpu_device_info(int ordinal, SjGpuDeviceInfo *info, char *errmsg)
 {
+	sjgpu::wait_deferred();		/* the free memory of joins that ended */
 	return sjgpu::guard(errmsg, [&] {
 		cudaDeviceProp prop;
 		size_t		free_bytes = 0,

@@ -11,8 +11,10 @@
  * multi-device path on a one-GPU machine (for testing).
  *
  * The load is a small counter per device in shared memory (joins running
- * there now), present when simjoin is in shared_preload_libraries; without
- * it each process chooses by its process id.  A process counts what it
+ * there now, and the ends of joins still freeing its memory: the drain
+ * hooks, which the GPU engine calls from the thread that frees it),
+ * present when simjoin is in shared_preload_libraries; without it each
+ * process chooses by its process id.  A process counts what it
  * holds (sj_held) and gives all of it back at exit, so a counter never
  * leaks past its process, even after a FATAL; a run gives its devices back
  * when it ends, normally or through its memory context's reset callback
@@ -187,10 +189,33 @@ SjDevicesInit(void)
 	}
 }
 
-/* At exit: give back whatever this process still holds. */
+/*
+ * Drain hooks (sjgpu_set_drain_hooks): a join's end that frees its device
+ * memory off the caller's path counts as a join there until it has.  Run
+ * on the engine's threads: atomics only.  SjDevicesAtExit closes them
+ * before the process leaves shared memory: every end counted has run by
+ * then, and a join ended later (an abort's, after this callback) is not
+ * counted.
+ */
+static void
+SjDrainBegin(int ordinal)
+{
+	if (sj_load && ordinal >= 0 && ordinal < SJ_MAX_DEVICES)
+		pg_atomic_fetch_add_u32(&sj_load->joins[ordinal], 1);
+}
+
+static void
+SjDrainEnd(int ordinal)
+{
+	if (sj_load && ordinal >= 0 && ordinal < SJ_MAX_DEVICES)
+		pg_atomic_fetch_sub_u32(&sj_load->joins[ordinal], 1);
+}
+
+/* At exit: the joins' ends counted done, give back whatever this process still holds. */
 static void
 SjDevicesAtExit(int code, Datum arg)
 {
+	sjgpu_close_drains();
 	for (int i = 0; i < SJ_MAX_DEVICES; i++)
 	{
 		if (sj_load && sj_held[i] > 0)
@@ -279,6 +304,7 @@ SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold,
 	if (!sj_exit_registered)
 	{
 		before_shmem_exit(SjDevicesAtExit, (Datum) 0);
+		sjgpu_set_drain_hooks(SjDrainBegin, SjDrainEnd);
 		sj_exit_registered = true;
 	}
 	if (n == 1 || IsParallelWorker() || spread == NULL || !spread(job))

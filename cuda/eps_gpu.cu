@@ -3488,6 +3488,11 @@ sjgpu_eps_end(SjGpuEpsJoin *join)
 		delete join;
 		return;
 	}
+	if (!join->compute.get())
+	{
+		delete join;			/* a begin that failed early: nothing on a device */
+		return;
+	}
 	/* its device memory freed off the caller's path: 5-20 ms (defer_end) */
 	sjgpu::defer_end(eps_end_now, join, join->device);
 }

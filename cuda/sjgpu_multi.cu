@@ -62,7 +62,8 @@ struct Worker
 				waited_ms = 0.0,
 				alloc_begin_ms = 0.0,	/* cudaMalloc/cudaFree in its begin */
 				alloc_ms = 0.0,	/* ... until its last join was done */
-				alloc_end_ms = 0.0;	/* ... until its thread ended (frees included) */
+				alloc_end_ms = 0.0;	/* ... until its thread ended (an eps
+									 * join's frees run later, off it) */
 };
 
 class MultiJoin

@@ -264,10 +264,10 @@ static void (*drain_end) (int device) = nullptr;
 static bool drains_closed = false;
 
 static void
-deferred_done(int device, bool counted) noexcept
+deferred_done(int device, void (*counted) (int device)) noexcept
 {
 	if (counted)
-		drain_end(device);
+		counted(device);		/* the drain_end of its hand-off */
 	std::lock_guard<std::mutex> lk(deferred_mu);
 
 	deferred_running--;
@@ -304,7 +304,7 @@ defer_end(void (*fn) (void *), void *arg, int device) noexcept
 {
 	static std::once_flag at_exit;
 	bool		started = false;
-	bool		counted = false;
+	void		(*counted) (int device) = nullptr;
 
 	/* a process that exits (an engine test's main) joins them first */
 	std::call_once(at_exit, [] { atexit([] { wait_deferred(); }); });
@@ -314,14 +314,13 @@ defer_end(void (*fn) (void *), void *arg, int device) noexcept
 		if (drain_begin && drain_end && !drains_closed)
 		{
 			drain_begin(device);
-			counted = true;
+			counted = drain_end;
 		}
 		deferred_running++;
 		try
 		{
 			SignalsBlocked blocked;	/* the thread inherits the mask */
 
-			deferred_threads.reserve(deferred_threads.size() + 1);
 			deferred_threads.emplace_back([fn, arg, device, counted] {
 				fn(arg);
 				deferred_done(device, counted);
@@ -1128,10 +1127,11 @@ sjgpu_start_devices(const int *ordinals, int n)
 	}
 }
 
-/* Wait for the thread sjgpu_start_device began, if it still runs. */
 extern "C" void
 sjgpu_set_drain_hooks(void (*begin) (int device), void (*end) (int device))
 {
+	std::lock_guard<std::mutex> lk(sjgpu::deferred_mu);
+
 	sjgpu::drain_begin = begin;
 	sjgpu::drain_end = end;
 }
@@ -1142,6 +1142,7 @@ sjgpu_close_drains(void)
 	sjgpu::wait_ends(true);
 }
 
+/* Wait for the thread sjgpu_start_device began, if it still runs; and for joins' ends. */
 extern "C" void
 sjgpu_start_device_wait(void)
 {

@@ -12,7 +12,8 @@
  *
  * The load is a small counter per device in shared memory (joins running
  * there now, and the ends of joins still freeing its memory: the drain
- * hooks, which the GPU engine calls from the thread that frees it),
+ * hooks, which the GPU engine calls from the thread that frees it; a join
+ * about to begin there waits for those),
  * present when simjoin is in shared_preload_libraries; without it each
  * process chooses by its process id.  A process counts what it
  * holds (sj_held) and gives all of it back at exit, so a counter never
@@ -43,10 +44,14 @@ typedef struct SjDeviceList
 	int			ordinals[SJ_MAX_DEVICES];
 } SjDeviceList;
 
-/* Joins running on each device now, over all processes. */
+/*
+ * Joins running on each device now, over all processes; and the ends of
+ * joins still freeing their memory there (the drain hooks).
+ */
 typedef struct SjDeviceLoad
 {
 	pg_atomic_uint32 joins[SJ_MAX_DEVICES];
+	pg_atomic_uint32 draining[SJ_MAX_DEVICES];
 } SjDeviceLoad;
 
 char	   *sj_devices_string = NULL;
@@ -164,7 +169,10 @@ SjDevicesShmemStartup(void)
 	sj_load = ShmemInitStruct("simjoin device load", sizeof(SjDeviceLoad), &found);
 	if (!found)
 		for (int i = 0; i < SJ_MAX_DEVICES; i++)
+		{
 			pg_atomic_init_u32(&sj_load->joins[i], 0);
+			pg_atomic_init_u32(&sj_load->draining[i], 0);
+		}
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -191,24 +199,49 @@ SjDevicesInit(void)
 
 /*
  * Drain hooks (sjgpu_set_drain_hooks): a join's end that frees its device
- * memory off the caller's path counts as a join there until it has.  Run
- * on the engine's threads: atomics only.  SjDevicesAtExit closes them
- * before the process leaves shared memory: every end counted has run by
- * then, and a join ended later (an abort's, after this callback) is not
- * counted.
+ * memory off the caller's path counts as a load there until it has, and
+ * a join about to begin there waits for it (SjDevicesAwaitDrains).  Run on
+ * the engine's threads: atomics only.  SjDevicesAtExit closes them before
+ * the process leaves shared memory: every end counted has run by then, and
+ * a join ended later (an abort's, after this callback) is not counted.
  */
 static void
 SjDrainBegin(int ordinal)
 {
 	if (sj_load && ordinal >= 0 && ordinal < SJ_MAX_DEVICES)
-		pg_atomic_fetch_add_u32(&sj_load->joins[ordinal], 1);
+		pg_atomic_fetch_add_u32(&sj_load->draining[ordinal], 1);
 }
 
 static void
 SjDrainEnd(int ordinal)
 {
 	if (sj_load && ordinal >= 0 && ordinal < SJ_MAX_DEVICES)
-		pg_atomic_fetch_sub_u32(&sj_load->joins[ordinal], 1);
+		pg_atomic_fetch_sub_u32(&sj_load->draining[ordinal], 1);
+}
+
+/*
+ * A join sizes its device memory to what is free there when it begins:
+ * wait until no ended join, of any process, still frees memory on the
+ * hold's devices (15-20 ms for a 1 M x 384-D eps join; given up after a
+ * quarter of a second, the join then sizing itself to what is free).
+ */
+static void
+SjDevicesAwaitDrains(const SjDeviceHold *hold)
+{
+	if (!sj_load)
+		return;
+	for (int waited = 0; waited < 250; waited++)
+	{
+		bool		busy = false;
+
+		for (int i = 0; i < hold->n; i++)
+			if (pg_atomic_read_u32(&sj_load->draining[hold->ordinals[i]]) > 0)
+				busy = true;
+		if (!busy)
+			return;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(1000L);
+	}
 }
 
 /* At exit: the joins' ends counted done, give back whatever this process still holds. */
@@ -261,7 +294,8 @@ SjDevicesResolve(int *ordinals)
 static uint32
 SjDeviceLoadOf(int ordinal)
 {
-	return sj_load ? pg_atomic_read_u32(&sj_load->joins[ordinal]) : 0;
+	return sj_load ? pg_atomic_read_u32(&sj_load->joins[ordinal]) +
+		pg_atomic_read_u32(&sj_load->draining[ordinal]) : 0;
 }
 
 /* Of the entries, the least loaded device; ties by process id. */
@@ -331,6 +365,7 @@ SjDevicesAcquire(SjJoinOptions *options, SjDeviceHold *hold,
 			hold->ordinals[k++] = ordinals[i];
 		}
 	}
+	SjDevicesAwaitDrains(hold);	/* before it counts: may be cancelled */
 	for (int i = 0; i < hold->n; i++)
 	{
 		if (sj_load)

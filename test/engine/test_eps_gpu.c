@@ -1662,7 +1662,7 @@ t_bench(const char *name, const SjVectors *L, double eps, int metric, int cpu_to
 		 */
 		if (rep > 0 && (ndevices > 0 ? t0 : tm.build_ms + tm.probe_ms) < best)
 			best = ndevices > 0 ? t0 : tm.build_ms + tm.probe_ms;
-		printf("BENCH gpu %s: %llu pairs, wall %.1f ms, build %.1f probe %.1f (filter %.1f ms, %.0f TFLOP/s) transfer %.1f ms, this thread's cudaMalloc/cudaFree %.1f ms [%s]%s%s\n",
+		printf("BENCH gpu %s: %llu pairs, wall %.1f ms, build %.1f probe %.1f (filter %.1f ms, %.0f TFLOP/s) transfer %.1f ms, this thread's cudaMalloc/cudaFree %.1f ms (an eps join's frees off it) [%s]%s%s\n",
 			   name, (unsigned long long) gpu, t0, tm.build_ms, tm.probe_ms, tm.filter_ms,
 			   tm.filter_ms > 0 ? tm.filter_pairs * 2.0 * ((L->dim + 31) / 32 * 32) / tm.filter_ms / 1e9 : 0.0,
 			   tm.transfer_ms, alloc, tm.strategy, tm.devices[0] ? " devices: " : "", tm.devices);

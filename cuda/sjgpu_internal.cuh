@@ -147,8 +147,8 @@ double		use_device(int ordinal);
  * hooks, sjgpu_set_drain_hooks).  Whatever reads the devices' memory or
  * begins a join waits for the ends handed off so far first, and joins
  * their threads (wait_deferred: use_device, sjgpu_device_info,
- * sjgpu_wait_ends, a process's exit), so that no join sees memory a
- * finished one still holds.
+ * sjgpu_start_device_wait, sjgpu_close_drains, a process's exit), so that
+ * no join sees memory a finished one still holds.
  */
 void		defer_end(void (*fn) (void *), void *arg, int device) noexcept;
 void		wait_deferred() noexcept;

@@ -13,13 +13,12 @@
  * The load is a small counter per device in shared memory (joins running
  * there now, and the ends of joins still freeing its memory: the drain
  * hooks, which the GPU engine calls from the thread that frees it; a join
- * about to begin there waits for those),
- * present when simjoin is in shared_preload_libraries; without it each
- * process chooses by its process id.  A process counts what it
- * holds (sj_held) and gives all of it back at exit, so a counter never
- * leaks past its process, even after a FATAL; a run gives its devices back
- * when it ends, normally or through its memory context's reset callback
- * after an ERROR (SjRunCallback).
+ * about to begin there waits for those), present when simjoin is in
+ * shared_preload_libraries; without it each process chooses by its
+ * process id.  A process counts what it holds (sj_held) and gives all of
+ * it back at exit, so a counter never leaks past its process, even after
+ * a FATAL; a run gives its devices back when it ends, normally or through
+ * its memory context's reset callback after an ERROR (SjRunCallback).
  */
 #include "postgres.h"
 

@@ -432,9 +432,9 @@ SjRunJoin(const SjRunSpec *spec, bool count_only, SjStats *stats)
  * Stop the joins whose engines run now and read the kept parts named by
  * token (their specs' reads): each engine ended (its threads joined; an
  * eps join's device memory freed on a thread of its own, which reads none
- * of them) before those parts go away with other memory than
- * the join's own (an abort's resource owner, a FATAL exit's shutdown).  An
- * ERROR's path stops SjRunJoin's in SjRunJoin already; the custom scan's
+ * of them) before those parts go away with other memory than the join's
+ * own (an abort's resource owner, a FATAL exit's shutdown).  An ERROR's
+ * path stops SjRunJoin's in SjRunJoin already; the custom scan's
  * stays open across its calls.  Other joins go on: a subtransaction's
  * abort that unmaps a function's parts leaves an outer query's open cursor
  * alone.  A stopped cursor's next fetch is an error, never a short result.

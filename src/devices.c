@@ -4,9 +4,10 @@
  *		of each device across sessions.
  *
  * simjoin.devices is "all" (every device found) or a list of device
- * numbers.  A join spreads over every device of the list (every
- * operator's GPU engine can); a parallel worker, which runs only its part
- * of a join, takes the one least loaded.
+ * numbers.  A join takes the least loaded device of the list, and spreads
+ * over every device of it where the operator judges the join large enough
+ * (its spread(): every operator's GPU engine can spread); a parallel
+ * worker, which runs only its part of a join, takes the one least loaded.
  * A number may repeat ('0,0'): two shares of one device, which runs the
  * multi-device path on a one-GPU machine (for testing).
  *
@@ -182,8 +183,9 @@ SjDevicesInit(void)
 	DefineCustomStringVariable("simjoin.devices",
 							   "GPUs a join may use.",
 							   "all: every device found; else a list of device "
-							   "numbers such as 0,1. A join spreads its work over "
-							   "all of them; a number may repeat (for testing).",
+							   "numbers such as 0,1. A join takes the least loaded; "
+							   "a large one spreads over all of them. A number may "
+							   "repeat (for testing).",
 							   &sj_devices_string, "all",
 							   PGC_USERSET, GUC_LIST_INPUT,
 							   SjDevicesCheck, SjDevicesAssign, NULL);
